@@ -304,7 +304,10 @@ void ObjectReader::finish() {
   for (auto it = node_->begin(); it != node_->end(); ++it) {
     if (known_.count(it.key()) == 0) {
       std::string keys;
-      for (const auto& k : known_) keys += (keys.empty() ? "" : ", ") + k;
+      for (const auto& k : known_) {
+        if (!keys.empty()) keys += ", ";
+        keys += k;
+      }
       diag_.error(pointer_of(it.key()),
                   fmt::format("unknown key \"{}\" (known keys here: {})", it.key(), keys));
     }

@@ -1,0 +1,178 @@
+#include "arch/hw_config.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "support/embedded_files.hpp"
+#include "support/error.hpp"
+#include "support/json_reader.hpp"
+
+namespace npusim {
+
+uint64_t HwConfig::memory_latency_cycles() const {
+  return static_cast<uint64_t>(std::ceil(memory.latency_ns / cycle_time_ns() - 1e-9));
+}
+
+namespace {
+
+BufferConfig read_buffer(ObjectReader parent, const std::string& key, const BufferConfig& fallback,
+                         uint64_t min_bytes) {
+  ObjectReader r = parent.object(key);
+  BufferConfig b;
+  b.capacity_bytes = static_cast<uint64_t>(r.integer(
+      "capacity_bytes", static_cast<int64_t>(fallback.capacity_bytes), static_cast<int64_t>(min_bytes),
+      int64_t{1} << 40));
+  b.banks = static_cast<int>(r.integer("banks", fallback.banks, 1, 1024));
+  if (b.capacity_bytes % static_cast<uint64_t>(b.banks) != 0) {
+    r.diagnostics().error(r.pointer_of("banks"),
+                          fmt::format("capacity_bytes ({}) must be a multiple of banks ({})",
+                                      b.capacity_bytes, b.banks));
+  }
+  r.finish();
+  return b;
+}
+
+DataType read_type(ObjectReader& r, const std::string& key, DataType fallback,
+                   std::initializer_list<const char*> allowed) {
+  return *parse_data_type(r.choice(key, to_string(fallback), allowed));
+}
+
+}  // namespace
+
+HwConfig parse_hw_config(const json& root, const std::string& origin) {
+  JsonDiagnostics diag(origin);
+  ObjectReader top(diag, &root, "", true);
+  HwConfig c;
+  auto version = top.integer_required("schema_version", 1, 1000);
+  if (version && *version != kHwSchemaVersion) {
+    diag.error("/schema_version",
+               fmt::format("expected {} (the version this npusim reads), got {}", kHwSchemaVersion,
+                           *version));
+  }
+  c.name = top.string("name", "custom");
+  c.description = top.string("description", "");
+  c.source = top.string("source", "");
+  c.clock_mhz = top.number("clock_mhz", c.clock_mhz, 1.0, 10000.0);
+
+  {
+    ObjectReader r = top.object("matrix_unit");
+    auto& m = c.matrix_unit;
+    m.rows = static_cast<int>(r.integer("rows", m.rows, 1, 512));
+    m.cols = static_cast<int>(r.integer("cols", m.cols, 1, 512));
+    m.dataflow = *parse_dataflow(r.choice("dataflow", "ws", {"ws", "os", "is"}));
+    m.count = static_cast<int>(r.integer("count", m.count, 1, 64));
+    m.weight_double_buffer = r.boolean("weight_double_buffer", m.weight_double_buffer);
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("vector_unit");
+    auto& v = c.vector_unit;
+    v.lanes = static_cast<int>(r.integer("lanes", c.matrix_unit.cols, 1, 8192));
+    v.pipeline_latency_cycles =
+        static_cast<int>(r.integer("pipeline_latency_cycles", v.pipeline_latency_cycles, 0, 1000));
+    v.transcendental_cycles =
+        static_cast<int>(r.integer("transcendental_cycles", v.transcendental_cycles, 1, 1000));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("buffers");
+    c.unified_buffer = read_buffer(r, "unified_buffer", c.unified_buffer, 1024);
+    c.weight_buffer = read_buffer(r, "weight_buffer", c.weight_buffer, 1);
+    c.accumulators = read_buffer(r, "accumulators", c.accumulators, 4);
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("memory");
+    auto& m = c.memory;
+    m.model = r.choice("model", m.model, {"simple"});
+    m.bandwidth_gbps = r.number("bandwidth_gbps", m.bandwidth_gbps, 0.001, 1e6);
+    m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
+    m.capacity_bytes = static_cast<uint64_t>(
+        r.integer("capacity_bytes", static_cast<int64_t>(m.capacity_bytes), 1 << 20, int64_t{1} << 50));
+    r.finish();
+  }
+  {
+    ObjectReader r = top.object("data_types");
+    auto& d = c.data_types;
+    d.activation = read_type(r, "activation", d.activation, {"int8"});
+    d.weight = read_type(r, "weight", d.weight, {"int8"});
+    d.accumulator = read_type(r, "accumulator", d.accumulator, {"int32"});
+    r.finish();
+  }
+  top.finish();
+
+  // Cross-field checks: only meaningful once each field on its own is valid.
+  if (diag.ok()) {
+    const auto& m = c.matrix_unit;
+    uint64_t weight_tile = static_cast<uint64_t>(m.rows) * m.cols * size_bytes(c.data_types.weight);
+    if (c.weight_buffer.capacity_bytes < 2 * weight_tile) {
+      diag.error("/buffers/weight_buffer/capacity_bytes",
+                 fmt::format("expected at least {} bytes: two {}x{} weight tiles, so the next tile "
+                             "loads while the array computes; got {}",
+                             2 * weight_tile, m.rows, m.cols, c.weight_buffer.capacity_bytes));
+    }
+    uint64_t acc_rows = static_cast<uint64_t>(std::max(m.rows, m.cols));
+    uint64_t acc_min = 2 * acc_rows * m.cols * size_bytes(c.data_types.accumulator) * m.count;
+    if (c.accumulators.capacity_bytes < acc_min) {
+      diag.error("/buffers/accumulators/capacity_bytes",
+                 fmt::format("expected at least {} bytes: two {}x{} {} output tiles per matrix "
+                             "unit ({} units); got {}",
+                             acc_min, acc_rows, m.cols, to_string(c.data_types.accumulator), m.count,
+                             c.accumulators.capacity_bytes));
+    }
+  }
+  diag.throw_if_errors();
+  return c;
+}
+
+HwConfig load_hw_config(const std::string& spec) {
+  if (const EmbeddedFile* preset = find_embedded_file("hw", spec)) {
+    std::string origin = fmt::format("configs/hw/{}.json", spec);
+    return parse_hw_config(parse_json_text(preset->text, origin), origin);
+  }
+  if (!std::filesystem::exists(spec)) {
+    throw UserError(fmt::format("--hw '{}': no such file and no such preset (presets: {})", spec,
+                                embedded_file_names_joined("hw")));
+  }
+  return parse_hw_config(parse_json_file(spec), spec);
+}
+
+json to_json(const HwConfig& c) {
+  auto buffer = [](const BufferConfig& b) {
+    return json{{"capacity_bytes", b.capacity_bytes}, {"banks", b.banks}};
+  };
+  return json{
+      {"schema_version", kHwSchemaVersion},
+      {"name", c.name},
+      {"description", c.description},
+      {"source", c.source},
+      {"clock_mhz", c.clock_mhz},
+      {"matrix_unit",
+       {{"rows", c.matrix_unit.rows},
+        {"cols", c.matrix_unit.cols},
+        {"dataflow", to_string(c.matrix_unit.dataflow)},
+        {"count", c.matrix_unit.count},
+        {"weight_double_buffer", c.matrix_unit.weight_double_buffer}}},
+      {"vector_unit",
+       {{"lanes", c.vector_unit.lanes},
+        {"pipeline_latency_cycles", c.vector_unit.pipeline_latency_cycles},
+        {"transcendental_cycles", c.vector_unit.transcendental_cycles}}},
+      {"buffers",
+       {{"unified_buffer", buffer(c.unified_buffer)},
+        {"weight_buffer", buffer(c.weight_buffer)},
+        {"accumulators", buffer(c.accumulators)}}},
+      {"memory",
+       {{"model", c.memory.model},
+        {"bandwidth_gbps", c.memory.bandwidth_gbps},
+        {"latency_ns", c.memory.latency_ns},
+        {"capacity_bytes", c.memory.capacity_bytes}}},
+      {"data_types",
+       {{"activation", to_string(c.data_types.activation)},
+        {"weight", to_string(c.data_types.weight)},
+        {"accumulator", to_string(c.data_types.accumulator)}}},
+  };
+}
+
+}  // namespace npusim

@@ -1,0 +1,78 @@
+// The hardware description: what a user writes in configs/hw/*.json, validated and with every
+// default filled in. docs/hardware_config.md documents each key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "arch/types.hpp"
+
+namespace npusim {
+
+constexpr int kHwSchemaVersion = 1;
+
+struct MatrixUnitConfig {
+  int rows = 128;
+  int cols = 128;
+  Dataflow dataflow = Dataflow::kWeightStationary;
+  int count = 1;
+  bool weight_double_buffer = true;
+};
+
+struct VectorUnitConfig {
+  int lanes = 128;                   // elements per cycle for simple ops
+  int pipeline_latency_cycles = 8;   // from first operand read to first result written
+  int transcendental_cycles = 4;     // cycles per lane-group for exp / divide (1 for add, max)
+};
+
+struct BufferConfig {
+  uint64_t capacity_bytes = 0;
+  int banks = 1;
+};
+
+struct OffChipMemoryConfig {
+  std::string model = "simple";  // fixed latency + bandwidth (issue 4 brings a command-level HBM)
+  double bandwidth_gbps = 34.0;  // GB/s (10^9 bytes per second)
+  double latency_ns = 100.0;
+  uint64_t capacity_bytes = 8ull << 30;
+};
+
+struct DataTypeConfig {
+  DataType activation = DataType::kInt8;
+  DataType weight = DataType::kInt8;
+  DataType accumulator = DataType::kInt32;
+};
+
+struct HwConfig {
+  std::string name;
+  std::string description;
+  std::string source;
+  double clock_mhz = 700.0;
+  MatrixUnitConfig matrix_unit;
+  VectorUnitConfig vector_unit;
+  BufferConfig unified_buffer{24ull << 20, 16};
+  BufferConfig weight_buffer{256ull << 10, 4};
+  BufferConfig accumulators{4ull << 20, 8};
+  OffChipMemoryConfig memory;
+  DataTypeConfig data_types;
+
+  // Derived figures.
+  double cycle_time_ns() const { return 1000.0 / clock_mhz; }
+  double memory_bytes_per_cycle() const { return memory.bandwidth_gbps / (clock_mhz * 1e-3); }
+  uint64_t memory_latency_cycles() const;
+  double peak_macs_per_cycle() const {
+    return static_cast<double>(matrix_unit.rows) * matrix_unit.cols * matrix_unit.count;
+  }
+};
+
+// Validates a parsed description; every problem is reported at once (UserErrors) as
+// "<origin>: /json/pointer: what was expected".
+HwConfig parse_hw_config(const nlohmann::json& root, const std::string& origin);
+// `spec` is a built-in preset name or a path to a JSON file.
+HwConfig load_hw_config(const std::string& spec);
+// The resolved description, every default filled in; parse_hw_config(to_json(c)) == c.
+nlohmann::json to_json(const HwConfig& config);
+
+}  // namespace npusim

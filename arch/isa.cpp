@@ -1,0 +1,99 @@
+#include "arch/isa.hpp"
+
+#include <fmt/format.h>
+
+namespace npusim {
+
+const char* to_string(UnitKind kind) {
+  switch (kind) {
+    case UnitKind::kDmaLoad: return "dma.in";
+    case UnitKind::kDmaStore: return "dma.out";
+    case UnitKind::kMatrix: return "mxu";
+    case UnitKind::kVector: return "vpu";
+  }
+  return "?";
+}
+
+const char* to_string(BufferId id) {
+  switch (id) {
+    case BufferId::kDram: return "dram";
+    case BufferId::kUnified: return "ub";
+    case BufferId::kWeight: return "wb";
+    case BufferId::kAccumulator: return "acc";
+  }
+  return "?";
+}
+
+namespace {
+struct OpcodeName {
+  const Instruction& instr;
+  const char* operator()(const DmaOp&) const {
+    return instr.unit == UnitKind::kDmaLoad ? "DMA_LOAD" : "DMA_STORE";
+  }
+  const char* operator()(const MatmulOp&) const { return "MATMUL"; }
+  const char* operator()(const RequantOp&) const { return "REQUANT"; }
+  const char* operator()(const PoolOp&) const { return "MAXPOOL"; }
+  const char* operator()(const SoftmaxOp&) const { return "SOFTMAX"; }
+  const char* operator()(const ReluOp&) const { return "RELU"; }
+};
+
+struct Operands {
+  const Instruction& instr;
+  std::string operator()(const DmaOp& d) const {
+    std::string box = fmt::format("{}x{}x{}", d.count[2], d.count[1], d.count[0]);
+    std::string strides = fmt::format("stride {},{}", d.dram_stride[1], d.dram_stride[0]);
+    if (instr.unit == UnitKind::kDmaLoad) {
+      return fmt::format("{}[{:#x}] <- dram[{:#x}] {} {}", to_string(d.buffer), d.buffer_addr,
+                         d.dram_addr, box, strides);
+    }
+    return fmt::format("dram[{:#x}] <- {}[{:#x}] {} {}", d.dram_addr, to_string(d.buffer),
+                       d.buffer_addr, box, strides);
+  }
+  std::string operator()(const MatmulOp& m) const {
+    const auto& a = m.a;
+    return fmt::format(
+        "acc[{:#x}]{} <- ub[{:#x}] im2col(slab {}x{}x{} win {}x{} s{},{} d{},{} org {},{} ow {} m0 {} "
+        "k0 {}) x wb[{:#x}] ld {} m={} k={} n={}",
+        m.acc_addr, m.accumulate ? " +=" : "", a.ub_addr, a.slab_h, a.slab_w, a.slab_c,
+        a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.origin_y,
+        a.origin_x, a.out_w, a.m0, a.k0, m.wb_addr, m.w_ld, m.m, m.k, m.n);
+  }
+  std::string operator()(const RequantOp& r) const {
+    return fmt::format("ub[{:#x}] <- acc[{:#x}] + bias ub[{:#x}] m={} n={} scale {:.6g}{}",
+                       r.out_ub_addr, r.acc_addr, r.bias_ub_addr, r.m, r.n, r.scale.real(),
+                       r.relu ? " relu" : "");
+  }
+  std::string operator()(const PoolOp& p) const {
+    return fmt::format("ub[{:#x}] <- max ub[{:#x}] slab {}x{}x{} win {}x{} s{},{} org {},{} out {}x{}",
+                       p.out_ub_addr, p.in_ub_addr, p.slab_h, p.slab_w, p.c, p.window_h,
+                       p.window_w, p.stride_h, p.stride_w, p.origin_y, p.origin_x, p.out_h, p.out_w);
+  }
+  std::string operator()(const SoftmaxOp& s) const {
+    return fmt::format("ub[{:#x}] <- softmax ub[{:#x}] rows {} length {}", s.out_ub_addr,
+                       s.in_ub_addr, s.rows, s.length);
+  }
+  std::string operator()(const ReluOp& r) const {
+    return fmt::format("ub[{:#x}] <- relu ub[{:#x}] n {}", r.out_ub_addr, r.in_ub_addr,
+                       r.elements);
+  }
+};
+}  // namespace
+
+const char* opcode_name(const Instruction& instr) {
+  return std::visit(OpcodeName{instr}, instr.op);
+}
+
+std::string to_assembly(const Instruction& instr) {
+  std::string unit = to_string(instr.unit);
+  if (instr.unit == UnitKind::kMatrix) unit += std::to_string(instr.unit_index);
+  std::string deps;
+  for (uint32_t d : instr.deps) {
+    if (!deps.empty()) deps += ',';
+    deps += std::to_string(d);
+  }
+  return fmt::format("{:>7}  {:<7} {:<9} {}{}", instr.id, unit, opcode_name(instr),
+                     std::visit(Operands{instr}, instr.op),
+                     deps.empty() ? "" : fmt::format("  wait({})", deps));
+}
+
+}  // namespace npusim

@@ -13,16 +13,30 @@
 // model remembers what the previous tile left in the array (weights loaded or preloaded, pipeline
 // still draining) and returns when this tile's last result is in the accumulators and when the
 // array can accept the next tile. Both fidelities return identical cycles and values.
+// The operands are read during the call only (the models copy what they keep); results are in
+// `acc` when the call returns. Timing formulas: docs/systolic_array.md and timing_rules.hpp.
+//
+// Arithmetic (identical in both fidelities):
+//   int8:  products and sums in int32, two's-complement wrap-around on overflow.
+//   bf16/fp16: each product is computed exactly and rounded once to fp32 (round to nearest even;
+//     exact unless it overflows or lands in fp32's subnormal range). The partial sum of one output
+//     starts at +0.0f and adds the products in k order (k = 0, 1, ..., K-1), each add an fp32
+//     round-to-nearest-even add; subnormals are kept. Then acc = accumulate ? acc + sum : sum.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "arch/types.hpp"
 
 namespace npusim::systolic {
 
 enum class Fidelity { kFast, kPe };
+
+const char* to_string(Fidelity fidelity);  // "fast", "pe"
+std::optional<Fidelity> parse_fidelity(const std::string& text);
 
 struct ArrayParams {
   int rows = 0;
@@ -50,11 +64,33 @@ struct Int8TileOperands {
   bool accumulate = false;  // false: acc = a*w; true: acc += a*w
 };
 
+// 16-bit floating-point operands (bf16 or fp16 bit patterns) -> fp32 accumulators, row-major.
+struct Half16TileOperands {
+  const uint16_t* a = nullptr;
+  int lda = 0;
+  const uint16_t* w = nullptr;
+  int ldw = 0;
+  float* acc = nullptr;
+  int ldacc = 0;
+  bool accumulate = false;  // false: acc = a*w; true: acc += a*w
+};
+
+enum class Half16Format { kBf16, kFp16 };
+
 struct TileTiming {
   uint64_t start_cycle = 0;       // first cycle the tile uses the array (weight load or stream)
   uint64_t done_cycle = 0;        // cycle at which the last result is in the accumulators
   uint64_t next_issue_cycle = 0;  // earliest cycle the array accepts the next tile
   uint64_t busy_cycles = 0;       // cycles of array activity charged to this tile
+};
+
+// Totals over every tile an array executed. busy_cycles of a tile are the cycles it added to the
+// array's timeline: done_cycle - max(start_cycle, latest done_cycle of the earlier tiles), or 0.
+struct ArrayStats {
+  uint64_t tiles = 0;
+  uint64_t macs = 0;  // sum of M*K*N over tiles
+  uint64_t busy_cycles = 0;
+  uint64_t last_done_cycle = 0;
 };
 
 bool tile_fits(const ArrayParams& array, const TileShape& tile);
@@ -64,6 +100,17 @@ class ArrayModel {
   virtual ~ArrayModel() = default;
   virtual TileTiming execute_int8(const TileShape& tile, const Int8TileOperands& operands,
                                   uint64_t issue_cycle) = 0;
+  virtual TileTiming execute_half16(Half16Format format, const TileShape& tile,
+                                    const Half16TileOperands& operands, uint64_t issue_cycle) = 0;
+  TileTiming execute_bf16(const TileShape& tile, const Half16TileOperands& operands,
+                          uint64_t issue_cycle) {
+    return execute_half16(Half16Format::kBf16, tile, operands, issue_cycle);
+  }
+  TileTiming execute_fp16(const TileShape& tile, const Half16TileOperands& operands,
+                          uint64_t issue_cycle) {
+    return execute_half16(Half16Format::kFp16, tile, operands, issue_cycle);
+  }
+  virtual const ArrayStats& stats() const = 0;
 };
 
 std::unique_ptr<ArrayModel> make_array_model(const ArrayParams& params, Fidelity fidelity);

@@ -1,0 +1,38 @@
+// Tile fit rule and the factory of the two fidelities (array_model.hpp).
+#include "models/systolic/array_model.hpp"
+
+#include "models/systolic/fast_array_model.hpp"
+#include "support/error.hpp"
+
+namespace npusim::systolic {
+
+const char* to_string(Fidelity fidelity) { return fidelity == Fidelity::kFast ? "fast" : "pe"; }
+
+std::optional<Fidelity> parse_fidelity(const std::string& text) {
+  if (text == "fast") return Fidelity::kFast;
+  if (text == "pe") return Fidelity::kPe;
+  return std::nullopt;
+}
+
+bool tile_fits(const ArrayParams& array, const TileShape& tile) {
+  if (tile.m < 1 || tile.k < 1 || tile.n < 1) return false;
+  switch (array.dataflow) {
+    case Dataflow::kWeightStationary:
+      return tile.k <= array.rows && tile.n <= array.cols;
+    case Dataflow::kOutputStationary:
+      return tile.m <= array.rows && tile.n <= array.cols;
+    case Dataflow::kInputStationary:
+      return tile.k <= array.rows && tile.m <= array.cols;
+  }
+  return false;
+}
+
+std::unique_ptr<ArrayModel> make_array_model(const ArrayParams& params, Fidelity fidelity) {
+  NPUSIM_CHECK(params.rows >= 1 && params.cols >= 1,
+               "systolic: array of {}x{} PEs (rows and cols must be at least 1)", params.rows,
+               params.cols);
+  NPUSIM_CHECK(fidelity == Fidelity::kFast, "systolic: the pe fidelity lands in the next commit");
+  return std::make_unique<FastArrayModel>(params);
+}
+
+}  // namespace npusim::systolic

@@ -1,0 +1,70 @@
+// Closed-form tile timing; the rules are stated in timing_rules.hpp.
+#include "models/systolic/timing_rules.hpp"
+
+#include <algorithm>
+
+#include "support/error.hpp"
+
+namespace npusim::systolic {
+
+void StatsAccumulator::add(const TileShape& tile, TileTiming& timing) {
+  const uint64_t from = std::max(timing.start_cycle, stats_.last_done_cycle);
+  timing.busy_cycles = timing.done_cycle > from ? timing.done_cycle - from : 0;
+  stats_.tiles += 1;
+  stats_.macs += static_cast<uint64_t>(tile.m) * tile.k * tile.n;
+  stats_.busy_cycles += timing.busy_cycles;
+  stats_.last_done_cycle = std::max(stats_.last_done_cycle, timing.done_cycle);
+}
+
+ClosedFormTiming::ClosedFormTiming(const ArrayParams& params) : params_(params) {}
+
+TileTiming ClosedFormTiming::next(const TileShape& tile, uint64_t issue_cycle) {
+  switch (params_.dataflow) {
+    case Dataflow::kWeightStationary:
+      return next_stationary(tile.k, tile.m, tile.n, issue_cycle);
+    case Dataflow::kInputStationary:
+      return next_stationary(tile.k, tile.n, tile.m, issue_cycle);
+    case Dataflow::kOutputStationary:
+      return next_output_stationary(tile, issue_cycle);
+  }
+  NPUSIM_CHECK(false, "systolic: unknown dataflow {}", static_cast<int>(params_.dataflow));
+  return {};
+}
+
+TileTiming ClosedFormTiming::next_stationary(int k, int s_vectors, int q_cols,
+                                             uint64_t issue_cycle) {
+  const uint64_t r = static_cast<uint64_t>(params_.rows);
+  const int b = bank_;
+  const uint64_t load = std::max({issue_cycle, port_free_, bank_free_[b]});
+  const uint64_t s = std::max(load + k, stream_free_);
+  TileTiming timing;
+  timing.start_cycle = load;
+  timing.done_cycle = s + s_vectors + q_cols + r - 1;
+  port_free_ = load + k;
+  stream_free_ = s + s_vectors;
+  bank_free_[b] = s + s_vectors + k + q_cols - 2;
+  if (params_.weight_double_buffer) bank_ = 1 - b;
+  timing.next_issue_cycle = std::max(port_free_, bank_free_[bank_]);
+  return timing;
+}
+
+TileTiming ClosedFormTiming::next_output_stationary(const TileShape& tile, uint64_t issue_cycle) {
+  uint64_t s = issue_cycle;
+  if (has_previous_) {
+    const uint64_t ports_free = prev_start_ + prev_k_;
+    const uint64_t drain_clear = ports_free + prev_m_;  // minus this tile's K, if positive
+    s = std::max(s, ports_free);
+    if (drain_clear > static_cast<uint64_t>(tile.k)) s = std::max(s, drain_clear - tile.k);
+  }
+  TileTiming timing;
+  timing.start_cycle = s;
+  timing.done_cycle = s + tile.k + tile.m + tile.n + params_.rows - 2;
+  timing.next_issue_cycle = s + tile.k;
+  has_previous_ = true;
+  prev_start_ = s;
+  prev_k_ = tile.k;
+  prev_m_ = tile.m;
+  return timing;
+}
+
+}  // namespace npusim::systolic

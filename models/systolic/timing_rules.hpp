@@ -1,0 +1,64 @@
+// Closed-form per-tile timing of npusim's systolic array (the `fast` fidelity). The register-level
+// model (pe_array_model.hpp) is the specification; tests assert that both give the same cycles.
+//
+// Cycle t is one clock; "in cycle t" means registers update at the end of t. R = array rows.
+// ws and is use one rule: K stationary rows, S streamed vectors, Q used columns
+//     ws: S = M, Q = N          is: S = N, Q = M   (is is ws on the transposed product)
+//   L    = max(issue, port_free, bank_free[b])      weight load: one row per cycle, cycles L..L+K-1
+//   s    = max(L + K, stream_free)                  first vector enters PE(0,0) in cycle s
+//   done = s + S + Q + R - 1                         last psum written to the accumulators
+//   port_free   = L + K                              the weight-load port is free again
+//   stream_free = s + S                              the next tile's first vector may enter
+//   bank_free[b] = s + S + K + Q - 2                 no PE reads bank b any more
+//   b alternates 0,1 with weight double buffering, stays 0 without;
+//   next_issue = max(port_free, bank_free[bank of the next tile])
+// os (M rows and N columns of PEs each own one output; K steps stream):
+//   s    = max(issue, s' + K', s' + K' + M' - K)   (' = previous tile): operand ports free, and
+//          this tile's first result may not enter the drain chain before the previous tile's
+//          results have moved past it
+//   done = s + K + M + N + R - 2                    results drain down the columns, R rows deep
+//   next_issue = s + K
+// Derivations: docs/systolic_array.md.
+#pragma once
+
+#include <cstdint>
+
+#include "models/systolic/array_model.hpp"
+
+namespace npusim::systolic {
+
+// Running totals shared by both fidelities (see ArrayStats for the busy_cycles rule).
+class StatsAccumulator {
+ public:
+  void add(const TileShape& tile, TileTiming& timing);
+  const ArrayStats& stats() const { return stats_; }
+
+ private:
+  ArrayStats stats_;
+};
+
+class ClosedFormTiming {
+ public:
+  explicit ClosedFormTiming(const ArrayParams& params);
+
+  // Timing of the next tile in program order; busy_cycles is left 0 (StatsAccumulator sets it).
+  TileTiming next(const TileShape& tile, uint64_t issue_cycle);
+
+ private:
+  TileTiming next_stationary(int k, int s_vectors, int q_cols, uint64_t issue_cycle);
+  TileTiming next_output_stationary(const TileShape& tile, uint64_t issue_cycle);
+
+  ArrayParams params_;
+  // ws / is
+  uint64_t port_free_ = 0;
+  uint64_t stream_free_ = 0;
+  uint64_t bank_free_[2] = {0, 0};
+  int bank_ = 0;  // bank of the next tile
+  // os
+  bool has_previous_ = false;
+  uint64_t prev_start_ = 0;
+  int prev_k_ = 0;
+  int prev_m_ = 0;
+};
+
+}  // namespace npusim::systolic

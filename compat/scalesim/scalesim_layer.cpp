@@ -1,0 +1,192 @@
+#include "compat/scalesim/scalesim_layer.hpp"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "support/error.hpp"
+
+namespace npusim::scalesim {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Output size along one axis: SCALE-Sim uses ceil((in - filter + stride) / stride), so a last
+// window that hangs over the edge still produces an output.
+int64_t ofmap_size(int64_t in, int64_t filter, int64_t stride) {
+  return ceil_div(in - filter + stride, stride);
+}
+
+// Number of input positions along one axis touched by some window.
+int64_t covered(int64_t in, int64_t filter, int64_t stride, int64_t out) {
+  if (stride <= filter) return std::min(in, (out - 1) * stride + filter);
+  int64_t total = 0;
+  for (int64_t o = 0; o < out; ++o) total += std::max<int64_t>(0, std::min(filter, in - o * stride));
+  return total;
+}
+}  // namespace
+
+LayerModel::LayerModel(const Config& config, const Layer& layer)
+    : dataflow_(config.dataflow),
+      r_(config.array_rows),
+      c_(config.array_cols),
+      ifmap_h_(layer.ifmap_h),
+      ifmap_w_(layer.ifmap_w),
+      channels_(layer.channels),
+      filter_h_(layer.filter_h),
+      filter_w_(layer.filter_w),
+      stride_h_(layer.stride_h),
+      stride_w_(layer.stride_w),
+      ifmap_offset_(config.ifmap_offset),
+      filter_offset_(config.filter_offset) {
+  NPUSIM_CHECK(filter_h_ <= ifmap_h_ && filter_w_ <= ifmap_w_, "layer '{}': filter exceeds ifmap",
+               layer.name);
+  ofmap_h_ = ofmap_size(ifmap_h_, filter_h_, stride_h_);
+  ofmap_w_ = ofmap_size(ifmap_w_, filter_w_, stride_w_);
+  m_ = ofmap_h_ * ofmap_w_;
+  k_ = filter_h_ * filter_w_ * channels_;
+  n_ = layer.num_filters;
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:
+      sr_ = m_, sc_ = n_, t_ = k_;
+      cycles_per_fold_ = t_ + r_ + c_ - 2;
+      break;
+    case Dataflow::kWeightStationary:
+      sr_ = k_, sc_ = n_, t_ = m_;
+      cycles_per_fold_ = 2 * r_ + c_ + t_ - 2;
+      break;
+    case Dataflow::kInputStationary:
+      sr_ = k_, sc_ = m_, t_ = n_;
+      cycles_per_fold_ = 2 * r_ + c_ + t_ - 2;
+      break;
+  }
+  row_folds_ = ceil_div(sr_, r_);
+  col_folds_ = ceil_div(sc_, c_);
+
+  // IFMAP address = base(m) + base(k) (HWC layout), valid while the window stays inside.
+  m_iy_.resize(m_);
+  m_ix_.resize(m_);
+  m_base_.resize(m_);
+  for (int64_t m = 0; m < m_; ++m) {
+    const int64_t iy = (m / ofmap_w_) * stride_h_;
+    const int64_t ix = (m % ofmap_w_) * stride_w_;
+    m_iy_[m] = static_cast<int32_t>(iy);
+    m_ix_[m] = static_cast<int32_t>(ix);
+    m_base_[m] = (iy * ifmap_w_ + ix) * channels_;
+  }
+  k_fy_.resize(k_);
+  k_fx_.resize(k_);
+  k_base_.resize(k_);
+  for (int64_t k = 0; k < k_; ++k) {
+    const int64_t fy = k / (filter_w_ * channels_);
+    const int64_t rem = k % (filter_w_ * channels_);
+    const int64_t fx = rem / channels_;
+    const int64_t ch = rem % channels_;
+    k_fy_[k] = static_cast<int32_t>(fy);
+    k_fx_[k] = static_cast<int32_t>(fx);
+    k_base_[k] = fy * ifmap_w_ * channels_ + fx * channels_ + ch;
+  }
+}
+
+int64_t LayerModel::ifmap_footprint() const {
+  return covered(ifmap_h_, filter_h_, stride_h_, ofmap_h_) *
+         covered(ifmap_w_, filter_w_, stride_w_, ofmap_w_) * channels_;
+}
+
+int64_t LayerModel::ofmap_writes(int64_t fr, int64_t fc, int64_t i) const {
+  int64_t a = 0;
+  int64_t h = 0;
+  if (dataflow_ == Dataflow::kOutputStationary) {
+    // T-1 idle rows, then the R result rows leave bottom row first, skewed over the columns.
+    const int64_t ru = rows_used(fr);
+    a = i - (t_ - 1) - (r_ - ru);
+    h = ru;
+  } else {
+    // 2R-1 idle rows, then T result rows skewed over the columns.
+    a = i - (2 * r_ - 1);
+    h = t_;
+  }
+  const int64_t lo = std::max<int64_t>(0, a - h + 1);
+  const int64_t hi = std::min(cols_used(fc) - 1, a);
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+
+namespace {
+// Walks an Mp x Np matrix anti-diagonal by anti-diagonal, bottom-left to top-right within a
+// diagonal (SCALE-Sim "rolls out" skewed operands this way so prefetch order follows demand).
+template <class Elem>
+std::vector<int64_t> diagonal_order(int64_t mp, int64_t np, Elem&& elem) {
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(mp * np));
+  for (int64_t d = 0; d < mp + np - 1; ++d) {
+    const int64_t hi = std::min(d, mp - 1);
+    const int64_t lo = std::max<int64_t>(0, d - np + 1);
+    for (int64_t row = hi; row >= lo; --row) out.push_back(elem(row, d - row));
+  }
+  return out;
+}
+template <class Elem>
+std::vector<int64_t> row_major_order(int64_t mp, int64_t np, Elem&& elem) {
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(mp * np));
+  for (int64_t row = 0; row < mp; ++row)
+    for (int64_t col = 0; col < np; ++col) out.push_back(elem(row, col));
+  return out;
+}
+}  // namespace
+
+std::vector<int64_t> LayerModel::ifmap_prefetch_order() const {
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:  // per row fold: T x R block of IFMAP^T, diagonal
+      return diagonal_order(row_folds_ * t_, r_, [&](int64_t row, int64_t col) -> int64_t {
+        const int64_t fr = row / t_;
+        const int64_t kk = row % t_;
+        if (col >= rows_used(fr)) return -1;
+        return ifmap_addr(fr * r_ + col, kk);
+      });
+    case Dataflow::kWeightStationary:  // per row fold: M x R block of IFMAP, diagonal
+      return diagonal_order(row_folds_ * t_, r_, [&](int64_t row, int64_t col) -> int64_t {
+        const int64_t fr = row / t_;
+        const int64_t mm = row % t_;
+        if (col >= rows_used(fr)) return -1;
+        return ifmap_addr(mm, fr * r_ + col);
+      });
+    case Dataflow::kInputStationary:  // per col fold: K x C block of IFMAP^T, row major
+      return row_major_order(col_folds_ * k_, c_, [&](int64_t row, int64_t col) -> int64_t {
+        const int64_t fc = row / k_;
+        const int64_t kk = row % k_;
+        if (col >= cols_used(fc)) return -1;
+        return ifmap_addr(fc * c_ + col, kk);
+      });
+  }
+  return {};
+}
+
+std::vector<int64_t> LayerModel::filter_prefetch_order() const {
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:  // per col fold: K x C block of FILTER, diagonal
+      return diagonal_order(col_folds_ * t_, c_, [&](int64_t row, int64_t col) -> int64_t {
+        const int64_t fc = row / t_;
+        const int64_t kk = row % t_;
+        if (col >= cols_used(fc)) return -1;
+        return filter_addr(kk, fc * c_ + col);
+      });
+    case Dataflow::kWeightStationary:  // per col fold: K x C block of FILTER, row major
+      return row_major_order(col_folds_ * k_, c_, [&](int64_t row, int64_t col) -> int64_t {
+        const int64_t fc = row / k_;
+        const int64_t kk = row % k_;
+        if (col >= cols_used(fc)) return -1;
+        return filter_addr(kk, fc * c_ + col);
+      });
+    case Dataflow::kInputStationary:  // per row fold: N x R block of FILTER^T, diagonal
+      return diagonal_order(row_folds_ * t_, r_, [&](int64_t row, int64_t col) -> int64_t {
+        const int64_t fr = row / t_;
+        const int64_t nn = row % t_;
+        if (col >= rows_used(fr)) return -1;
+        return filter_addr(fr * r_ + col, nn);
+      });
+  }
+  return {};
+}
+
+}  // namespace npusim::scalesim

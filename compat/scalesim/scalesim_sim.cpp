@@ -1,0 +1,201 @@
+#include "compat/scalesim/scalesim_sim.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/core.h>
+
+#include "compat/scalesim/scalesim_layer.hpp"
+#include "compat/scalesim/scalesim_memory.hpp"
+#include "support/error.hpp"
+
+namespace npusim::scalesim {
+
+namespace {
+
+struct RowRange {
+  int64_t first = -1;  // global demand row of the first / last valid request
+  int64_t last = -1;
+};
+
+// First and last demand rows holding a request, found by scanning from both ends (the scan
+// stops at the first row with a request, so it is short).
+template <class HasRequest>
+RowRange request_rows(const LayerModel& lm, HasRequest&& has_request) {
+  RowRange out;
+  const int64_t l = lm.cycles_per_fold();
+  const int64_t rows = lm.demand_rows();
+  for (int64_t g = 0; g < rows; ++g) {
+    const int64_t f = g / l;
+    if (has_request(f % lm.row_folds(), f / lm.row_folds(), g % l)) {
+      out.first = g;
+      break;
+    }
+  }
+  for (int64_t g = rows - 1; g >= 0; --g) {
+    const int64_t f = g / l;
+    if (has_request(f % lm.row_folds(), f / lm.row_folds(), g % l)) {
+      out.last = g;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+LayerResult simulate_layer(const Config& config, const Layer& layer) {
+  const LayerModel lm(config, layer);
+  LayerResult res;
+  res.name = layer.name;
+  res.macs = lm.macs();
+  const int64_t r = lm.rows();
+  const int64_t c = lm.cols();
+  const bool user = config.bandwidth_mode == BandwidthMode::kUser;
+
+  // --- Compute-side statistics (closed form, in SCALE-Sim's fold order and float arithmetic).
+  double mapping_sum = 0;
+  double util_sum = 0;
+  const int64_t util_cycles = lm.dataflow() == Dataflow::kOutputStationary
+                                  ? lm.t() + r + c - 2
+                                  : 2 * r + 2 * c + lm.t() - 3;
+  for (int64_t fc = 0; fc < lm.col_folds(); ++fc) {
+    for (int64_t fr = 0; fr < lm.row_folds(); ++fr) {
+      const int64_t used = lm.rows_used(fr) * lm.cols_used(fc);
+      mapping_sum += static_cast<double>(used) / static_cast<double>(r * c);
+      util_sum += static_cast<double>(used * lm.t()) / static_cast<double>(r * c * util_cycles);
+    }
+  }
+  const double folds = static_cast<double>(lm.folds());
+  res.mapping_efficiency_pct = mapping_sum / folds * 100;
+  res.compute_util_pct = util_sum / folds * 100;
+
+  const int64_t m = lm.m(), n = lm.n(), k = lm.k();
+  switch (lm.dataflow()) {
+    case Dataflow::kOutputStationary:
+      res.ifmap.sram_accesses = m * k * lm.col_folds();
+      res.filter.sram_accesses = k * n * lm.row_folds();
+      // SCALE-Sim adds rows + cols of every fold's output block to the OS write count.
+      res.ofmap.sram_accesses = m * n + lm.folds() * (r + c);
+      break;
+    case Dataflow::kWeightStationary:
+      res.ifmap.sram_accesses = m * k * lm.col_folds();
+      res.filter.sram_accesses = k * n;
+      res.ofmap.sram_accesses = m * n * lm.row_folds();
+      break;
+    case Dataflow::kInputStationary:
+      res.ifmap.sram_accesses = m * k;
+      res.filter.sram_accesses = k * n * lm.col_folds();
+      res.ofmap.sram_accesses = m * n * lm.row_folds();
+      break;
+  }
+
+  // --- Which rows hold requests (for the SRAM start / stop cycles).
+  const RowRange ifmap_rows = request_rows(lm, [&](int64_t fr, int64_t fc, int64_t i) {
+    bool any = false;
+    lm.for_each_ifmap(fr, fc, i, [&](int64_t) { any = true; });
+    return any;
+  });
+  const RowRange filter_rows = request_rows(lm, [&](int64_t fr, int64_t fc, int64_t i) {
+    bool any = false;
+    lm.for_each_filter(fr, fc, i, [&](int64_t) { any = true; });
+    return any;
+  });
+  const RowRange ofmap_rows = request_rows(
+      lm, [&](int64_t fr, int64_t fc, int64_t i) { return lm.ofmap_writes(fr, fc, i) > 0; });
+  NPUSIM_CHECK(ifmap_rows.first >= 0 && filter_rows.first >= 0 && ofmap_rows.first >= 0,
+               "layer '{}': an operand has no request at all", layer.name);
+
+  // --- Memory models.
+  const int64_t ifmap_words = config.ifmap_sram_kb * 1024;
+  const int64_t filter_words = config.filter_sram_kb * 1024;
+  const int64_t ofmap_words = config.ofmap_sram_kb * 1024;
+  WriteBuffer ofmap_buffer(ofmap_words, user ? config.user_bandwidth_words : c);
+
+  std::optional<CalcReadEstimator> ifmap_calc, filter_calc;
+  std::optional<UserReadBuffer> ifmap_user, filter_user;
+  bool walk_ifmap = false;
+  bool walk_filter = false;
+  if (user) {
+    ifmap_user.emplace(ifmap_words, config.user_bandwidth_words, lm.ifmap_offset(),
+                       lm.ifmap_words(), lm.ifmap_prefetch_order());
+    filter_user.emplace(filter_words, config.user_bandwidth_words, lm.filter_offset(),
+                        lm.filter_words(), lm.filter_prefetch_order());
+  } else {
+    // An operand with fewer distinct addresses than one epoch is fetched once, before cycle 0:
+    // no need to walk its requests.
+    const int64_t ifmap_epoch = 50 * (ifmap_words / 100);
+    const int64_t filter_epoch = 50 * (filter_words / 100);
+    walk_ifmap = lm.ifmap_footprint() >= ifmap_epoch;
+    walk_filter = lm.filter_footprint() >= filter_epoch;
+    ifmap_calc.emplace(ifmap_words, lm.ifmap_offset(), walk_ifmap ? lm.ifmap_words() : 0);
+    filter_calc.emplace(filter_words, lm.filter_offset(), walk_filter ? lm.filter_words() : 0);
+    if (!walk_ifmap) ifmap_calc->set_unique_without_walk(lm.ifmap_footprint());
+    if (!walk_filter) filter_calc->set_unique_without_walk(lm.filter_footprint());
+  }
+
+  // --- Walk the demand rows.
+  const int64_t l = lm.cycles_per_fold();
+  int64_t stalls = 0;
+  int64_t last_out = 0;
+  int64_t g = 0;
+  for (int64_t fc = 0; fc < lm.col_folds(); ++fc) {
+    for (int64_t fr = 0; fr < lm.row_folds(); ++fr) {
+      for (int64_t i = 0; i < l; ++i, ++g) {
+        const int64_t cycle = g + stalls;
+        int64_t ifmap_out = cycle + 1;
+        int64_t filter_out = cycle + 1;
+        if (user) {
+          ifmap_out = ifmap_user->service_row(
+              cycle, [&](auto&& fn) { lm.for_each_ifmap(fr, fc, i, fn); });
+          filter_out = filter_user->service_row(
+              cycle, [&](auto&& fn) { lm.for_each_filter(fr, fc, i, fn); });
+        } else {
+          if (walk_ifmap)
+            lm.for_each_ifmap(fr, fc, i, [&](int64_t a) { ifmap_calc->request(a, cycle); });
+          if (walk_filter)
+            lm.for_each_filter(fr, fc, i, [&](int64_t a) { filter_calc->request(a, cycle); });
+        }
+        const int64_t writes = lm.ofmap_writes(fr, fc, i);
+        const int64_t ofmap_out = writes > 0 ? ofmap_buffer.service_row(cycle, writes) : cycle;
+
+        if (g == ifmap_rows.first) res.ifmap.sram_start_cycle = ifmap_out;
+        if (g == ifmap_rows.last) res.ifmap.sram_stop_cycle = ifmap_out;
+        if (g == filter_rows.first) res.filter.sram_start_cycle = filter_out;
+        if (g == filter_rows.last) res.filter.sram_stop_cycle = filter_out;
+        if (g == ofmap_rows.first) res.ofmap.sram_start_cycle = ofmap_out;
+        if (g == ofmap_rows.last) res.ofmap.sram_stop_cycle = ofmap_out;
+
+        const int64_t stall =
+            std::max({ifmap_out - cycle - 1, filter_out - cycle - 1, ofmap_out - cycle});
+        stalls += stall;
+        last_out = ofmap_out;
+      }
+    }
+  }
+  res.total_cycles = last_out;
+  res.stall_cycles = stalls;
+  res.compute_cycles = res.total_cycles - res.stall_cycles;
+  NPUSIM_CHECK(res.compute_cycles == lm.demand_rows() - 1,
+               "layer '{}': compute cycles {} differ from folds * cycles_per_fold - 1 = {}",
+               layer.name, res.compute_cycles, lm.demand_rows() - 1);
+  res.overall_util_pct = static_cast<double>(res.macs * 100) /
+                         static_cast<double>(res.total_cycles * r * c);
+
+  ofmap_buffer.finish(res.total_cycles);
+  const DramActivity ifmap_dram = user ? ifmap_user->finish() : ifmap_calc->finish();
+  const DramActivity filter_dram = user ? filter_user->finish() : filter_calc->finish();
+  const DramActivity& ofmap_dram = ofmap_buffer.dram();
+  res.ifmap.dram_accesses = ifmap_dram.accesses;
+  res.ifmap.dram_start_cycle = ifmap_dram.start_cycle;
+  res.ifmap.dram_stop_cycle = ifmap_dram.stop_cycle;
+  res.filter.dram_accesses = filter_dram.accesses;
+  res.filter.dram_start_cycle = filter_dram.start_cycle;
+  res.filter.dram_stop_cycle = filter_dram.stop_cycle;
+  res.ofmap.dram_accesses = ofmap_dram.accesses;
+  res.ofmap.dram_start_cycle = ofmap_dram.start_cycle;
+  res.ofmap.dram_stop_cycle = ofmap_dram.stop_cycle;
+  return res;
+}
+
+}  // namespace npusim::scalesim

@@ -1,0 +1,256 @@
+#include "models/dram/dram_config.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "models/dram/address_mapping.hpp"
+#include "support/error.hpp"
+#include "support/json_reader.hpp"
+
+namespace npusim::dram {
+
+namespace {
+
+bool is_power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+void require_power_of_two(JsonDiagnostics& diag, const ObjectReader& r, const char* key,
+                          int64_t value) {
+  if (value > 0 && !is_power_of_two(value)) {
+    diag.error(r.pointer_of(key),
+               fmt::format("expected a power of two (the address mapping uses bit fields), got {}",
+                           value));
+  }
+}
+
+int read_cycles(ObjectReader& r, const char* key, int min = 0) {
+  return static_cast<int>(r.integer_required(key, min, 1 << 20).value_or(min));
+}
+
+// Micron TN-41-01 energies as DRAMsim3's Configuration::InitPowerParams derives them, scaled by
+// tCK (mA * V * ns = pJ) and by the chips that share a channel.
+void derive_energy(const DramOrganization& org, const DramTiming& t, DramEnergy& e) {
+  const double scale = e.vdd_v * t.tck_ns * org.devices_per_channel;
+  e.act_pj = scale * (e.idd0_ma * t.rc - (e.idd3n_ma * t.ras + e.idd2n_ma * (t.rc - t.ras)));
+  // IDD4R/W is drawn while the whole channel streams; a pseudo-channel burst moves 1/PCs of it.
+  e.read_pj = scale * (e.idd4r_ma - e.idd3n_ma) * t.burst_cycles / org.pseudo_channels;
+  e.write_pj = scale * (e.idd4w_ma - e.idd3n_ma) * t.burst_cycles / org.pseudo_channels;
+  e.refresh_pj = scale * (e.idd5ab_ma - e.idd3n_ma) * t.rfc / org.pseudo_channels;
+  e.active_standby_pj = scale * e.idd3n_ma;
+  e.precharge_standby_pj = scale * e.idd2n_ma;
+}
+
+}  // namespace
+
+double MemoryConfig::peak_bandwidth_gbps() const {
+  // bytes per ns = GB/s
+  return double(org.channels) * org.pseudo_channels * org.access_bytes() /
+         (timing.burst_cycles * timing.tck_ns);
+}
+
+MemoryConfig parse_memory_config(const std::string& text, const std::string& origin) {
+  json root = parse_json_text(text, origin);
+  JsonDiagnostics diag(origin);
+  ObjectReader top(diag, &root, "", true);
+  MemoryConfig cfg;
+  cfg.file = origin;
+  top.integer_required("schema_version", 1, 1);
+  cfg.name = top.string_required("name").value_or("");
+  cfg.description = top.string("description", "");
+  cfg.source = top.string_required("source").value_or("");
+  if (top.has("source") && cfg.source.empty()) {
+    diag.error(top.pointer_of("source"), "expected a non-empty citation of where the figures come from");
+  }
+
+  {
+    ObjectReader o = top.object("organization", true);
+    auto& g = cfg.org;
+    g.channels = int(o.integer_required("channels", 1, 1024).value_or(1));
+    g.pseudo_channels = int(o.integer("pseudo_channels", 1, 1, 16));
+    g.bank_groups = int(o.integer_required("bank_groups", 1, 64).value_or(1));
+    g.banks_per_group = int(o.integer_required("banks_per_group", 1, 64).value_or(1));
+    g.rows = o.integer_required("rows", 1, int64_t{1} << 24).value_or(1);
+    g.columns = int(o.integer_required("columns", 1, 1 << 16).value_or(1));
+    g.bus_width_bits = int(o.integer_required("bus_width_bits", 8, 1024).value_or(64));
+    g.burst_length = int(o.integer_required("burst_length", 1, 64).value_or(8));
+    g.devices_per_channel = int(o.integer("devices_per_channel", 1, 1, 64));
+    require_power_of_two(diag, o, "channels", g.channels);
+    require_power_of_two(diag, o, "pseudo_channels", g.pseudo_channels);
+    require_power_of_two(diag, o, "bank_groups", g.bank_groups);
+    require_power_of_two(diag, o, "banks_per_group", g.banks_per_group);
+    require_power_of_two(diag, o, "rows", g.rows);
+    require_power_of_two(diag, o, "columns", g.columns);
+    if (g.bus_width_bits % 8 != 0 || !is_power_of_two(g.access_bytes())) {
+      diag.error(o.pointer_of("bus_width_bits"),
+                 fmt::format("expected bus_width_bits / 8 * burst_length to be a power of two "
+                             "number of bytes, got {} bits x {} beats",
+                             g.bus_width_bits, g.burst_length));
+    }
+    o.finish();
+  }
+
+  {
+    auto& t = cfg.timing;
+    t.tck_ns = top.number_required("tck_ns", 0.01, 100.0).value_or(1.0);
+    ObjectReader o = top.object("timing_cycles", true);
+    t.burst_cycles = read_cycles(o, "burst", 1);
+    t.cl = read_cycles(o, "cl", 1);
+    t.cwl = read_cycles(o, "cwl", 0);
+    t.rcd_read = read_cycles(o, "rcd_read", 1);
+    t.rcd_write = read_cycles(o, "rcd_write", 1);
+    t.rp = read_cycles(o, "rp", 1);
+    t.ras = read_cycles(o, "ras", 1);
+    t.rc = read_cycles(o, "rc", 1);
+    t.ccd_s = read_cycles(o, "ccd_s", 1);
+    t.ccd_l = read_cycles(o, "ccd_l", 1);
+    t.rrd_s = read_cycles(o, "rrd_s", 1);
+    t.rrd_l = read_cycles(o, "rrd_l", 1);
+    t.faw = read_cycles(o, "faw", 0);
+    t.wr = read_cycles(o, "wr", 1);
+    t.rtp = read_cycles(o, "rtp", 1);
+    t.wtr_s = read_cycles(o, "wtr_s", 0);
+    t.wtr_l = read_cycles(o, "wtr_l", 0);
+    t.rtrs = read_cycles(o, "rtrs", 0);
+    t.rfc = read_cycles(o, "rfc", 1);
+    t.refi = read_cycles(o, "refi", 1);
+    if (t.rc < t.ras + t.rp) {
+      diag.error(o.pointer_of("rc"), fmt::format("expected rc >= ras + rp = {}, got {}",
+                                                 t.ras + t.rp, t.rc));
+    }
+    if (t.rrd_l < t.rrd_s) {
+      diag.error(o.pointer_of("rrd_l"),
+                 fmt::format("expected rrd_l >= rrd_s = {}, got {}", t.rrd_s, t.rrd_l));
+    }
+    if (t.ccd_l < t.ccd_s) {
+      diag.error(o.pointer_of("ccd_l"),
+                 fmt::format("expected ccd_l >= ccd_s = {}, got {}", t.ccd_s, t.ccd_l));
+    }
+    if (t.wtr_l < t.wtr_s) {
+      diag.error(o.pointer_of("wtr_l"),
+                 fmt::format("expected wtr_l >= wtr_s = {}, got {}", t.wtr_s, t.wtr_l));
+    }
+    if (t.faw != 0 && t.faw < t.rrd_s) {
+      diag.error(o.pointer_of("faw"),
+                 fmt::format("expected faw = 0 (no window) or >= rrd_s = {}, got {}", t.rrd_s, t.faw));
+    }
+    if (t.refi <= t.rfc) {
+      diag.error(o.pointer_of("refi"),
+                 fmt::format("expected refi > rfc = {}, got {}", t.rfc, t.refi));
+    }
+    if (t.read_to_write() < 1) {
+      diag.error(o.pointer_of("cwl"), fmt::format("expected cwl < cl + burst + rtrs = {}, got {}",
+                                                  t.cl + t.burst_cycles + t.rtrs, t.cwl));
+    }
+    o.finish();
+
+    ObjectReader b = top.object("command_bus", true);
+    t.dual_command_bus =
+        b.choice_required("kind", {"dual", "shared"}).value_or("dual") == std::string("dual");
+    t.act_command_cycles = int(b.integer("act_cycles", 1, 1, 8));
+    t.row_command_cycles = int(b.integer("row_cycles", 1, 1, 8));
+    t.column_command_cycles = int(b.integer("column_cycles", 1, 1, 8));
+    b.finish();
+  }
+
+  {
+    auto& c = cfg.controller;
+    ObjectReader o = top.object("controller", true);
+    c.read_queue_entries = int(o.integer_required("read_queue_entries", 1, 4096).value_or(32));
+    c.write_queue_entries = int(o.integer_required("write_queue_entries", 1, 4096).value_or(32));
+    c.write_high_watermark = o.number("write_high_watermark", 0.8, 0.0, 1.0);
+    c.write_low_watermark = o.number("write_low_watermark", 0.2, 0.0, 1.0);
+    if (c.write_low_watermark >= c.write_high_watermark) {
+      diag.error(o.pointer_of("write_low_watermark"),
+                 fmt::format("expected write_low_watermark < write_high_watermark = {}, got {}",
+                             c.write_high_watermark, c.write_low_watermark));
+    }
+    c.page_policy = o.choice("page_policy", "open", {"open", "closed"}) == "open"
+                        ? PagePolicy::kOpen
+                        : PagePolicy::kClosed;
+    c.address_mapping = o.string_required("address_mapping").value_or("rorabgbachco");
+    if (o.has("address_mapping")) {
+      std::string why = AddressMapper::check_spec(c.address_mapping);
+      if (!why.empty()) diag.error(o.pointer_of("address_mapping"), why);
+    }
+    c.refresh = o.boolean("refresh", true);
+    c.frontend_latency_cycles = int(o.integer("frontend_latency_cycles", 1, 0, 1000));
+    c.clock_by_clock = o.choice("stepping", "event", {"event", "clock"}) == "clock";
+    o.finish();
+  }
+
+  {
+    auto& e = cfg.energy;
+    ObjectReader o = top.object("energy", true);
+    e.source = o.string_required("source").value_or("");
+    e.vdd_v = o.number_required("vdd_v", 0.1, 5.0).value_or(1.0);
+    e.idd0_ma = o.number_required("idd0_ma", 0.0, 1e5).value_or(0);
+    e.idd2n_ma = o.number_required("idd2n_ma", 0.0, 1e5).value_or(0);
+    e.idd3n_ma = o.number_required("idd3n_ma", 0.0, 1e5).value_or(0);
+    e.idd4r_ma = o.number_required("idd4r_ma", 0.0, 1e5).value_or(0);
+    e.idd4w_ma = o.number_required("idd4w_ma", 0.0, 1e5).value_or(0);
+    e.idd5ab_ma = o.number_required("idd5ab_ma", 0.0, 1e5).value_or(0);
+    if (e.idd4r_ma < e.idd3n_ma || e.idd4w_ma < e.idd3n_ma || e.idd5ab_ma < e.idd3n_ma ||
+        e.idd0_ma < e.idd3n_ma) {
+      diag.error(o.pointer_of("idd3n_ma"),
+                 "expected idd3n_ma (active standby) <= idd0_ma, idd4r_ma, idd4w_ma, idd5ab_ma");
+    }
+    o.finish();
+  }
+  top.finish();
+  diag.throw_if_errors();
+  derive_energy(cfg.org, cfg.timing, cfg.energy);
+  return cfg;
+}
+
+MemoryConfig load_memory_config(const std::string& path) {
+  std::ifstream probe(path);
+  if (!probe) throw UserError(fmt::format("{}: cannot open file", path));
+  std::string text((std::istreambuf_iterator<char>(probe)), std::istreambuf_iterator<char>());
+  return parse_memory_config(text, path);
+}
+
+std::string memory_config_dir() {
+  if (const char* env = std::getenv("NPUSIM_CONFIG_DIR"); env != nullptr && *env != '\0') {
+    return (std::filesystem::path(env) / "memory").string();
+  }
+#ifdef NPUSIM_SOURCE_CONFIG_DIR
+  if (std::filesystem::is_directory(NPUSIM_SOURCE_CONFIG_DIR "/memory")) {
+    return NPUSIM_SOURCE_CONFIG_DIR "/memory";
+  }
+#endif
+  return "configs/memory";
+}
+
+std::vector<std::string> list_memory_presets() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(memory_config_dir(), ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+MemoryConfig resolve_memory_config(const std::string& name_or_path) {
+  bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                         (name_or_path.size() > 5 &&
+                          name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  if (looks_like_path) return load_memory_config(name_or_path);
+  std::filesystem::path p = std::filesystem::path(memory_config_dir()) / (name_or_path + ".json");
+  if (!std::filesystem::exists(p)) {
+    auto names = list_memory_presets();
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw UserError(fmt::format(
+        "--memory {}: no such preset in {} (known: {}); pass a preset name or a .json file, or "
+        "set NPUSIM_CONFIG_DIR to the folder holding memory/",
+        name_or_path, memory_config_dir(), known.empty() ? "none" : known));
+  }
+  return load_memory_config(p.string());
+}
+
+}  // namespace npusim::dram

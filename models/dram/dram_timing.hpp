@@ -1,0 +1,136 @@
+// The JEDEC command timing of one DRAM channel: bank state (open row) and, for every command,
+// the earliest cycle each scope (bank, bank group, pseudo-channel, command bus) allows it.
+//
+// Timing rule: a command issued at cycle t pushes the earliest legal cycle of later commands to
+// t + d, for each (earlier command, later command, scope) pair below; a command is legal at
+// cycle c when c >= every earliest-cycle bound of its scopes and the bank state permits it.
+//   same bank:        ACT->ACT tRC, ACT->PRE tRAS, ACT->RD tRCDRD, ACT->WR tRCDWR, PRE->ACT tRP,
+//                     RD->PRE tRTP, WR->PRE tCWL+BL/2+tWR, RDA/WRA->ACT (implied PRE) + tRP
+//   same bank group:  ACT->ACT tRRD_L, RD->RD and WR->WR max(tCCD_L, BL/2),
+//                     WR->RD tCWL+BL/2+tWTR_L
+//   same pseudo-ch.:  ACT->ACT tRRD_S and at most 4 ACTs in any tFAW window, RD->RD and WR->WR
+//                     max(tCCD_S, BL/2), RD->WR tCL+BL/2-tCWL+tRTRS, WR->RD tCWL+BL/2+tWTR_S,
+//                     PRE->REF tRP, REF->ACT and REF->REF tRFC; REF needs every bank closed
+//   command bus:      a row command (ACT, PRE, REF) and a column command (RD, WR) per cycle on a
+//                     dual bus, one command on a shared bus; each holds its bus for its cycles.
+// Pseudo-channels have their own data buses, so column commands of different pseudo-channels
+// only meet on the command bus.
+//
+// Contract: earliest() never returns a cycle at which issue() would refuse the command for
+// timing reasons; issue() of a command that is not legal is an internal error.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "models/dram/dram_config.hpp"
+
+namespace npusim::dram {
+
+enum class Command : uint8_t { kAct, kPre, kRead, kWrite, kReadAp, kWriteAp, kRefresh };
+inline constexpr int kCommandKinds = 7;
+const char* command_name(Command c);
+inline bool is_column(Command c) {
+  return c == Command::kRead || c == Command::kWrite || c == Command::kReadAp ||
+         c == Command::kWriteAp;
+}
+
+class ChannelTiming {
+ public:
+  ChannelTiming(const DramOrganization& org, const DramTiming& timing);
+
+  // Banks are numbered (pseudo_channel, bank_group, bank) row-major within the channel.
+  uint32_t flat_bank(uint32_t pseudo_channel, uint32_t bank_group, uint32_t bank) const {
+    return (pseudo_channel * uint32_t(bank_groups_) + bank_group) * uint32_t(banks_per_group_) +
+           bank;
+  }
+  uint32_t pseudo_channel_of(uint32_t flat) const { return flat / uint32_t(banks_per_pc_); }
+  uint32_t group_index_of(uint32_t flat) const { return flat / uint32_t(banks_per_group_); }
+
+  // Earliest cycle at which `cmd` satisfies every timing constraint (bank state not checked).
+  // For kRefresh `flat` may be any bank of the pseudo-channel to refresh.
+  uint64_t earliest(Command cmd, uint32_t flat) const {
+    const BankState& b = banks_[flat];
+    const PcState& p = pcs_[pseudo_channel_of(flat)];
+    switch (cmd) {
+      case Command::kAct: {
+        const GroupState& g = groups_[group_index_of(flat)];
+        uint64_t t = max4(b.next_act, g.next_act, p.next_act, p.faw[p.faw_pos]);
+        return t > row_bus_free_ ? t : row_bus_free_;
+      }
+      case Command::kPre:
+        return b.next_pre > row_bus_free_ ? b.next_pre : row_bus_free_;
+      case Command::kRead:
+      case Command::kReadAp: {
+        const GroupState& g = groups_[group_index_of(flat)];
+        return max4(b.next_read, g.next_read, p.next_read, col_bus_free());
+      }
+      case Command::kWrite:
+      case Command::kWriteAp: {
+        const GroupState& g = groups_[group_index_of(flat)];
+        return max4(b.next_write, g.next_write, p.next_write, col_bus_free());
+      }
+      case Command::kRefresh:
+        return p.next_ref > row_bus_free_ ? p.next_ref : row_bus_free_;
+    }
+    return 0;
+  }
+
+  // Whether the bank state permits `cmd` for `row` (ACT: bank closed; PRE: open; column: open at
+  // `row`; REF: every bank of the pseudo-channel closed).
+  bool state_allows(Command cmd, uint32_t flat, uint32_t row) const;
+  bool can_issue(Command cmd, uint32_t flat, uint32_t row, uint64_t cycle) const {
+    return state_allows(cmd, flat, row) && earliest(cmd, flat) <= cycle;
+  }
+  // Issues `cmd`; an illegal command is an internal error.
+  void issue(Command cmd, uint32_t flat, uint32_t row, uint64_t cycle);
+
+  bool is_open(uint32_t flat) const { return banks_[flat].open; }
+  uint32_t open_row(uint32_t flat) const { return banks_[flat].row; }
+  // Column commands already served by the open row since its ACT (0 right after the ACT).
+  uint32_t row_accesses(uint32_t flat) const { return banks_[flat].accesses; }
+  int open_banks_in_pseudo_channel(uint32_t pc) const { return pcs_[pc].open_banks; }
+  int open_banks() const { return open_banks_; }
+  int banks() const { return int(banks_.size()); }
+  int banks_per_pseudo_channel() const { return banks_per_pc_; }
+  const DramTiming& timing() const { return t_; }
+
+ private:
+  struct BankState {
+    uint64_t next_act = 0, next_pre = 0, next_read = 0, next_write = 0;
+    uint32_t row = 0;
+    uint32_t accesses = 0;
+    bool open = false;
+  };
+  struct GroupState {
+    uint64_t next_act = 0, next_read = 0, next_write = 0;
+  };
+  struct PcState {
+    uint64_t next_act = 0, next_read = 0, next_write = 0, next_ref = 0;
+    // Each of the last four ACTs' cycle + tFAW; the oldest (at faw_pos) bounds the next ACT.
+    std::array<uint64_t, 4> faw{};
+    int faw_pos = 0;
+    int open_banks = 0;
+  };
+
+  static uint64_t max4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    uint64_t x = a > b ? a : b;
+    uint64_t y = c > d ? c : d;
+    return x > y ? x : y;
+  }
+  uint64_t col_bus_free() const { return t_.dual_command_bus ? col_bus_free_ : row_bus_free_; }
+  void occupy_bus(bool column, uint64_t until);
+  void close_bank(uint32_t flat);
+
+  DramTiming t_;
+  int bank_groups_, banks_per_group_, banks_per_pc_;
+  std::vector<BankState> banks_;
+  std::vector<GroupState> groups_;
+  std::vector<PcState> pcs_;
+  uint64_t row_bus_free_ = 0;  // the only bus when the command bus is shared
+  uint64_t col_bus_free_ = 0;
+  int open_banks_ = 0;
+};
+
+}  // namespace npusim::dram

@@ -2,6 +2,7 @@
 #include "models/systolic/array_model.hpp"
 
 #include "models/systolic/fast_array_model.hpp"
+#include "models/systolic/pe_array_model.hpp"
 #include "support/error.hpp"
 
 namespace npusim::systolic {
@@ -31,7 +32,7 @@ std::unique_ptr<ArrayModel> make_array_model(const ArrayParams& params, Fidelity
   NPUSIM_CHECK(params.rows >= 1 && params.cols >= 1,
                "systolic: array of {}x{} PEs (rows and cols must be at least 1)", params.rows,
                params.cols);
-  NPUSIM_CHECK(fidelity == Fidelity::kFast, "systolic: the pe fidelity lands in the next commit");
+  if (fidelity == Fidelity::kPe) return std::make_unique<PeArrayModel>(params);
   return std::make_unique<FastArrayModel>(params);
 }
 

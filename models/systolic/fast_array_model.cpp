@@ -5,18 +5,6 @@
 
 namespace npusim::systolic {
 
-void check_tile(const ArrayParams& params, const TileShape& tile, const void* a, int lda,
-                const void* w, int ldw, const void* acc, int ldacc) {
-  NPUSIM_CHECK(tile_fits(params, tile),
-               "systolic: tile {}x{}x{} (MxKxN) does not fit the {}x{} {} array", tile.m, tile.k,
-               tile.n, params.rows, params.cols, to_string(params.dataflow));
-  NPUSIM_CHECK(a != nullptr && w != nullptr && acc != nullptr,
-               "systolic: tile {}x{}x{} has a null operand", tile.m, tile.k, tile.n);
-  NPUSIM_CHECK(lda >= tile.k && ldw >= tile.n && ldacc >= tile.n,
-               "systolic: leading dimensions lda={} ldw={} ldacc={} too small for tile {}x{}x{}",
-               lda, ldw, ldacc, tile.m, tile.k, tile.n);
-}
-
 FastArrayModel::FastArrayModel(const ArrayParams& params) : params_(params), timing_(params) {}
 
 TileTiming FastArrayModel::time_tile(const TileShape& tile, uint64_t issue_cycle) {

@@ -28,8 +28,4 @@ class FastArrayModel final : public ArrayModel {
   Half16Gemm half16_gemm_;
 };
 
-// Checks shared by both fidelities: the tile fits, the operands are there, issue order holds.
-void check_tile(const ArrayParams& params, const TileShape& tile, const void* a, int lda,
-                const void* w, int ldw, const void* acc, int ldacc);
-
 }  // namespace npusim::systolic

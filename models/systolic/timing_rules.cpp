@@ -7,6 +7,18 @@
 
 namespace npusim::systolic {
 
+void check_tile(const ArrayParams& params, const TileShape& tile, const void* a, int lda,
+                const void* w, int ldw, const void* acc, int ldacc) {
+  NPUSIM_CHECK(tile_fits(params, tile),
+               "systolic: tile {}x{}x{} (MxKxN) does not fit the {}x{} {} array", tile.m, tile.k,
+               tile.n, params.rows, params.cols, to_string(params.dataflow));
+  NPUSIM_CHECK(a != nullptr && w != nullptr && acc != nullptr,
+               "systolic: tile {}x{}x{} has a null operand", tile.m, tile.k, tile.n);
+  NPUSIM_CHECK(lda >= tile.k && ldw >= tile.n && ldacc >= tile.n,
+               "systolic: leading dimensions lda={} ldw={} ldacc={} too small for tile {}x{}x{}",
+               lda, ldw, ldacc, tile.m, tile.k, tile.n);
+}
+
 void StatsAccumulator::add(const TileShape& tile, TileTiming& timing) {
   const uint64_t from = std::max(timing.start_cycle, stats_.last_done_cycle);
   timing.busy_cycles = timing.done_cycle > from ? timing.done_cycle - from : 0;

@@ -37,6 +37,10 @@ class StatsAccumulator {
   ArrayStats stats_;
 };
 
+// Checks shared by both fidelities: the tile fits, the operands are there, issue order holds.
+void check_tile(const ArrayParams& params, const TileShape& tile, const void* a, int lda,
+                const void* w, int ldw, const void* acc, int ldacc);
+
 class ClosedFormTiming {
  public:
   explicit ClosedFormTiming(const ArrayParams& params);

@@ -17,7 +17,7 @@ uint64_t HwConfig::memory_latency_cycles() const {
 
 namespace {
 
-BufferConfig read_buffer(ObjectReader parent, const std::string& key, const BufferConfig& fallback,
+BufferConfig read_buffer(ObjectReader& parent, const std::string& key, const BufferConfig& fallback,
                          uint64_t min_bytes) {
   ObjectReader r = parent.object(key);
   BufferConfig b;

@@ -1,0 +1,40 @@
+// Dependency tokens from buffer accesses: the compiler declares what each instruction reads and
+// writes, and this tracker returns the earlier instructions it must wait for (read-after-write,
+// write-after-read, write-after-write on overlapping byte ranges of the same buffer).
+//
+// Contract: every unit executes its own instructions in order and completes them in order, so
+// waiting for a unit's latest conflicting instruction covers its earlier ones, and conflicts with
+// an instruction of the same unit need no token at all.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "arch/isa.hpp"
+
+namespace npusim {
+
+struct BufferAccess {
+  BufferId buffer = BufferId::kUnified;
+  uint64_t begin = 0;
+  uint64_t end = 0;  // exclusive
+  bool write = false;
+};
+
+class HazardTracker {
+ public:
+  // Returns the dependencies of instruction `id` on `unit_key` and records its accesses.
+  std::vector<uint32_t> add(uint32_t id, int unit_key, const std::vector<BufferAccess>& accesses);
+
+ private:
+  struct Record {
+    uint64_t begin, end;
+    uint32_t id;
+    int unit_key;
+    bool write;
+  };
+  std::array<std::vector<Record>, 4> records_;  // indexed by BufferId
+};
+
+}  // namespace npusim

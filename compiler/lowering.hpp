@@ -1,0 +1,54 @@
+// Lowers a graph to a Program for one hardware description: places tensors in off-chip memory,
+// tiles every layer so its tiles (double-buffered) fit the on-chip buffers, splits matrix work into
+// array-sized MATMUL tiles per dataflow, and derives dependency tokens from buffer accesses.
+#pragma once
+
+#include <string>
+
+#include "arch/hw_config.hpp"
+#include "arch/program.hpp"
+#include "compiler/graph.hpp"
+
+namespace npusim {
+
+// Tile sizes chosen for one conv2d / dense layer (dense is a 1x1 convolution over a batch x 1
+// image of K channels).
+struct ConvTiling {
+  int out_rows = 0;      // output rows per block (M per block = out_rows * out_w)
+  int n_tile = 0;        // output channels per block
+  int k_chunk = 0;       // reduction elements per weight chunk in the weight buffer
+  bool weights_resident = false;  // all of the layer's weights stay in the weight buffer
+  uint64_t ub_bytes = 0, wb_bytes = 0, acc_bytes = 0;  // peak use of each buffer
+};
+
+// A layer's geometry as an image convolution.
+struct ConvGeometry {
+  int images = 1;
+  int h = 1, w = 1, c = 1;
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int pad_top = 0, pad_left = 0;
+  int out_h = 1, out_w = 1, n = 1;
+  uint64_t k() const { return uint64_t(kernel_h) * kernel_w * c; }
+};
+
+ConvGeometry conv_geometry(const Layer& layer, int batch);
+
+// Chooses tiles, or explains which buffer is too small, by how much, and what to change.
+struct TilingResult {
+  bool ok = false;
+  ConvTiling tiling;
+  std::string reason;
+};
+TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
+                                const std::string& layer_name);
+
+struct CompileResult {
+  bool ok = false;
+  Program program;
+  std::string reason;  // when !ok: why the network does not fit, and what to change
+};
+
+// `graph` must have its parameters materialized.
+CompileResult compile(const Graph& graph, const HwConfig& hw);
+
+}  // namespace npusim

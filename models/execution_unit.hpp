@@ -1,0 +1,54 @@
+// What every unit of the SoC shares: it executes its own instruction stream in order, waiting on
+// the scoreboard for each instruction's dependency tokens. A failure inside a unit's thread is
+// kept and rethrown by the driver after sc_start returns, with its type intact.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "arch/program.hpp"
+#include "models/clock.hpp"
+#include "models/scoreboard.hpp"
+
+namespace npusim {
+
+struct UnitStats {
+  uint64_t instructions = 0;
+  uint64_t busy_cycles = 0;  // cycles the unit's datapath was occupied
+  uint64_t stall_cycles = 0;  // cycles the head instruction waited on dependencies
+};
+
+class ExecutionUnit : public sc_core::sc_module {
+ public:
+  ExecutionUnit(sc_core::sc_module_name name, const Program& program,
+                std::vector<uint32_t> stream, Scoreboard& scoreboard, const CoreClock& clock);
+
+  const UnitStats& stats() const { return stats_; }
+  // Per layer: cycles this unit was busy, and cycles it stalled on dependencies.
+  const std::vector<uint64_t>& layer_busy_cycles() const { return layer_busy_; }
+  const std::vector<uint64_t>& layer_stall_cycles() const { return layer_stall_; }
+  static std::exception_ptr failure() { return failure_; }
+
+ protected:
+  // Executes one instruction: computes its values, advances simulated time for as long as the
+  // unit is occupied, and reports the instruction's completion to the scoreboard.
+  virtual void execute(const Instruction& instr) = 0;
+  void add_busy(const Instruction& instr, uint64_t cycles);
+
+  const Program& program_;
+  Scoreboard& scoreboard_;
+  const CoreClock& clock_;
+  UnitStats stats_;
+
+ private:
+  void run();
+
+  std::vector<uint32_t> stream_;
+  std::vector<uint64_t> layer_busy_, layer_stall_;
+  static std::exception_ptr failure_;
+};
+
+}  // namespace npusim

@@ -1,0 +1,56 @@
+// Simple off-chip memory: a fixed load-to-use latency plus a bandwidth shared by all requesters.
+// Timing rule: a request of B bytes arriving at cycle a starts at s = max(a, busy_until), holds the
+// data bus for B / bytes_per_cycle cycles (fractional, so small requests pack back to back) and
+// completes at ceil(s + B / bytes_per_cycle + latency). The command-level HBM model of
+// models/dram/ replaces it where a preset asks for it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include "models/clock.hpp"
+
+namespace npusim {
+
+// The timing rule alone, testable without SystemC.
+class BandwidthLatencyTiming {
+ public:
+  BandwidthLatencyTiming(double bytes_per_cycle, uint64_t latency_cycles)
+      : bytes_per_cycle_(bytes_per_cycle), latency_cycles_(latency_cycles) {}
+  // Returns the completion cycle of a request of `bytes` arriving at `arrival_cycle`.
+  uint64_t access(uint64_t arrival_cycle, uint64_t bytes);
+  uint64_t busy_cycles() const { return static_cast<uint64_t>(busy_cycles_); }
+
+ private:
+  double bytes_per_cycle_;
+  uint64_t latency_cycles_;
+  double busy_until_ = 0.0;
+  double busy_cycles_ = 0.0;
+};
+
+class OffChipMemory : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<OffChipMemory> socket;
+
+  OffChipMemory(sc_core::sc_module_name name, uint64_t bytes, double bytes_per_cycle,
+                uint64_t latency_cycles, const CoreClock& clock);
+
+  std::vector<uint8_t>& contents() { return data_; }
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+  uint64_t busy_cycles() const { return timing_.busy_cycles(); }
+
+ private:
+  void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+
+  std::vector<uint8_t> data_;
+  BandwidthLatencyTiming timing_;
+  const CoreClock& clock_;
+  uint64_t bytes_read_ = 0, bytes_written_ = 0;
+};
+
+}  // namespace npusim

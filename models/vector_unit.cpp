@@ -1,0 +1,24 @@
+#include "models/vector_unit.hpp"
+
+#include "models/vector_core.hpp"
+
+namespace npusim {
+
+VectorUnit::VectorUnit(sc_core::sc_module_name name, const Program& program,
+                       std::vector<uint32_t> stream, Scoreboard& scoreboard,
+                       const CoreClock& clock, OnChipBuffers& buffers,
+                       const VectorUnitConfig& config)
+    : ExecutionUnit(name, program, std::move(stream), scoreboard, clock),
+      buffers_(buffers),
+      config_(config) {}
+
+void VectorUnit::execute(const Instruction& instr) {
+  const uint64_t start = clock_.now();
+  const uint64_t cycles = vector_cycles(config_, instr.op);
+  elements_ += vector_execute(buffers_, instr);
+  add_busy(instr, cycles);
+  wait(clock_.cycles(cycles));
+  scoreboard_.complete(instr.id, start, start + cycles);
+}
+
+}  // namespace npusim

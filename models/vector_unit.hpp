@@ -1,0 +1,28 @@
+// Vector unit: requantization epilogues, pooling, softmax and activations on the unified buffer and
+// accumulators. Its timing rule is in models/vector_core.hpp; one instruction at a time.
+#pragma once
+
+#include "arch/hw_config.hpp"
+#include "models/execution_unit.hpp"
+#include "models/onchip_buffers.hpp"
+
+namespace npusim {
+
+class VectorUnit : public ExecutionUnit {
+ public:
+  VectorUnit(sc_core::sc_module_name name, const Program& program, std::vector<uint32_t> stream,
+             Scoreboard& scoreboard, const CoreClock& clock, OnChipBuffers& buffers,
+             const VectorUnitConfig& config);
+
+  uint64_t elements() const { return elements_; }
+
+ protected:
+  void execute(const Instruction& instr) override;
+
+ private:
+  OnChipBuffers& buffers_;
+  VectorUnitConfig config_;
+  uint64_t elements_ = 0;
+};
+
+}  // namespace npusim

@@ -1,0 +1,276 @@
+#include "sim/cli.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "arch/hw_config.hpp"
+#include "compiler/graph.hpp"
+#include "compiler/lowering.hpp"
+#include "sim/simulate.hpp"
+#include "support/embedded_files.hpp"
+#include "support/error.hpp"
+#include "support/json_reader.hpp"
+
+#ifdef NPUSIM_HAVE_SCALESIM
+#include "compat/scalesim/scalesim_cli.hpp"
+#endif
+#ifdef NPUSIM_HAVE_DRAM
+#include "models/dram/membench_cli.hpp"
+#endif
+
+namespace po = boost::program_options;
+
+namespace npusim {
+
+namespace {
+
+constexpr const char* kUsage = R"(npusim - a cycle-accurate TPU/NPU simulator
+
+usage: npusim <command> [options]      (npusim <command> --help for its options)
+
+commands:
+  run        compile a network for a hardware description and simulate it
+  compile    print the instruction stream as readable assembly
+  validate   check a hardware description (and a workload) without simulating
+  presets    list the built-in hardware presets
+  zoo        list the built-in networks
+  scalesim   run a SCALE-Sim v2 config and topology, writing SCALE-Sim's reports
+  membench   drive the off-chip memory model alone with a traffic pattern
+
+exit codes: 0 success, 2 bad input or usage, 1 internal error
+)";
+
+struct UsageError : UserError {
+  using UserError::UserError;
+};
+
+// Parses `args` against `options`; returns false when --help was printed.
+bool parse(const std::string& command, const std::string& synopsis,
+           po::options_description& options, const std::vector<std::string>& args,
+           po::variables_map& vm) {
+  options.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: npusim " << command << " " << synopsis << "\n\n" << options << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(fmt::format("npusim {}: {} (see npusim {} --help)", command, e.what(), command));
+  }
+  return true;
+}
+
+systolic::Fidelity parse_fidelity(const std::string& text) {
+  if (text == "fast") return systolic::Fidelity::kFast;
+  if (text == "pe") return systolic::Fidelity::kPe;
+  throw UsageError(fmt::format("--fidelity '{}': expected fast or pe", text));
+}
+
+std::optional<int> batch_option(const po::variables_map& vm) {
+  if (!vm.count("batch")) return std::nullopt;
+  int b = vm["batch"].as<int>();
+  if (b < 1 || b > 65536) throw UsageError(fmt::format("--batch {}: expected 1 to 65536", b));
+  return b;
+}
+
+// Loads, checks and compiles; a network that does not fit is a user-facing error.
+struct Compiled {
+  HwConfig hw;
+  Graph graph;
+  Program program;
+};
+
+Compiled load_and_compile(const po::variables_map& vm) {
+  Compiled c;
+  c.hw = load_hw_config(vm["hw"].as<std::string>());
+  c.graph = load_workload(vm["workload"].as<std::string>(), batch_option(vm));
+  materialize_parameters(c.graph, vm["seed"].as<uint64_t>());
+  CompileResult result = compile(c.graph, c.hw);
+  if (!result.ok) {
+    throw UserError(fmt::format("{} on {}: {}", vm["workload"].as<std::string>(),
+                                vm["hw"].as<std::string>(), result.reason));
+  }
+  c.program = std::move(result.program);
+  return c;
+}
+
+void add_target_options(po::options_description& o) {
+  o.add_options()("hw", po::value<std::string>()->required(),
+                  "hardware: a preset name (npusim presets) or a JSON file")(
+      "workload", po::value<std::string>()->required(),
+      "network: a zoo name (npusim zoo) or a JSON graph file")(
+      "batch", po::value<int>(), "batch size (overrides the workload's)")(
+      "seed", po::value<uint64_t>()->default_value(1),
+      "seed of the pseudo-random weights and inputs");
+}
+
+// Writes `text` to `path` atomically: readers never see a half-written file.
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+int command_run(const std::vector<std::string>& args) {
+  po::options_description o("run options");
+  add_target_options(o);
+  o.add_options()("out", po::value<std::string>(),
+                  "directory for stats.json, report.txt and config.resolved.json")(
+      "fidelity", po::value<std::string>()->default_value("fast"),
+      "matrix-unit model: fast (closed form, default) or pe (every PE, every cycle)")(
+      "layers", "print the per-layer table");
+  po::variables_map vm;
+  if (!parse("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
+  const auto fidelity = parse_fidelity(vm["fidelity"].as<std::string>());
+  std::filesystem::path out_dir;
+  if (vm.count("out")) {
+    out_dir = vm["out"].as<std::string>();
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec || !std::filesystem::is_directory(out_dir)) {
+      throw UserError(fmt::format("--out '{}': cannot create directory", out_dir.string()));
+    }
+    // A previous result here would look like this run's if we failed: remove it first.
+    std::filesystem::remove(out_dir / "stats.json", ec);
+  }
+  Compiled c = load_and_compile(vm);
+  const uint64_t seed = vm["seed"].as<uint64_t>();
+  const auto input = make_random_input(c.graph, seed);
+  SimulationResult r = simulate(c.hw, c.program, c.graph, input, fidelity);
+  RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
+  const std::string report = text_report(c.hw, c.program, r, run, vm.count("layers") > 0);
+  std::cout << report;
+  if (!out_dir.empty()) {
+    write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");
+    write_file(out_dir / "report.txt", text_report(c.hw, c.program, r, run, true));
+    write_file(out_dir / "stats.json", stats_json(c.hw, c.program, r, run).dump(2) + "\n");
+  }
+  if (!r.check.bit_exact) {
+    std::cerr << fmt::format(
+        "npusim: FUNCTIONAL MISMATCH: {} of {} output values differ from the reference (max abs "
+        "error {}). This is a bug in npusim.\n",
+        r.check.mismatches, r.check.compared, r.check.max_abs_error);
+    return 1;
+  }
+  return 0;
+}
+
+int command_compile(const std::vector<std::string>& args) {
+  po::options_description o("compile options");
+  add_target_options(o);
+  o.add_options()("output,o", po::value<std::string>(), "write the assembly here (default stdout)");
+  po::variables_map vm;
+  if (!parse("compile", "--hw HW --workload NET [-o prog.asm]", o, args, vm)) return 0;
+  Compiled c = load_and_compile(vm);
+  std::string text = to_assembly(c.program);
+  if (vm.count("output")) {
+    write_file(vm["output"].as<std::string>(), text);
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
+int command_validate(const std::vector<std::string>& args) {
+  po::options_description o("validate options");
+  o.add_options()("hw", po::value<std::string>()->required(), "hardware preset or JSON file")(
+      "workload", po::value<std::string>(), "network: zoo name or JSON graph file")(
+      "batch", po::value<int>(), "batch size (overrides the workload's)");
+  po::variables_map vm;
+  if (!parse("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;
+  HwConfig hw = load_hw_config(vm["hw"].as<std::string>());
+  std::cout << fmt::format("{}: valid hardware description '{}'\n", vm["hw"].as<std::string>(),
+                           hw.name);
+  if (vm.count("workload")) {
+    Graph g = load_workload(vm["workload"].as<std::string>(), batch_option(vm));
+    materialize_parameters(g, 1);
+    CompileResult result = compile(g, hw);
+    if (!result.ok) throw UserError(fmt::format("{}: {}", vm["workload"].as<std::string>(), result.reason));
+    std::cout << fmt::format("{}: valid network '{}' ({} layers, {} MACs at batch {}); it fits, "
+                             "{} instructions\n",
+                             vm["workload"].as<std::string>(), g.name, g.layers.size(),
+                             g.total_macs(), g.batch, result.program.instructions.size());
+  }
+  return 0;
+}
+
+int command_presets(const std::vector<std::string>& args) {
+  po::options_description o("presets options");
+  po::variables_map vm;
+  if (!parse("presets", "", o, args, vm)) return 0;
+  for (const auto& name : embedded_file_names("hw")) {
+    HwConfig hw = load_hw_config(name);
+    std::cout << fmt::format("{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
+                             "off-chip\n           {}\n",
+                             name, hw.matrix_unit.rows, hw.matrix_unit.cols,
+                             to_string(hw.matrix_unit.dataflow), hw.matrix_unit.count,
+                             hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
+                             hw.memory.bandwidth_gbps, hw.description);
+  }
+  return 0;
+}
+
+int command_zoo(const std::vector<std::string>& args) {
+  po::options_description o("zoo options");
+  po::variables_map vm;
+  if (!parse("zoo", "", o, args, vm)) return 0;
+  for (const auto& name : embedded_file_names("zoo")) {
+    Graph g = load_workload(name, std::nullopt);
+    std::cout << fmt::format("{:<12} batch {:<4} {:>3} layers {:>14} MACs  {}\n", name, g.batch,
+                             g.layers.size(), g.total_macs(), g.description);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(const std::vector<std::string>& args) {
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      std::cout << kUsage;
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+      std::cout << "npusim 0.1.0\n";
+      return 0;
+    }
+    const std::string& command = args[0];
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (command == "run") return command_run(rest);
+    if (command == "compile") return command_compile(rest);
+    if (command == "validate") return command_validate(rest);
+    if (command == "presets") return command_presets(rest);
+    if (command == "zoo") return command_zoo(rest);
+#ifdef NPUSIM_HAVE_SCALESIM
+    if (command == "scalesim") return scalesim::run_cli(rest);
+#endif
+#ifdef NPUSIM_HAVE_DRAM
+    if (command == "membench") return dram::run_membench_cli(rest);
+#endif
+    std::cerr << fmt::format("npusim: unknown command '{}'\n\n{}", command, kUsage);
+    return 2;
+  } catch (const UserError& e) {
+    std::cerr << "npusim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const InternalError& e) {
+    std::cerr << "npusim: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "npusim: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace npusim

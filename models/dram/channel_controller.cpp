@@ -1,10 +1,15 @@
 #include "models/dram/channel_controller.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "support/error.hpp"
 
 namespace npusim::dram {
+
+namespace {
+inline uint64_t bit(uint32_t b) { return uint64_t{1} << b; }
+}  // namespace
 
 ChannelController::ChannelController(const MemoryConfig& config)
     : cfg_(config),
@@ -18,17 +23,18 @@ ChannelController::ChannelController(const MemoryConfig& config)
       write_latency_(config.timing.write_latency()),
       refresh_due_(size_t(config.org.pseudo_channels)),
       refresh_pending_(size_t(config.org.pseudo_channels), 0),
-      first_hit_(size_t(timing_.banks()), -1),
-      first_any_(size_t(timing_.banks()), -1) {
+      candidate_(size_t(timing_.banks())) {
+  NPUSIM_CHECK(timing_.banks() <= kMaxBanksPerChannel, "dram: {} banks per channel (max {})",
+               timing_.banks(), kMaxBanksPerChannel);
+  for (auto& q : bank_queue_) q.resize(size_t(timing_.banks()));
+  const int per_pc = timing_.banks_per_pseudo_channel();
+  pc_bank_mask_ = per_pc >= 64 ? ~uint64_t{0} : (uint64_t{1} << per_pc) - 1;
   // Staggered so that pseudo-channels do not all refresh in the same cycle.
   const int pcs = config.org.pseudo_channels;
   for (int pc = 0; pc < pcs; ++pc) {
     refresh_due_[size_t(pc)] =
         uint64_t(config.timing.refi) + uint64_t(pc) * uint64_t(config.timing.refi) / uint64_t(pcs);
   }
-  reads_.reserve(size_t(read_capacity_));
-  writes_.reserve(size_t(write_capacity_));
-  touched_.reserve(size_t(timing_.banks()));
 }
 
 void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, uint64_t now) {
@@ -36,130 +42,155 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
                id, now, now_);
   NPUSIM_CHECK(will_accept(is_write), "dram channel: request {} added to a full {} queue", id,
                is_write ? "write" : "read");
-  Request r{id, now, now + uint64_t(frontend_),
-            timing_.flat_bank(a.pseudo_channel, a.bank_group, a.bank), a.row};
-  (is_write ? writes_ : reads_).push_back(r);
-  cached_valid_ = false;
+  const int q = is_write ? 1 : 0;
+  const uint32_t b = timing_.flat_bank(a.pseudo_channel, a.bank_group, a.bank);
+  bank_queue_[q][b].push_back(Request{id, now, now + uint64_t(frontend_), next_seq_++, b, a.row});
+  ++queued_[q];
+  nonempty_[q] |= bit(b);
+  dirty_ |= bit(b);
+  if (!cached_valid_ || cfg_.controller.clock_by_clock) return;
+  // The request changes at most its own bank's candidate: update the cached decision instead of
+  // selecting again, unless that bank held the decision or the read/write mode flips.
+  if (update_write_mode()) {
+    dirty_ = ~uint64_t{0};
+    cached_valid_ = false;
+    return;
+  }
+  if (q != (write_mode_ ? 1 : 0) || (pending_mask_ & bit(b)) != 0) return;
+  if (cached_.kind == Kind::kCommand && cached_.bank == b) {
+    cached_valid_ = false;
+    return;
+  }
+  candidate_[b] = bank_candidate(b);
+  dirty_ &= ~bit(b);
+  Decision c = candidate_[b];
+  c.cycle = std::max(c.cycle, now_);
+  if (c.better_than(cached_)) cached_ = c;
 }
 
-void ChannelController::update_write_mode() {
-  const double writes = double(writes_.size());
+bool ChannelController::update_write_mode() {
+  const bool before = write_mode_;
+  const double writes = double(queued_[1]);
+  const bool reads_waiting = queued_[0] > 0;
   if (!write_mode_) {
-    if (!writes_.empty() &&
-        (writes > cfg_.controller.write_high_watermark * write_capacity_ || reads_.empty())) {
+    if (queued_[1] > 0 &&
+        (writes > cfg_.controller.write_high_watermark * write_capacity_ || !reads_waiting)) {
       write_mode_ = true;
     }
-  } else if (writes_.empty() ||
-             (writes < cfg_.controller.write_low_watermark * write_capacity_ && !reads_.empty())) {
+  } else if (queued_[1] == 0 ||
+             (writes < cfg_.controller.write_low_watermark * write_capacity_ && reads_waiting)) {
     write_mode_ = false;
   }
+  return before != write_mode_;
 }
 
-void ChannelController::consider(Decision& best, const Decision& c) const {
-  if (c.cycle < best.cycle ||
-      (c.cycle == best.cycle && (c.rank < best.rank || (c.rank == best.rank && c.index < best.index)))) {
-    best = c;
-  }
-}
-
-void ChannelController::collect(Decision& best, bool at_cycle_only, uint64_t cycle) {
-  auto offer = [&](Decision c) {
-    c.cycle = std::max(c.cycle, now_);
-    if (at_cycle_only) {
-      if (c.cycle > cycle) return;
-      c.cycle = cycle;
-    }
-    consider(best, c);
-  };
-
-  if (refresh_) {
-    const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
-    for (uint32_t pc = 0; pc < refresh_pending_.size(); ++pc) {
-      if (refresh_pending_[pc]) {
-        const uint32_t first = pc * per_pc;
-        if (timing_.open_banks_in_pseudo_channel(pc) > 0) {
-          for (uint32_t b = first; b < first + per_pc; ++b) {
-            if (!timing_.is_open(b)) continue;
-            Decision c;
-            c.kind = Kind::kCommand;
-            c.cmd = Command::kPre;
-            c.bank = b;
-            c.row = timing_.open_row(b);
-            c.rank = 0;
-            c.index = int(b);
-            c.cycle = timing_.earliest(Command::kPre, b);
-            offer(c);
-          }
-        } else {
-          Decision c;
-          c.kind = Kind::kCommand;
-          c.cmd = Command::kRefresh;
-          c.bank = first;
-          c.rank = 0;
-          c.index = int(pc);
-          c.cycle = timing_.earliest(Command::kRefresh, first);
-          offer(c);
-        }
-      } else if (!at_cycle_only) {
-        Decision c;
-        c.kind = Kind::kRefreshDue;
-        c.pc = pc;
-        c.rank = -1;
-        c.cycle = refresh_due_[pc];
-        offer(c);
+ChannelController::Decision ChannelController::bank_candidate(uint32_t b) const {
+  const std::vector<Request>& list = bank_queue_[write_mode_ ? 1 : 0][b];
+  Decision c;
+  if (list.empty()) return c;
+  c.kind = Kind::kCommand;
+  c.bank = b;
+  c.rank = 2;
+  const Request* r = &list.front();
+  if (timing_.is_open(b)) {
+    const uint32_t open = timing_.open_row(b);
+    c.cmd = Command::kPre;
+    c.row = open;
+    for (uint32_t i = 0; i < list.size(); ++i) {
+      if (list[i].row == open) {
+        r = &list[i];
+        c.pos = i;
+        c.rank = 1;
+        c.cmd = write_mode_ ? (closed_page_ ? Command::kWriteAp : Command::kWrite)
+                            : (closed_page_ ? Command::kReadAp : Command::kRead);
+        break;
       }
     }
+  } else {
+    c.cmd = Command::kAct;
+    c.row = r->row;
   }
+  c.seq = r->seq;
+  c.cls = ChannelTiming::timing_class(c.cmd);
+  c.own = std::max(timing_.bank_bound(c.cls, b), r->ready);
+  c.cycle = std::max(c.own, timing_.shared_bound(c.cls, b));
+  return c;
+}
 
-  const bool writes = write_mode_;
-  const std::vector<Request>& q = writes ? writes_ : reads_;
-  if (q.empty()) return;
+void ChannelController::refresh_candidates(Decision& best, bool due_events) const {
+  if (!refresh_) return;
   const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
-  for (size_t i = 0; i < q.size(); ++i) {
-    const Request& r = q[i];
-    if (refresh_ && refresh_pending_[r.bank / per_pc]) continue;
-    if (first_any_[r.bank] < 0) {
-      first_any_[r.bank] = int(i);
-      touched_.push_back(r.bank);
-    }
-    if (first_hit_[r.bank] < 0 && timing_.is_open(r.bank) && timing_.open_row(r.bank) == r.row) {
-      first_hit_[r.bank] = int(i);
-    }
-  }
-  for (uint32_t bank : touched_) {
+  for (uint32_t pc = 0; pc < refresh_pending_.size(); ++pc) {
     Decision c;
     c.kind = Kind::kCommand;
-    c.bank = bank;
-    c.from_writes = writes;
-    if (first_hit_[bank] >= 0) {
-      const Request& r = q[size_t(first_hit_[bank])];
-      c.cmd = writes ? (closed_page_ ? Command::kWriteAp : Command::kWrite)
-                     : (closed_page_ ? Command::kReadAp : Command::kRead);
-      c.row = r.row;
-      c.rank = 1;
-      c.index = first_hit_[bank];
-      c.cycle = std::max(timing_.earliest(c.cmd, bank), r.ready);
-    } else {
-      const Request& r = q[size_t(first_any_[bank])];
-      c.cmd = timing_.is_open(bank) ? Command::kPre : Command::kAct;
-      c.row = c.cmd == Command::kPre ? timing_.open_row(bank) : r.row;
-      c.rank = 2;
-      c.index = first_any_[bank];
-      c.cycle = std::max(timing_.earliest(c.cmd, bank), r.ready);
+    c.rank = 0;
+    if (refresh_pending_[pc]) {
+      const uint32_t first = pc * per_pc;
+      if (timing_.open_banks_in_pseudo_channel(pc) > 0) {
+        c.cmd = Command::kPre;
+        for (uint32_t b = first; b < first + per_pc; ++b) {
+          if (!timing_.is_open(b)) continue;
+          c.bank = b;
+          c.row = timing_.open_row(b);
+          c.seq = b;
+          c.cycle = std::max(timing_.earliest(Command::kPre, b), now_);
+          if (c.better_than(best)) best = c;
+        }
+      } else {
+        c.cmd = Command::kRefresh;
+        c.bank = first;
+        c.seq = pc;
+        c.cycle = std::max(timing_.earliest(Command::kRefresh, first), now_);
+        if (c.better_than(best)) best = c;
+      }
+    } else if (due_events) {
+      c.kind = Kind::kRefreshDue;
+      c.pc = pc;
+      c.rank = -1;
+      c.seq = pc;
+      c.cycle = std::max(refresh_due_[pc], now_);
+      if (c.better_than(best)) best = c;
     }
-    first_hit_[bank] = -1;
-    first_any_[bank] = -1;
-    offer(c);
   }
-  touched_.clear();
+}
+
+ChannelController::Decision ChannelController::select() {
+  if (update_write_mode()) dirty_ = ~uint64_t{0};
+  const uint64_t active = nonempty_[write_mode_ ? 1 : 0] & ~pending_mask_;
+  for (uint64_t m = dirty_ & active; m != 0; m &= m - 1) {
+    const uint32_t b = uint32_t(std::countr_zero(m));
+    candidate_[b] = bank_candidate(b);
+  }
+  dirty_ &= ~active;
+  Decision best;
+  refresh_candidates(best, true);
+  // Two passes keep the hot loop free of unpredictable branches: the earliest cycle first, then
+  // the tie-break among the (few) banks legal at that cycle.
+  uint64_t cycles[kMaxBanksPerChannel];
+  uint64_t min_cycle = best.cycle;
+  for (uint64_t m = active; m != 0; m &= m - 1) {
+    const uint32_t b = uint32_t(std::countr_zero(m));
+    const Decision& c = candidate_[b];
+    const uint64_t cycle = std::max({c.own, timing_.shared_bound(c.cls, b), now_});
+    cycles[b] = cycle;
+    min_cycle = std::min(min_cycle, cycle);
+  }
+  if (min_cycle < best.cycle) best = Decision();
+  for (uint64_t m = active; m != 0; m &= m - 1) {
+    const uint32_t b = uint32_t(std::countr_zero(m));
+    if (cycles[b] != min_cycle) continue;
+    const Decision& c = candidate_[b];
+    if (best.kind == Kind::kNone || c.rank < best.rank || (c.rank == best.rank && c.seq < best.seq)) {
+      best = c;
+    }
+  }
+  best.cycle = min_cycle;
+  return best;
 }
 
 const ChannelController::Decision& ChannelController::decision() {
   if (!cached_valid_) {
-    update_write_mode();
-    Decision best;
-    collect(best, false, 0);
-    cached_ = best;
+    cached_ = select();
     cached_valid_ = true;
   }
   return cached_;
@@ -168,7 +199,19 @@ const ChannelController::Decision& ChannelController::decision() {
 ChannelController::Decision ChannelController::decide_at(uint64_t cycle) {
   update_write_mode();
   Decision best;
-  collect(best, true, cycle);
+  refresh_candidates(best, false);
+  if (best.cycle > cycle) best = Decision();
+  const int q = write_mode_ ? 1 : 0;
+  for (uint32_t b = 0; b < uint32_t(timing_.banks()); ++b) {
+    if ((pending_mask_ & bit(b)) != 0) continue;
+    Decision c = bank_candidate(b);
+    if (c.kind == Kind::kNone) continue;
+    const Request& r = bank_queue_[q][b][c.pos];
+    if (r.ready > cycle || !timing_.can_issue(c.cmd, b, c.row, cycle)) continue;
+    c.cycle = cycle;
+    if (c.better_than(best)) best = c;
+  }
+  if (best.kind != Kind::kNone) best.cycle = cycle;
   return best;
 }
 
@@ -186,15 +229,21 @@ void ChannelController::background_cycles(uint64_t cycle, uint64_t* active,
   if (cycle > background_since_) (any_open_ ? *active : *precharged) += cycle - background_since_;
 }
 
+void ChannelController::set_refresh_pending(uint32_t pc) {
+  refresh_pending_[pc] = 1;
+  pending_mask_ |= pc_bank_mask_ << (pc * uint32_t(timing_.banks_per_pseudo_channel()));
+}
+
 void ChannelController::execute(const Decision& d) {
   const uint64_t t = d.cycle;
   now_ = t;
   cached_valid_ = false;
   if (d.kind == Kind::kRefreshDue) {
-    refresh_pending_[d.pc] = 1;
+    set_refresh_pending(d.pc);
     return;
   }
   track_background(t);
+  dirty_ |= bit(d.bank);
   switch (d.cmd) {
     case Command::kAct:
       timing_.issue(Command::kAct, d.bank, d.row, t);
@@ -209,6 +258,7 @@ void ChannelController::execute(const Decision& d) {
       ++stats_.refs;
       const uint32_t pc = timing_.pseudo_channel_of(d.bank);
       refresh_pending_[pc] = 0;
+      pending_mask_ &= ~(pc_bank_mask_ << (pc * uint32_t(timing_.banks_per_pseudo_channel())));
       refresh_due_[pc] += uint64_t(cfg_.timing.refi);
       break;
     }
@@ -216,16 +266,21 @@ void ChannelController::execute(const Decision& d) {
     case Command::kReadAp:
     case Command::kWrite:
     case Command::kWriteAp: {
-      std::vector<Request>& q = d.from_writes ? writes_ : reads_;
-      const Request r = q[size_t(d.index)];
+      const bool is_write = d.cmd == Command::kWrite || d.cmd == Command::kWriteAp;
+      std::vector<Request>& list = bank_queue_[is_write ? 1 : 0][d.bank];
+      NPUSIM_CHECK(d.pos < list.size() && list[d.pos].seq == d.seq,
+                   "dram channel: {} at cycle {} lost its request", command_name(d.cmd), t);
+      const Request r = list[d.pos];
       if (timing_.row_accesses(d.bank) > 0) ++stats_.row_hits;
       timing_.issue(d.cmd, d.bank, d.row, t);
-      q.erase(q.begin() + d.index);
-      if (d.from_writes) {
+      list.erase(list.begin() + d.pos);
+      --queued_[is_write ? 1 : 0];
+      if (list.empty()) nonempty_[is_write ? 1 : 0] &= ~bit(d.bank);
+      if (is_write) {
         ++stats_.writes;
         const uint64_t done = t + uint64_t(write_latency_);
         stats_.write_latency_sum += done - r.arrival;
-        write_done_.push_back({r.id, r.arrival, done});
+        write_done_.push_back({r.id, done});
       } else {
         ++stats_.reads;
         const uint64_t done = t + uint64_t(read_latency_);
@@ -235,7 +290,7 @@ void ChannelController::execute(const Decision& d) {
           stats_.read_latency_histogram.resize(size_t(latency) * 2 + 64, 0);
         }
         ++stats_.read_latency_histogram[latency];
-        read_done_.push_back({r.id, r.arrival, done});
+        read_done_.push_back({r.id, done});
       }
       break;
     }
@@ -262,7 +317,7 @@ uint64_t ChannelController::next_event_cycle() {
   if (!read_done_.empty()) next = std::min(next, read_done_.front().cycle);
   if (!write_done_.empty()) next = std::min(next, write_done_.front().cycle);
   if (cfg_.controller.clock_by_clock) {
-    return (next != kNever || !reads_.empty() || !writes_.empty() || refresh_) ? now_ : kNever;
+    return (next != kNever || queued_[0] + queued_[1] > 0 || refresh_) ? now_ : kNever;
   }
   return std::min(next, decision().cycle);
 }
@@ -273,11 +328,11 @@ void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) 
   if (cfg_.controller.clock_by_clock) {
     for (uint64_t c = now_; c < cycle; ++c) {
       now_ = c;
-      for (size_t pc = 0; refresh_ && pc < refresh_pending_.size(); ++pc) {
-        if (!refresh_pending_[pc] && refresh_due_[pc] <= c) refresh_pending_[pc] = 1;
+      for (uint32_t pc = 0; refresh_ && pc < refresh_pending_.size(); ++pc) {
+        if (!refresh_pending_[pc] && refresh_due_[pc] <= c) set_refresh_pending(pc);
       }
       while (true) {
-        Decision d = decide_at(c);
+        const Decision d = decide_at(c);
         if (d.kind == Kind::kNone) break;
         execute(d);
       }

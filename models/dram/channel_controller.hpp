@@ -5,16 +5,21 @@
 // Timing rule: at every cycle the scheduler issues, per command bus, the best command that is
 // legal at that cycle: refresh work first (PRE of open banks, then REF, once tREFI has elapsed;
 // the pseudo-channel takes no other ACT or column command meanwhile), then row hits (column
-// commands), then the oldest request's ACT or PRE. A PRE that would close a row still wanted by
-// a queued request is not a candidate (open page). Reads and writes are served from one queue
-// at a time: writes once the write queue holds more than the high watermark or no read waits,
-// reads again once it holds fewer than the low watermark. A read completes tCL + BL/2 after its
-// RD, a write tCWL + BL/2 after its WR. The queue slot frees when the column command issues.
+// commands), then the oldest request's ACT or PRE; ties go to the older request. A PRE that
+// would close a row still wanted by a queued request is not a candidate (open page). Reads and
+// writes are served from one queue at a time: writes once the write queue holds more than the
+// high watermark or no read waits, reads again once it holds fewer than the low watermark. A
+// read completes tCL + BL/2 after its RD, a write tCWL + BL/2 after its WR; the queue slot frees
+// when the column command issues.
 //
-// Instead of evaluating every cycle, the controller computes the earliest cycle any candidate
-// becomes legal and jumps there: between two decisions nothing changes but time, so that cycle
-// is the first one a clock-by-clock scheduler would act on. ControllerConfig::clock_by_clock
-// selects a literal cycle-by-cycle evaluation; tests prove both give identical cycles.
+// Instead of evaluating every cycle, the controller keeps each bank's candidate command and the
+// earliest cycle it becomes legal, and jumps to the best one. A candidate is recomputed only when
+// its bank's state or queue changed; its bank-level timing bound changes only then too, and the
+// bounds shared with other banks (bank group, pseudo-channel, bus) are a few loads per bank.
+// Between two decisions nothing changes but time, so the chosen cycle is the first one a
+// clock-by-clock scheduler would act on.
+// ControllerConfig::clock_by_clock selects a literal cycle-by-cycle scan of every queued request;
+// tests prove both give identical cycles.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +35,8 @@
 namespace npusim::dram {
 
 inline constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+// Bank bitmasks are 64 bits wide (the config loader rejects more banks per channel).
+inline constexpr int kMaxBanksPerChannel = 64;
 
 struct ChannelStats {
   uint64_t reads = 0;   // RD/RDA issued
@@ -53,10 +60,9 @@ class ChannelController {
   explicit ChannelController(const MemoryConfig& config);
 
   bool will_accept(bool is_write) const {
-    return is_write ? writes_.size() < size_t(write_capacity_)
-                    : reads_.size() < size_t(read_capacity_);
+    return is_write ? queued_[1] < size_t(write_capacity_) : queued_[0] < size_t(read_capacity_);
   }
-  // Enqueues at cycle `now` (>= the last advance_to target); requires will_accept().
+  // Enqueues at cycle `now` (== the last advance_to target); requires will_accept().
   void add(const DramAddress& a, bool is_write, uint64_t id, uint64_t now);
   // The first cycle >= now at which a command issues or a request completes; kNever if none.
   uint64_t next_event_cycle();
@@ -67,7 +73,7 @@ class ChannelController {
   // Standby cycles over [0, cycle): some bank open (active) or none (precharged).
   void background_cycles(uint64_t cycle, uint64_t* active, uint64_t* precharged) const;
   size_t outstanding() const {
-    return reads_.size() + writes_.size() + read_done_.size() + write_done_.size();
+    return queued_[0] + queued_[1] + read_done_.size() + write_done_.size();
   }
   const ChannelTiming& timing() const { return timing_; }
 
@@ -76,62 +82,81 @@ class ChannelController {
     uint64_t id;
     uint64_t arrival;
     uint64_t ready;  // arrival + front-end latency
+    uint64_t seq;    // arrival order over both queues
     uint32_t bank;   // flat bank within the channel
     uint32_t row;
   };
   struct Completion {
     uint64_t id;
-    uint64_t arrival;
     uint64_t cycle;
   };
   enum class Kind : uint8_t { kNone, kRefreshDue, kCommand };
+  // rank: -1 refresh due, 0 refresh PRE/REF, 1 row hit, 2 ACT/PRE of a request; lower wins a
+  // tie on cycle, then the older request (smaller seq).
   struct Decision {
     uint64_t cycle = kNever;
+    int rank = 3;
+    uint64_t seq = kNever;
     Kind kind = Kind::kNone;
     Command cmd = Command::kAct;
     uint32_t bank = 0;
     uint32_t row = 0;
-    int rank = 3;          // 0 refresh, 1 row hit, 2 request's ACT/PRE: lower wins a tie
-    int index = -1;        // queue position of the request a column command serves
-    bool from_writes = false;
-    uint32_t pc = 0;       // for kRefreshDue
+    uint32_t pos = 0;  // position of the served request in its bank queue
+    uint32_t pc = 0;   // for kRefreshDue
+    uint64_t own = 0;  // bank-level timing bound and request readiness (see select())
+    int cls = 0;       // ChannelTiming::timing_class(cmd)
+    bool better_than(const Decision& o) const {
+      if (cycle != o.cycle) return cycle < o.cycle;
+      if (rank != o.rank) return rank < o.rank;
+      return seq < o.seq;
+    }
   };
 
+  // Event mode: the cached best decision, recomputed lazily.
   const Decision& decision();
-  // Best command legal exactly at `cycle` (clock-by-clock mode), or kind kNone.
+  Decision select();
+  // The candidate of bank `b` from the active queue (kind kNone if the bank has no request).
+  Decision bank_candidate(uint32_t b) const;
+  void refresh_candidates(Decision& best, bool due_events) const;
+  // Clock-by-clock mode: the best command legal exactly at `cycle`, by scanning every request.
   Decision decide_at(uint64_t cycle);
-  void update_write_mode();
-  void consider(Decision& best, const Decision& c) const;
-  void collect(Decision& best, bool at_cycle_only, uint64_t cycle);
+  bool update_write_mode();
   void execute(const Decision& d);
   void deliver(uint64_t before, const Callback& on_complete);
   void track_background(uint64_t cycle);
+  void set_refresh_pending(uint32_t pc);
+  uint64_t blocked_banks() const { return pending_mask_; }
 
   const MemoryConfig& cfg_;
   ChannelTiming timing_;
   int read_capacity_, write_capacity_;
-  size_t write_high_, write_low_;
   bool closed_page_;
   bool refresh_;
   int frontend_;
   int read_latency_, write_latency_;
   uint64_t now_ = 0;
+  uint64_t next_seq_ = 0;
 
-  std::vector<Request> reads_;   // arrival order
-  std::vector<Request> writes_;  // arrival order
+  // Per queue (0 reads, 1 writes) and flat bank, requests in arrival order.
+  std::vector<std::vector<Request>> bank_queue_[2];
+  size_t queued_[2] = {0, 0};
+  uint64_t nonempty_[2] = {0, 0};  // banks with a queued request
   bool write_mode_ = false;
   std::deque<Completion> read_done_;   // completion cycles are non-decreasing
   std::deque<Completion> write_done_;  // likewise
 
   std::vector<uint64_t> refresh_due_;  // per pseudo-channel
   std::vector<uint8_t> refresh_pending_;
+  uint64_t pending_mask_ = 0;  // banks of pseudo-channels waiting for their refresh
+  uint64_t pc_bank_mask_ = 0;  // banks of pseudo-channel 0 (shifted for the others)
 
+  // Per-bank candidates of the active queue. A candidate's command, request and bank-level bound
+  // change only when its bank's state or queue does (then it is `dirty_`); the bounds it shares
+  // with other banks are read afresh at every selection.
+  std::vector<Decision> candidate_;
+  uint64_t dirty_ = ~uint64_t{0};
   Decision cached_;
   bool cached_valid_ = false;
-
-  // Scratch of the scheduler scan, per flat bank.
-  std::vector<int> first_hit_, first_any_;
-  std::vector<uint32_t> touched_;
 
   bool any_open_ = false;
   uint64_t background_since_ = 0;

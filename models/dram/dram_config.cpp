@@ -84,6 +84,12 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
     require_power_of_two(diag, o, "banks_per_group", g.banks_per_group);
     require_power_of_two(diag, o, "rows", g.rows);
     require_power_of_two(diag, o, "columns", g.columns);
+    if (g.banks_per_channel() > 64) {
+      diag.error(o.pointer_of("banks_per_group"),
+                 fmt::format("expected at most 64 banks per channel (pseudo_channels x "
+                             "bank_groups x banks_per_group), got {}",
+                             g.banks_per_channel()));
+    }
     if (g.bus_width_bits % 8 != 0 || !is_power_of_two(g.access_bytes())) {
       diag.error(o.pointer_of("bus_width_bits"),
                  fmt::format("expected bus_width_bits / 8 * burst_length to be a power of two "

@@ -1,6 +1,7 @@
 #include "models/dram/dram_timing.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "support/error.hpp"
 
@@ -24,9 +25,14 @@ ChannelTiming::ChannelTiming(const DramOrganization& org, const DramTiming& timi
       bank_groups_(org.bank_groups),
       banks_per_group_(org.banks_per_group),
       banks_per_pc_(org.banks_per_pseudo_channel()),
+      group_bits_(uint32_t(std::countr_zero(uint32_t(org.bank_groups)))),
+      bank_bits_(uint32_t(std::countr_zero(uint32_t(org.banks_per_group)))),
       banks_(size_t(org.banks_per_channel())),
       groups_(size_t(org.pseudo_channels * org.bank_groups)),
-      pcs_(size_t(org.pseudo_channels)) {}
+      pcs_(size_t(org.pseudo_channels)) {
+  const int column_bus = timing.dual_command_bus ? 1 : 0;
+  bus_of_class_ = {0, 0, column_bus, column_bus};
+}
 
 bool ChannelTiming::state_allows(Command cmd, uint32_t flat, uint32_t row) const {
   const BankState& b = banks_[flat];
@@ -43,11 +49,7 @@ bool ChannelTiming::state_allows(Command cmd, uint32_t flat, uint32_t row) const
 }
 
 void ChannelTiming::occupy_bus(bool column, uint64_t until) {
-  if (column && t_.dual_command_bus) {
-    col_bus_free_ = until;
-  } else {
-    row_bus_free_ = until;
-  }
+  bus_free_[column && t_.dual_command_bus ? 1 : 0] = until;
 }
 
 void ChannelTiming::close_bank(uint32_t flat) {
@@ -62,76 +64,76 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
   NPUSIM_CHECK(state_allows(cmd, flat, row), "dram: {} to bank {} row {} at cycle {}: bank is {}",
                command_name(cmd), flat, row, t,
                banks_[flat].open ? "open at another row or already open" : "closed");
-  NPUSIM_CHECK(earliest(cmd, flat) <= t, "dram: {} to bank {} at cycle {} violates timing (legal "
-               "from cycle {})", command_name(cmd), flat, t, earliest(cmd, flat));
+  NPUSIM_CHECK(earliest(cmd, flat) <= t,
+               "dram: {} to bank {} at cycle {} violates timing (legal from cycle {})",
+               command_name(cmd), flat, t, earliest(cmd, flat));
+  enum { kA = 0, kP = 1, kR = 2, kW = 3 };
   BankState& b = banks_[flat];
+  GroupState& g = groups_[group_index_of(flat)];
   PcState& p = pcs_[pseudo_channel_of(flat)];
   auto raise = [](uint64_t& bound, uint64_t value) { bound = std::max(bound, value); };
+  auto refresh_act_bound = [&]() { p.next[kA] = std::max(p.next_rrd, p.faw[size_t(p.faw_pos)]); };
   switch (cmd) {
-    case Command::kAct: {
-      GroupState& g = groups_[group_index_of(flat)];
+    case Command::kAct:
       b.open = true;
       b.row = row;
       b.accesses = 0;
       ++p.open_banks;
       ++open_banks_;
-      raise(b.next_act, t + t_.rc);
-      raise(b.next_pre, t + t_.ras);
-      raise(b.next_read, t + t_.rcd_read);
-      raise(b.next_write, t + t_.rcd_write);
-      raise(g.next_act, t + t_.rrd_l);
-      raise(p.next_act, t + t_.rrd_s);
+      raise(b.next[kA], t + t_.rc);
+      raise(b.next[kP], t + t_.ras);
+      raise(b.next[kR], t + t_.rcd_read);
+      raise(b.next[kW], t + t_.rcd_write);
+      raise(g.next[kA], t + t_.rrd_l);
+      raise(p.next_rrd, t + t_.rrd_s);
       if (t_.faw > 0) {
-        p.faw[p.faw_pos] = t + t_.faw;
+        p.faw[size_t(p.faw_pos)] = t + t_.faw;
         p.faw_pos = (p.faw_pos + 1) & 3;
       }
+      refresh_act_bound();
       occupy_bus(false, t + t_.act_command_cycles);
       break;
-    }
     case Command::kPre:
       close_bank(flat);
-      raise(b.next_act, t + t_.rp);
+      raise(b.next[kA], t + t_.rp);
       raise(p.next_ref, t + t_.rp);
       occupy_bus(false, t + t_.row_command_cycles);
       break;
     case Command::kRead:
-    case Command::kReadAp: {
-      GroupState& g = groups_[group_index_of(flat)];
+    case Command::kReadAp:
       ++b.accesses;
-      raise(b.next_pre, t + t_.rtp);
-      raise(g.next_read, t + t_.read_to_read_l());
-      raise(p.next_read, t + t_.read_to_read_s());
-      raise(p.next_write, t + t_.read_to_write());
+      raise(b.next[kP], t + t_.rtp);
+      raise(g.next[kR], t + t_.read_to_read_l());
+      raise(p.next[kR], t + t_.read_to_read_s());
+      raise(p.next[kW], t + t_.read_to_write());
       if (cmd == Command::kReadAp) {
         // The device precharges by itself as soon as tRTP and tRAS allow.
-        uint64_t pre = b.next_pre;
+        const uint64_t pre = b.next[kP];
         close_bank(flat);
-        raise(b.next_act, pre + t_.rp);
+        raise(b.next[kA], pre + t_.rp);
         raise(p.next_ref, pre + t_.rp);
       }
       occupy_bus(true, t + t_.column_command_cycles);
       break;
-    }
     case Command::kWrite:
-    case Command::kWriteAp: {
-      GroupState& g = groups_[group_index_of(flat)];
+    case Command::kWriteAp:
       ++b.accesses;
-      raise(b.next_pre, t + t_.write_to_precharge());
-      raise(g.next_write, t + t_.read_to_read_l());
-      raise(g.next_read, t + t_.write_to_read_l());
-      raise(p.next_write, t + t_.read_to_read_s());
-      raise(p.next_read, t + t_.write_to_read_s());
+      raise(b.next[kP], t + t_.write_to_precharge());
+      raise(g.next[kW], t + t_.read_to_read_l());  // tCCD_L between writes, as between reads
+      raise(g.next[kR], t + t_.write_to_read_l());
+      raise(p.next[kW], t + t_.read_to_read_s());
+      raise(p.next[kR], t + t_.write_to_read_s());
       if (cmd == Command::kWriteAp) {
-        uint64_t pre = b.next_pre;
+        const uint64_t pre = b.next[kP];
         close_bank(flat);
-        raise(b.next_act, pre + t_.rp);
+        raise(b.next[kA], pre + t_.rp);
         raise(p.next_ref, pre + t_.rp);
       }
       occupy_bus(true, t + t_.column_command_cycles);
       break;
-    }
     case Command::kRefresh:
-      raise(p.next_act, t + t_.rfc);
+      raise(p.next_rrd, t + t_.rfc);
+      refresh_act_bound();
       raise(p.next_ref, t + t_.rfc);
       occupy_bus(false, t + t_.row_command_cycles);
       break;

@@ -41,40 +41,49 @@ class ChannelTiming {
   ChannelTiming(const DramOrganization& org, const DramTiming& timing);
 
   // Banks are numbered (pseudo_channel, bank_group, bank) row-major within the channel.
+  // Counts are powers of two (the config guarantees it), so these are shifts, not divisions.
   uint32_t flat_bank(uint32_t pseudo_channel, uint32_t bank_group, uint32_t bank) const {
-    return (pseudo_channel * uint32_t(bank_groups_) + bank_group) * uint32_t(banks_per_group_) +
-           bank;
+    return (((pseudo_channel << group_bits_) | bank_group) << bank_bits_) | bank;
   }
-  uint32_t pseudo_channel_of(uint32_t flat) const { return flat / uint32_t(banks_per_pc_); }
-  uint32_t group_index_of(uint32_t flat) const { return flat / uint32_t(banks_per_group_); }
+  uint32_t pseudo_channel_of(uint32_t flat) const { return flat >> (group_bits_ + bank_bits_); }
+  uint32_t group_index_of(uint32_t flat) const { return flat >> bank_bits_; }
 
+  // Commands fall in four timing classes: ACT, PRE, read (RD/RDA), write (WR/WRA); REF is
+  // tracked per pseudo-channel on its own.
+  static int timing_class(Command c) {
+    switch (c) {
+      case Command::kAct: return 0;
+      case Command::kPre: return 1;
+      case Command::kRead:
+      case Command::kReadAp: return 2;
+      case Command::kWrite:
+      case Command::kWriteAp: return 3;
+      case Command::kRefresh: return 1;
+    }
+    return 0;
+  }
+  // Bounds of a class from the bank itself: these change only when a command goes to that bank.
+  uint64_t bank_bound(int cls, uint32_t flat) const { return banks_[flat].next[cls]; }
+  // Bounds of a class shared with other banks: bank group, pseudo-channel (tRRD, tFAW, tCCD,
+  // turnarounds, tRFC) and command bus.
+  uint64_t shared_bound(int cls, uint32_t flat) const {
+    const uint64_t g = groups_[group_index_of(flat)].next[cls];
+    const uint64_t p = pcs_[pseudo_channel_of(flat)].next[cls];
+    const uint64_t bus = bus_free_[bus_of_class_[cls]];
+    const uint64_t x = g > p ? g : p;
+    return x > bus ? x : bus;
+  }
   // Earliest cycle at which `cmd` satisfies every timing constraint (bank state not checked).
   // For kRefresh `flat` may be any bank of the pseudo-channel to refresh.
   uint64_t earliest(Command cmd, uint32_t flat) const {
-    const BankState& b = banks_[flat];
-    const PcState& p = pcs_[pseudo_channel_of(flat)];
-    switch (cmd) {
-      case Command::kAct: {
-        const GroupState& g = groups_[group_index_of(flat)];
-        uint64_t t = max4(b.next_act, g.next_act, p.next_act, p.faw[p.faw_pos]);
-        return t > row_bus_free_ ? t : row_bus_free_;
-      }
-      case Command::kPre:
-        return b.next_pre > row_bus_free_ ? b.next_pre : row_bus_free_;
-      case Command::kRead:
-      case Command::kReadAp: {
-        const GroupState& g = groups_[group_index_of(flat)];
-        return max4(b.next_read, g.next_read, p.next_read, col_bus_free());
-      }
-      case Command::kWrite:
-      case Command::kWriteAp: {
-        const GroupState& g = groups_[group_index_of(flat)];
-        return max4(b.next_write, g.next_write, p.next_write, col_bus_free());
-      }
-      case Command::kRefresh:
-        return p.next_ref > row_bus_free_ ? p.next_ref : row_bus_free_;
+    if (cmd == Command::kRefresh) {
+      const uint64_t r = pcs_[pseudo_channel_of(flat)].next_ref;
+      return r > bus_free_[0] ? r : bus_free_[0];
     }
-    return 0;
+    const int cls = timing_class(cmd);
+    const uint64_t b = bank_bound(cls, flat);
+    const uint64_t s = shared_bound(cls, flat);
+    return b > s ? b : s;
   }
 
   // Whether the bank state permits `cmd` for `row` (ACT: bank closed; PRE: open; column: open at
@@ -97,39 +106,38 @@ class ChannelTiming {
   const DramTiming& timing() const { return t_; }
 
  private:
+  // next[class]: earliest cycle of ACT, PRE, read, write at this scope (0 where none applies).
   struct BankState {
-    uint64_t next_act = 0, next_pre = 0, next_read = 0, next_write = 0;
+    std::array<uint64_t, 4> next{};
     uint32_t row = 0;
     uint32_t accesses = 0;
     bool open = false;
   };
   struct GroupState {
-    uint64_t next_act = 0, next_read = 0, next_write = 0;
+    std::array<uint64_t, 4> next{};
   };
   struct PcState {
-    uint64_t next_act = 0, next_read = 0, next_write = 0, next_ref = 0;
-    // Each of the last four ACTs' cycle + tFAW; the oldest (at faw_pos) bounds the next ACT.
+    std::array<uint64_t, 4> next{};  // next[0] includes the tFAW window
+    uint64_t next_rrd = 0;           // tRRD_S and tRFC alone, without the window
+    uint64_t next_ref = 0;
+    // Each of the last four ACTs' cycle + tFAW, oldest at faw_pos.
     std::array<uint64_t, 4> faw{};
     int faw_pos = 0;
     int open_banks = 0;
   };
 
-  static uint64_t max4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-    uint64_t x = a > b ? a : b;
-    uint64_t y = c > d ? c : d;
-    return x > y ? x : y;
-  }
-  uint64_t col_bus_free() const { return t_.dual_command_bus ? col_bus_free_ : row_bus_free_; }
   void occupy_bus(bool column, uint64_t until);
   void close_bank(uint32_t flat);
 
   DramTiming t_;
   int bank_groups_, banks_per_group_, banks_per_pc_;
+  uint32_t group_bits_, bank_bits_;
   std::vector<BankState> banks_;
   std::vector<GroupState> groups_;
   std::vector<PcState> pcs_;
-  uint64_t row_bus_free_ = 0;  // the only bus when the command bus is shared
-  uint64_t col_bus_free_ = 0;
+  // [0] row bus (the only one when the command bus is shared), [1] column bus.
+  std::array<uint64_t, 2> bus_free_{};
+  std::array<int, 4> bus_of_class_{};
   int open_banks_ = 0;
 };
 

@@ -217,8 +217,7 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
     const uint64_t now = mem.now();
     if (parked_count > 0) {
       for (auto& slot : parked) {
-        if (slot && mem.will_accept(slot->addr, slot->is_write)) {
-          mem.add_request(slot->addr, slot->is_write, 0);
+        if (slot && mem.try_add_request(slot->addr, slot->is_write, 0)) {
           slot.reset();
           --parked_count;
         }
@@ -231,14 +230,11 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
         ++next;
       }
       if (head->not_before > now) return;
-      const uint32_t ch = mapper.map(head->addr).channel;
-      if (mem.will_accept(head->addr, head->is_write)) {
-        mem.add_request(head->addr, head->is_write, 0);
-      } else if (!parked[ch]) {
+      if (!mem.try_add_request(head->addr, head->is_write, 0)) {
+        const uint32_t ch = mapper.map(head->addr).channel;
+        if (parked[ch]) return;  // a second request for a stalled channel: the stream waits
         parked[ch] = head;
         ++parked_count;
-      } else {
-        return;  // a second request for a stalled channel: the stream waits
       }
       head.reset();
     }

@@ -7,7 +7,7 @@
 //     before c and reports, through the completion callback, every request whose data transfer
 //     ended before c; callbacks of one channel arrive in cycle order. Afterwards now() == c.
 //   - add_request(addr, is_write, id) enqueues at now(); call it only when will_accept() says
-//     so (a full queue is an internal error). `id` is the caller's and comes back unchanged.
+//     so (a full queue is an internal error), or use try_add_request(). `id` is the caller's and comes back unchanged.
 //     Reads complete when their last data beat returns, writes when their last beat is written.
 //   - next_event_cycle() is the first cycle >= now() at which anything happens (a command, a
 //     completion, a refresh); kNever when there is nothing left to do. Nothing changes between
@@ -56,6 +56,14 @@ class MemorySystem {
     return channels_[mapper_.map(addr).channel]->will_accept(is_write);
   }
   void add_request(uint64_t addr, bool is_write, uint64_t id);
+  // will_accept() and add_request() in one address decode; false (and nothing queued) when full.
+  bool try_add_request(uint64_t addr, bool is_write, uint64_t id) {
+    const DramAddress a = mapper_.map(addr);
+    ChannelController& ch = *channels_[a.channel];
+    if (!ch.will_accept(is_write)) return false;
+    ch.add(a, is_write, id, now_);
+    return true;
+  }
   uint64_t next_event_cycle();
   void advance_to(uint64_t cycle);
   void set_callback(Callback on_complete) { on_complete_ = std::move(on_complete); }

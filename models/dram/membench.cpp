@@ -1,6 +1,7 @@
 #include "models/dram/membench.hpp"
 
 #include <chrono>
+#include <deque>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -207,19 +208,21 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
 
   uint64_t next = 0;  // requests taken from the stream
   std::optional<MembenchRequest> head;
-  std::vector<std::optional<MembenchRequest>> parked(size_t(config.org.channels));
-  size_t parked_count = 0;
+  // Requests the stream produced for a channel whose controller queue is full, oldest first.
+  std::vector<std::deque<MembenchRequest>> waiting(size_t(config.org.channels));
+  size_t waiting_count = 0;
+  const size_t depth = size_t(options.channel_fifo_depth);
 
   auto take = [&]() -> MembenchRequest {
     return gen ? gen->next() : trace[size_t(next)];
   };
   auto inject = [&]() {
     const uint64_t now = mem.now();
-    if (parked_count > 0) {
-      for (auto& slot : parked) {
-        if (slot && mem.try_add_request(slot->addr, slot->is_write, 0)) {
-          slot.reset();
-          --parked_count;
+    if (waiting_count > 0) {
+      for (auto& fifo : waiting) {
+        while (!fifo.empty() && mem.try_add_request(fifo.front().addr, fifo.front().is_write, 0)) {
+          fifo.pop_front();
+          --waiting_count;
         }
       }
     }
@@ -230,19 +233,22 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
         ++next;
       }
       if (head->not_before > now) return;
-      if (!mem.try_add_request(head->addr, head->is_write, 0)) {
-        const uint32_t ch = mapper.map(head->addr).channel;
-        if (parked[ch]) return;  // a second request for a stalled channel: the stream waits
-        parked[ch] = head;
-        ++parked_count;
+      const uint32_t ch = mapper.map(head->addr).channel;
+      std::deque<MembenchRequest>& fifo = waiting[ch];
+      if (fifo.empty() && mem.try_add_request(head->addr, head->is_write, 0)) {
+        head.reset();
+        continue;
       }
+      if (fifo.size() >= depth) return;  // that channel's FIFO is full: the stream waits
+      fifo.push_back(*head);
+      ++waiting_count;
       head.reset();
     }
   };
 
   while (true) {
     inject();
-    if (!head && next >= total && parked_count == 0 && completed == total) break;
+    if (!head && next >= total && waiting_count == 0 && completed == total) break;
     const uint64_t event = mem.next_event_cycle();
     const uint64_t arrival = head && head->not_before > mem.now() ? head->not_before : kNever;
     if (arrival <= event && arrival != kNever) {

@@ -1,10 +1,12 @@
 // membench: drives a MemorySystem alone with a synthetic pattern or a trace file and reports
 // bandwidth, latency, row-buffer, command and energy figures.
 //
-// Injection: closed loop, as fast as the controller queues accept, in stream order; a request
-// for a channel whose queue is full waits in a one-entry slot of that channel while later
-// requests go on to other channels (like a DMA engine with a queue per channel). The idle
-// patterns and timestamped traces inject request i no earlier than its cycle (200 * i for idle).
+// Injection: closed loop, as fast as the controller queues accept, in stream order per channel;
+// a request for a channel whose controller queue is full waits in that channel's FIFO (like a
+// DMA engine with a queue per channel) while later requests go on to other channels, and the
+// stream stops while the FIFO of the channel it needs is full. With one channel this is plain
+// in-order injection. The idle patterns and timestamped traces inject request i no earlier than
+// its cycle (200 * i for the idle patterns).
 //
 // Contract: run_membench() is deterministic for a given config, options and seed (wall time
 // aside); a trace file with a bad line is a UserError naming the file and line.
@@ -70,6 +72,7 @@ struct MembenchOptions {
   uint64_t seed = 1;
   std::string trace_file;
   uint64_t idle_gap_cycles = 200;
+  int channel_fifo_depth = 128;  // requests waiting per channel in front of the controller
 };
 
 struct MembenchResult {

@@ -8,7 +8,11 @@ namespace npusim::systolic {
 FastArrayModel::FastArrayModel(const ArrayParams& params) : params_(params), timing_(params) {}
 
 TileTiming FastArrayModel::time_tile(const TileShape& tile, uint64_t issue_cycle) {
+  NPUSIM_CHECK(issue_cycle >= next_issue_cycle_,
+               "systolic: tile {}x{}x{} issued at cycle {}, before the array accepts it ({})",
+               tile.m, tile.k, tile.n, issue_cycle, next_issue_cycle_);
   TileTiming timing = timing_.next(tile, issue_cycle);
+  next_issue_cycle_ = timing.next_issue_cycle;
   stats_.add(tile, timing);
   return timing;
 }

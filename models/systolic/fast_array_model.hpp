@@ -24,6 +24,7 @@ class FastArrayModel final : public ArrayModel {
   ArrayParams params_;
   ClosedFormTiming timing_;
   StatsAccumulator stats_;
+  uint64_t next_issue_cycle_ = 0;
   Int8Gemm int8_gemm_;
   Half16Gemm half16_gemm_;
 };

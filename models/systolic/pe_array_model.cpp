@@ -113,6 +113,10 @@ TileTiming PeArrayModel::execute_half16(Half16Format format, const TileShape& ti
 
 TileTiming PeArrayModel::run_tile(TileData data) {
   const TileShape shape = data.shape;
+  // state_ rests at the cycle the previous tile reported as next_issue_cycle (0 at first).
+  NPUSIM_CHECK(data.issue_cycle >= state_.cycle,
+               "systolic: tile {}x{}x{} issued at cycle {}, before the array accepts it ({})",
+               shape.m, shape.k, shape.n, data.issue_cycle, state_.cycle);
   // Arrange the operands as the array holds them (see TileData).
   switch (params_.dataflow) {
     case Dataflow::kWeightStationary:

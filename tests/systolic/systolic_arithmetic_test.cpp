@@ -35,6 +35,17 @@ TEST(SystolicContract, TileThatDoesNotFitIsAnInternalError) {
   }
 }
 
+TEST(SystolicContract, IssueBeforeTheArrayAcceptsIsAnInternalError) {
+  for (const Fidelity fidelity : {Fidelity::kFast, Fidelity::kPe}) {
+    auto model = make_array_model({4, 4, Dataflow::kWeightStationary, false}, fidelity);
+    std::vector<int8_t> a(16, 1), w(16, 1);
+    std::vector<int32_t> acc(16);
+    const Int8TileOperands op{a.data(), 4, w.data(), 4, acc.data(), 4, false};
+    const TileTiming first = model->execute_int8({4, 4, 4}, op, 0);
+    EXPECT_THROW(model->execute_int8({4, 4, 4}, op, first.next_issue_cycle - 1), InternalError);
+  }
+}
+
 TEST(SystolicContract, FidelityNames) {
   EXPECT_EQ(parse_fidelity("pe"), Fidelity::kPe);
   EXPECT_EQ(parse_fidelity("fast"), Fidelity::kFast);
@@ -125,11 +136,12 @@ TEST(SystolicArithmetic, FastMatchesNaiveProduct) {
   const ArrayParams params{256, 256, Dataflow::kWeightStationary, true};
   auto model = make_array_model(params, Fidelity::kFast);
   const TileShape shapes[] = {{300, 256, 256}, {1, 1, 1}, {37, 129, 3}, {64, 17, 255}};
+  uint64_t issue = 0;
   for (const TileShape& shape : shapes) {
     for (const Elem elem : {Elem::kInt8, Elem::kBf16}) {
       TileBuffers b = TileBuffers::random(rng, shape, elem);
       TileBuffers before = b;
-      b.run(*model, 0);
+      issue = b.run(*model, issue).next_issue_cycle;
       for (int m = 0; m < shape.m; ++m) {
         for (int n = 0; n < shape.n; ++n) {
           if (elem == Elem::kInt8) {

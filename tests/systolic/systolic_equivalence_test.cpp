@@ -71,13 +71,14 @@ void check_sequence(const Config& c, uint32_t seed, int tiles, int stream_factor
 
 constexpr struct {
   int rows, cols;
-} kShapes[] = {{4, 4}, {1, 1}, {1, 6}, {6, 1}, {3, 8}, {8, 3}, {5, 12}, {16, 16}};
+} kShapes[] = {{4, 4}, {1, 1},  {1, 6},  {6, 1},   {2, 2},  {3, 8},
+               {8, 3}, {5, 12}, {13, 7}, {16, 16}, {32, 24}};
 
 void check_all_shapes(Dataflow dataflow, Elem elem, uint32_t seed_base) {
   uint32_t seed = seed_base;
   for (const auto& shape : kShapes) {
     for (const bool double_buffer : {true, false}) {
-      check_sequence({shape.rows, shape.cols, dataflow, double_buffer, elem}, seed++, 14, 3);
+      check_sequence({shape.rows, shape.cols, dataflow, double_buffer, elem}, seed++, 24, 3);
       if (::testing::Test::HasFailure()) return;
     }
   }

@@ -1,0 +1,51 @@
+// The shared int8 arithmetic against its real-valued definitions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "arch/quant.hpp"
+
+namespace npusim {
+namespace {
+
+TEST(Arithmetic, MultiplierRepresentsTheScale) {
+  for (double m : {1e-6, 3.7e-4, 0.0123, 0.5, 0.999, 1.0, 3.25, 1000.0}) {
+    QuantMultiplier q = quant_multiplier_from_real(m);
+    EXPECT_GE(q.multiplier, 1 << 30);
+    EXPECT_NEAR(q.real() / m, 1.0, 1e-9) << m;
+  }
+}
+
+TEST(Arithmetic, RequantizeRoundsHalfAwayFromZeroAndSaturates) {
+  QuantMultiplier half = quant_multiplier_from_real(0.5);
+  EXPECT_EQ(requantize(3, half, false), 2);    // 1.5 -> 2
+  EXPECT_EQ(requantize(-3, half, false), -2);  // -1.5 -> -2
+  EXPECT_EQ(requantize(5, half, false), 3);    // 2.5 -> 3
+  EXPECT_EQ(requantize(1000, half, false), 127);
+  EXPECT_EQ(requantize(-1000, half, false), -128);
+  EXPECT_EQ(requantize(-9, half, true), 0);
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> acc(-2000000, 2000000);
+  QuantMultiplier q = quant_multiplier_from_real(1.0 / 9000.0);
+  for (int i = 0; i < 10000; ++i) {
+    int32_t a = acc(rng);
+    double exact = a * q.real();
+    double rounded = std::copysign(std::floor(std::fabs(exact) + 0.5), exact);
+    EXPECT_EQ(requantize(a, q, false), static_cast<int8_t>(std::clamp(rounded, -128.0, 127.0)));
+  }
+}
+
+TEST(Arithmetic, SoftmaxIsAProbabilityOnScale127) {
+  int8_t in[4] = {10, 20, 30, -128};
+  int8_t out[4];
+  softmax_int8(in, out, 4, 0.1f);  // logits 1, 2, 3, -12.8
+  double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0) + std::exp(-12.8);
+  EXPECT_EQ(out[0], std::lround(127 * std::exp(1.0) / z));
+  EXPECT_EQ(out[1], std::lround(127 * std::exp(2.0) / z));
+  EXPECT_EQ(out[2], std::lround(127 * std::exp(3.0) / z));
+  EXPECT_EQ(out[3], 0);
+}
+
+}  // namespace
+}  // namespace npusim

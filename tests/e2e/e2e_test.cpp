@@ -1,0 +1,113 @@
+// Every zoo network on every preset, end to end from the CLI: outputs bit-exact against the
+// reference, stats.json complete and consistent.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_npusim.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+struct Case {
+  const char* hw;
+  const char* workload;
+  uint64_t macs;
+};
+
+class ZooEndToEnd : public testing::TestWithParam<Case> {};
+
+TEST_P(ZooEndToEnd, RunsBitExactWithCompleteStats) {
+  const Case c = GetParam();
+  auto dir = fresh_dir(std::string(c.hw) + "-" + c.workload);
+  CommandResult r = run_npusim(std::string("run --hw ") + c.hw + " --workload " + c.workload +
+                               " --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("outputs match the reference bit for bit"), std::string::npos) << r.out;
+  json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  EXPECT_EQ(stats["functional_check"]["max_abs_error"], 0);
+  EXPECT_EQ(stats["macs"].get<uint64_t>(), c.macs);
+  json hw = json::parse(slurp(dir / "config.resolved.json"));
+  const double peak = hw["matrix_unit"]["rows"].get<double>() * hw["matrix_unit"]["cols"].get<double>();
+  const auto cycles = stats["total_cycles"].get<uint64_t>();
+  // No schedule beats the array's peak rate.
+  EXPECT_GE(static_cast<double>(cycles), c.macs / peak);
+  EXPECT_NEAR(stats["latency_s"].get<double>(), cycles / (hw["clock_mhz"].get<double>() * 1e6),
+              1e-12);
+  EXPECT_NEAR(stats["mxu_utilization"].get<double>(), c.macs / (peak * cycles), 1e-9);
+  uint64_t layer_macs = 0;
+  for (const auto& l : stats["layers"]) {
+    layer_macs += l["macs"].get<uint64_t>();
+    EXPECT_LE(l["end_cycle"].get<uint64_t>(), cycles);
+    EXPECT_EQ(l["cycles"], l["end_cycle"].get<uint64_t>() - l["start_cycle"].get<uint64_t>());
+  }
+  EXPECT_EQ(layer_macs, c.macs);
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.txt"));
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, ZooEndToEnd,
+    testing::Values(Case{"tpu-v1", "mnist-cnn", 888192}, Case{"edge", "mnist-cnn", 888192},
+                    Case{"tpu-v1", "mlp-1000", 64000000}, Case{"edge", "mlp-1000", 64000000}),
+    [](const testing::TestParamInfo<Case>& param_info) {
+      std::string name = std::string(param_info.param.hw) + "_" + param_info.param.workload;
+      for (auto& ch : name) {
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+TEST(EndToEnd, PeFidelityGivesTheSameCyclesAsFast) {
+  auto fast_dir = fresh_dir("fast"), pe_dir = fresh_dir("pe");
+  ASSERT_EQ(run_npusim("run --hw edge --workload mnist-cnn --out " + fast_dir.string()).exit_code, 0);
+  CommandResult pe =
+      run_npusim("run --hw edge --workload mnist-cnn --fidelity pe --out " + pe_dir.string());
+  ASSERT_EQ(pe.exit_code, 0) << pe.err;
+  json fast = json::parse(slurp(fast_dir / "stats.json"));
+  json slow = json::parse(slurp(pe_dir / "stats.json"));
+  EXPECT_EQ(fast["total_cycles"], slow["total_cycles"]);
+  EXPECT_EQ(slow["fidelity"], "pe");
+  EXPECT_TRUE(slow["functional_check"]["bit_exact"].get<bool>());
+  for (size_t i = 0; i < fast["layers"].size(); ++i) {
+    EXPECT_EQ(fast["layers"][i]["cycles"], slow["layers"][i]["cycles"]);
+  }
+}
+
+TEST(EndToEnd, BatchScalesWorkAndSeedChangesValuesNotTiming) {
+  CommandResult b1 = run_npusim("run --hw edge --workload mlp-1000 --batch 1");
+  CommandResult b4 = run_npusim("run --hw edge --workload mlp-1000 --batch 4 --seed 9");
+  ASSERT_EQ(b1.exit_code, 0) << b1.err;
+  ASSERT_EQ(b4.exit_code, 0) << b4.err;
+  EXPECT_NE(b1.out.find("MACs               1000000"), std::string::npos) << b1.out;
+  EXPECT_NE(b4.out.find("MACs               4000000"), std::string::npos) << b4.out;
+}
+
+TEST(EndToEnd, CompilePrintsTiledAssembly) {
+  CommandResult r = run_npusim("compile --hw edge --workload mnist-cnn");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"; ---- layer conv1 (conv2d)", "; tiling:", "DMA_LOAD", "MATMUL", "REQUANT",
+                        "MAXPOOL", "SOFTMAX", "DMA_STORE", "wait("}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+  auto file = fresh_dir("prog") += ".asm";
+  ASSERT_EQ(run_npusim("compile --hw edge --workload mnist-cnn -o " + file.string()).exit_code, 0);
+  EXPECT_EQ(slurp(file), r.out);
+  std::filesystem::remove(file);
+}
+
+TEST(EndToEnd, ListsPresetsAndZoo) {
+  CommandResult p = run_npusim("presets");
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_NE(p.out.find("tpu-v1     256x256 ws array"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("edge       32x32 ws array"), std::string::npos) << p.out;
+  CommandResult z = run_npusim("zoo");
+  EXPECT_EQ(z.exit_code, 0);
+  EXPECT_NE(z.out.find("mnist-cnn"), std::string::npos);
+  EXPECT_NE(z.out.find("mlp-1000"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything npusim needs to build and test, from Debian packages only. Idempotent: when
+# every package is already installed it does nothing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ccache git
+  libsystemc-dev libboost-program-options-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} Debian packages are installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

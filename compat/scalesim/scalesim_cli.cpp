@@ -85,6 +85,12 @@ int run(const std::vector<std::string>& args) {
   std::string warnings;
   const Config config = read_config(config_path, &warnings);
   std::cerr << warnings;
+  // Reports of an earlier run under the same name must not survive a failed run.
+  const fs::path dir = fs::path(out_dir) / config.run_name;
+  const char* const kReportNames[] = {"COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv",
+                                      "DETAILED_ACCESS_REPORT.csv"};
+  std::error_code ec;
+  for (const char* name : kReportNames) fs::remove(dir / name, ec);
   const std::vector<Layer> layers = read_topology(topology_path, kind);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -108,8 +114,6 @@ int run(const std::vector<std::string>& args) {
 
   // Write under temporary names, then rename: a failed run never leaves reports that look
   // complete.
-  const fs::path dir = fs::path(out_dir) / config.run_name;
-  std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
     throw UserError(fmt::format("{}: cannot create the output directory: {}", dir.string(),
@@ -119,9 +123,6 @@ int run(const std::vector<std::string>& args) {
       {"COMPUTE_REPORT.csv", compute_report(results)},
       {"BANDWIDTH_REPORT.csv", bandwidth_report(results)},
       {"DETAILED_ACCESS_REPORT.csv", detailed_access_report(results)}};
-  for (const auto& [name, text] : reports) {
-    fs::remove(dir / name, ec);  // an old report must not survive a failed run either
-  }
   try {
     for (const auto& [name, text] : reports) write_file(dir / (std::string(name) + ".tmp"), text);
     for (const auto& [name, text] : reports) {

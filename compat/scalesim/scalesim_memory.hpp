@@ -11,13 +11,14 @@
 //   ceil(words/100) addresses; an active window of ceil(words/2) words' worth of sets is resident.
 //   A request outside the window slides it forward by one prefetch half (wrapping around), costs
 //   ceil(half/bw) DRAM lines issued right after the previous prefetch, and the request completes
-//   when that prefetch does. The first window is fetched so that it ends at cycle -1.
+//   when that prefetch does (or one cycle after issue, if the prefetch landed earlier). The first window is fetched so that it ends at cycle -1.
 //
 // WriteBuffer (OFMAP SRAM, both modes): when more than half the buffer is occupied a drain of
 //   ceil(half/bw) lines starts, one line per cycle; the array stalls only if the buffer fills up
 //   while a drain is still running. Whatever is left is drained after the last compute cycle.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -85,7 +86,7 @@ class UserReadBuffer {
       int guard = 0;
       while (!hit(address - offset_)) {
         new_prefetch();
-        out = last_prefetch_cycle_;  // completes with the prefetch (even if that is earlier)
+        out = std::max(out, last_prefetch_cycle_);  // waits for the prefetch to land
         check_progress(++guard, address);
       }
     });

@@ -44,7 +44,8 @@ RowRange request_rows(const LayerModel& lm, HasRequest&& has_request) {
 
 }  // namespace
 
-LayerResult simulate_layer(const Config& config, const Layer& layer) {
+LayerResult simulate_layer(const Config& config, const Layer& layer,
+                           const RowObserver* observer) {
   const LayerModel lm(config, layer);
   LayerResult res;
   res.name = layer.name;
@@ -166,6 +167,7 @@ LayerResult simulate_layer(const Config& config, const Layer& layer) {
         if (g == ofmap_rows.first) res.ofmap.sram_start_cycle = ofmap_out;
         if (g == ofmap_rows.last) res.ofmap.sram_stop_cycle = ofmap_out;
 
+        if (observer) (*observer)(RowTiming{g, cycle, ifmap_out, filter_out, ofmap_out});
         const int64_t stall =
             std::max({ifmap_out - cycle - 1, filter_out - cycle - 1, ofmap_out - cycle});
         stalls += stall;

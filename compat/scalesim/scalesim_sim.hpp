@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "compat/scalesim/scalesim_config.hpp"
@@ -42,6 +44,18 @@ struct LayerResult {
   }
 };
 
-LayerResult simulate_layer(const Config& config, const Layer& layer);
+// Timing of one demand row, for tests and traces: the cycle it issued and the cycles its IFMAP,
+// FILTER and OFMAP requests completed (SCALE-Sim's SRAM trace first columns).
+struct RowTiming {
+  int64_t row = 0;
+  int64_t cycle = 0;
+  int64_t ifmap_out = 0;
+  int64_t filter_out = 0;
+  int64_t ofmap_out = 0;
+};
+using RowObserver = std::function<void(const RowTiming&)>;
+
+LayerResult simulate_layer(const Config& config, const Layer& layer,
+                           const RowObserver* observer = nullptr);
 
 }  // namespace npusim::scalesim

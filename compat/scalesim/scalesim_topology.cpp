@@ -65,7 +65,11 @@ std::vector<Layer> parse_topology(const std::string& text, const std::string& pa
     for (auto& f : fields) f = trim(f);
     const size_t min_fields = kind == TopologyKind::kConv ? 8 : 4;
     const size_t max_fields = kind == TopologyKind::kConv ? 9 : 4;
-    if (!tail.empty()) {
+    // GEMM files shipped with SCALE-Sim (topologies/GEMM_mnk) write `name,M,N,K` without the
+    // trailing comma; four fields are unambiguous, so that form is accepted too.
+    if (!tail.empty() && kind == TopologyKind::kGemm && fields.size() == 3) {
+      fields.push_back(tail);
+    } else if (!tail.empty()) {
       errors.push_back(fmt::format(
           "{}:{}: expected the row to end with ',' (SCALE-Sim ignores the text after the last "
           "comma, here '{}')",

@@ -327,6 +327,17 @@ void PeArrayModel::step_stationary(State& state) {
     }
   }
 
+  // Consecutive PEs almost always hold the same tile: remember the last lookup.
+  int cached_id = -1;
+  const TileData* cached = nullptr;
+  const auto lookup = [&](int id) -> const TileData& {
+    if (id != cached_id) {
+      cached = &tile_data(id);
+      cached_id = id;
+    }
+    return *cached;
+  };
+
   // The PEs, bottom-up and right-to-left so that neighbours' registers still hold their values
   // from the start of the cycle when read.
   for (int k = rows - 1; k >= 0; --k) {
@@ -351,7 +362,7 @@ void PeArrayModel::step_stationary(State& state) {
       }
       Token p_out = p_in;
       if (a_in.tile >= 0) {
-        const TileData& tile = tile_data(a_in.tile);
+        const TileData& tile = lookup(a_in.tile);
         NPUSIM_CHECK(p_in.tile == a_in.tile && p_in.index == a_in.index,
                      "systolic pe: PE({}, {}) cycle {}: operand of tile {} vector {} meets psum "
                      "of tile {} vector {}",
@@ -363,7 +374,7 @@ void PeArrayModel::step_stationary(State& state) {
         p_out.bits = mac(tile.kind, p_in.bits, a_in.bits, state.bank[b][at]);
         state.a_reg[at] = n + 1 < tile.q ? a_in : Token{};
       } else {
-        NPUSIM_CHECK(p_in.tile < 0 || k >= tile_data(p_in.tile).k,
+        NPUSIM_CHECK(p_in.tile < 0 || k >= lookup(p_in.tile).k,
                      "systolic pe: PE({}, {}) cycle {}: psum of tile {} without its operand", k, n,
                      t, p_in.tile);
         state.a_reg[at] = Token{};
@@ -455,6 +466,16 @@ void PeArrayModel::step_output_stationary(State& state) {
     }
   }
 
+  int cached_id = -1;
+  const TileData* cached = nullptr;
+  const auto lookup = [&](int id) -> const TileData& {
+    if (id != cached_id) {
+      cached = &tile_data(id);
+      cached_id = id;
+    }
+    return *cached;
+  };
+
   // The PEs, bottom-up and right-to-left (see step_stationary).
   for (int m = rows - 1; m >= 0; --m) {
     Token a_edge;
@@ -491,7 +512,7 @@ void PeArrayModel::step_output_stationary(State& state) {
                    "systolic pe: PE({}, {}) cycle {}: a of tile {} step {} meets w of tile {} "
                    "step {}",
                    m, n, t, a_in.tile, a_in.index, w_in.tile, w_in.index);
-      const TileData& tile = tile_data(a_in.tile);
+      const TileData& tile = lookup(a_in.tile);
       const uint32_t sum =
           mac(tile.kind, a_in.index == 0 ? 0 : state.pe_acc[at], a_in.bits, w_in.bits);
       state.pe_acc[at] = sum;

@@ -1,6 +1,7 @@
 // Small cases whose cycles are derived by hand, clock by clock, from the micro-architecture
 // (docs/systolic_array.md). Each test runs both fidelities: the pe model must produce the
 // derived cycles by stepping its registers, the fast model by its closed form.
+#include <string>
 #include <vector>
 
 #include "models/systolic/pe_array_model.hpp"
@@ -161,5 +162,46 @@ TEST(SystolicHandDerived, NonSquareSingleElement) {
   }
 }
 
+// Steady state of a run of identical tiles issued as early as the array accepts them (the
+// figures docs/systolic_array.md quotes), measured over two tiles because the two weight banks
+// alternate. ws/is with double buffering: tile j+1 streams after tile j (M apart), loads after
+// tile j's load (K apart) and after tile j-1's last read of the bank it reuses, which is
+// s_{j-1} + M + K + Q - 2, K cycles before it can stream. So two tiles take
+// max(2M, 2K, M + 2K + Q - 2). Without double buffering each tile waits for its predecessor's
+// last read: M + 2K + Q - 2 per tile. os: max(K, M) per tile.
+TEST(SystolicHandDerived, SteadyStateThroughput) {
+  struct Case {
+    Dataflow dataflow;
+    bool double_buffer;
+    TileShape shape;
+    uint64_t two_tiles;
+  };
+  const Case cases[] = {
+      {Dataflow::kWeightStationary, true, {9, 6, 5}, 24},   // 9 + 12 + 5 - 2 > 2*9
+      {Dataflow::kWeightStationary, true, {30, 6, 5}, 60},  // 2*30: fully overlapped loads
+      {Dataflow::kWeightStationary, true, {3, 6, 5}, 18},   // 3 + 12 + 5 - 2
+      {Dataflow::kWeightStationary, false, {9, 6, 5}, 48},  // 2 * (9 + 12 + 5 - 2)
+      {Dataflow::kInputStationary, true, {5, 6, 9}, 24},    // ws with S = N = 9, Q = M = 5
+      {Dataflow::kOutputStationary, true, {6, 9, 5}, 18},   // 2 * max(K=9, M=6)
+      {Dataflow::kOutputStationary, true, {6, 2, 5}, 12},   // 2 * max(K=2, M=6): drain-bound
+  };
+  for (const Case& c : cases) {
+    for (const Fidelity fidelity : {Fidelity::kPe, Fidelity::kFast}) {
+      SCOPED_TRACE(std::string(to_string(c.dataflow)) + " " + to_string(fidelity) +
+                   " M=" + std::to_string(c.shape.m) + (c.double_buffer ? " double" : " single"));
+      auto model = make_array_model({6, 7, c.dataflow, c.double_buffer}, fidelity);
+      uint64_t issue = 0;
+      std::vector<uint64_t> done;
+      for (int i = 0; i < 9; ++i) {
+        const TileTiming t = IntProduct(c.shape, i).run(*model, issue);
+        done.push_back(t.done_cycle);
+        issue = t.next_issue_cycle;
+      }
+      for (size_t i = 3; i < done.size(); ++i) {
+        EXPECT_EQ(done[i] - done[i - 2], c.two_tiles) << "tile " << i;
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace npusim::systolic::testing

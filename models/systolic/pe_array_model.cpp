@@ -314,8 +314,16 @@ void PeArrayModel::step_stationary(State& state) {
     }
   }
 
+  // Elements only ever sit in the used columns of a live tile, operands only in its K rows:
+  // registers outside these bounds are empty and need no stepping.
+  int used_cols = 0, operand_rows = 0;
+  for (const TileData& tile : tiles_) {
+    used_cols = std::max(used_cols, tile.q);
+    operand_rows = std::max(operand_rows, tile.k);
+  }
+
   // Partial sums leaving the bottom row last cycle are written to the accumulators.
-  for (int n = 0; n < cols; ++n) {
+  for (int n = 0; n < used_cols; ++n) {
     Token& psum = state.p_reg[static_cast<size_t>(rows - 1) * cols + n];
     if (psum.tile < 0) continue;
     const TileData& tile = tile_data(psum.tile);
@@ -327,20 +335,35 @@ void PeArrayModel::step_stationary(State& state) {
     }
   }
 
-  // Consecutive PEs almost always hold the same tile: remember the last lookup.
+  // Consecutive PEs almost always hold the same tile: remember the last lookup, and check once
+  // per lookup that the tile's bank holds its complete weights (the owner does not change during
+  // the cycle).
   int cached_id = -1;
   const TileData* cached = nullptr;
-  const auto lookup = [&](int id) -> const TileData& {
+  const uint32_t* weights = nullptr;
+  const auto lookup = [&](int id, int k, int n) -> const TileData& {
     if (id != cached_id) {
       cached = &tile_data(id);
+      const int b = bank_of(id);
+      NPUSIM_CHECK(state.bank_owner[b] == id,
+                   "systolic pe: PE({}, {}) cycle {}: tile {} reads bank {} holding tile {}", k, n,
+                   t, id, b, state.bank_owner[b]);
+      weights = state.bank[b].data();
       cached_id = id;
     }
     return *cached;
   };
 
+  // Rows below every live tile's operands only pass partial sums down.
+  for (int k = rows - 1; k >= std::max(operand_rows, 1); --k) {
+    const size_t at = static_cast<size_t>(k) * cols;
+    std::copy(state.p_reg.begin() + (at - cols), state.p_reg.begin() + (at - cols) + used_cols,
+              state.p_reg.begin() + at);
+  }
+
   // The PEs, bottom-up and right-to-left so that neighbours' registers still hold their values
   // from the start of the cycle when read.
-  for (int k = rows - 1; k >= 0; --k) {
+  for (int k = std::min(operand_rows, rows) - 1; k >= 0; --k) {
     // Streamed element entering row k this cycle: the vector injected k cycles ago (the skew).
     Token edge;
     if (static_cast<uint64_t>(k) <= t) {
@@ -351,7 +374,7 @@ void PeArrayModel::step_stationary(State& state) {
                      tile->strm[static_cast<size_t>(entry.index) * tile->k + k]};
       }
     }
-    for (int n = cols - 1; n >= 0; --n) {
+    for (int n = used_cols - 1; n >= 0; --n) {
       const size_t at = static_cast<size_t>(k) * cols + n;
       const Token a_in = n == 0 ? edge : state.a_reg[at - 1];
       Token p_in;
@@ -362,19 +385,15 @@ void PeArrayModel::step_stationary(State& state) {
       }
       Token p_out = p_in;
       if (a_in.tile >= 0) {
-        const TileData& tile = lookup(a_in.tile);
+        const TileData& tile = lookup(a_in.tile, k, n);
         NPUSIM_CHECK(p_in.tile == a_in.tile && p_in.index == a_in.index,
                      "systolic pe: PE({}, {}) cycle {}: operand of tile {} vector {} meets psum "
                      "of tile {} vector {}",
                      k, n, t, a_in.tile, a_in.index, p_in.tile, p_in.index);
-        const int b = bank_of(a_in.tile);
-        NPUSIM_CHECK(state.bank_owner[b] == a_in.tile,
-                     "systolic pe: PE({}, {}) cycle {}: tile {} reads bank {} holding tile {}", k,
-                     n, t, a_in.tile, b, state.bank_owner[b]);
-        p_out.bits = mac(tile.kind, p_in.bits, a_in.bits, state.bank[b][at]);
+        p_out.bits = mac(tile.kind, p_in.bits, a_in.bits, weights[at]);
         state.a_reg[at] = n + 1 < tile.q ? a_in : Token{};
       } else {
-        NPUSIM_CHECK(p_in.tile < 0 || k >= lookup(p_in.tile).k,
+        NPUSIM_CHECK(p_in.tile < 0 || k >= tile_data(p_in.tile).k,
                      "systolic pe: PE({}, {}) cycle {}: psum of tile {} without its operand", k, n,
                      t, p_in.tile);
         state.a_reg[at] = Token{};

@@ -133,15 +133,28 @@ TEST(SystolicEquivalence, MixedTypesInOneSequence) {
   }
 }
 
-// The largest and most lopsided arrays (R or C = 512), a few tiles each.
+// The largest and most lopsided arrays (R or C = 512) and a TPU-like 128x128, a few tiles each.
 TEST(SystolicEquivalence, ExtremeArrayShapes) {
   uint32_t seed = 1000;
   for (const Dataflow dataflow :
        {Dataflow::kWeightStationary, Dataflow::kOutputStationary, Dataflow::kInputStationary}) {
-    for (const auto& shape : {std::pair{512, 2}, std::pair{2, 512}, std::pair{37, 29}}) {
+    for (const auto& shape : {std::pair{512, 2}, std::pair{2, 512}, std::pair{37, 29},
+                              std::pair{128, 128}, std::pair{512, 48}}) {
       check_sequence({shape.first, shape.second, dataflow, seed % 2 == 0, Elem::kInt8}, seed, 4, 1);
       ++seed;
     }
+  }
+}
+
+// Random array shapes (1..40 x 1..40), dataflows, data types and buffering, many seeds.
+TEST(SystolicEquivalence, RandomArraysManySeeds) {
+  std::mt19937 pick(2024);
+  for (int run = 0; run < 500; ++run) {
+    const Config c{1 + static_cast<int>(pick() % 40), 1 + static_cast<int>(pick() % 40),
+                   static_cast<Dataflow>(pick() % 3), pick() % 2 == 0,
+                   static_cast<Elem>(pick() % 3)};
+    check_sequence(c, 5000 + run, 16, 3);
+    if (::testing::Test::HasFailure()) return;
   }
 }
 

@@ -1,8 +1,8 @@
 #include "models/dram/address_mapping.hpp"
 
-#include <bit>
-
 #include <fmt/format.h>
+
+#include <bit>
 
 #include "support/error.hpp"
 
@@ -70,7 +70,8 @@ DramAddress AddressMapper::map(uint64_t addr) const {
   DramAddress a;
   a.row = static_cast<uint32_t>((addr >> shift_[kRow]) & mask_[kRow]);
   a.channel = static_cast<uint32_t>((addr >> shift_[kChannel]) & mask_[kChannel]);
-  a.pseudo_channel = static_cast<uint32_t>((addr >> shift_[kPseudoChannel]) & mask_[kPseudoChannel]);
+  a.pseudo_channel =
+      static_cast<uint32_t>((addr >> shift_[kPseudoChannel]) & mask_[kPseudoChannel]);
   a.bank_group = static_cast<uint32_t>((addr >> shift_[kBankGroup]) & mask_[kBankGroup]);
   a.bank = static_cast<uint32_t>((addr >> shift_[kBank]) & mask_[kBank]);
   a.column = static_cast<uint32_t>((addr >> shift_[kColumn]) & mask_[kColumn]);

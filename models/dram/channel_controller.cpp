@@ -50,9 +50,9 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
   dirty_ |= bit(b);
   if (!cached_valid_ || cfg_.controller.clock_by_clock) return;
   // The request changes at most its own bank's candidate: update the cached decision instead of
-  // selecting again, unless that bank held the decision or the read/write mode flips.
-  if (update_write_mode()) {
-    dirty_ = ~uint64_t{0};
+  // selecting again, unless that bank held the decision or the read/write mode would flip (the
+  // mode is only ever evaluated when deciding, as a clock-by-clock scheduler does).
+  if (next_write_mode() != write_mode_) {
     cached_valid_ = false;
     return;
   }
@@ -68,19 +68,20 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
   if (c.better_than(cached_)) cached_ = c;
 }
 
-bool ChannelController::update_write_mode() {
-  const bool before = write_mode_;
+bool ChannelController::next_write_mode() const {
   const double writes = double(queued_[1]);
   const bool reads_waiting = queued_[0] > 0;
   if (!write_mode_) {
-    if (queued_[1] > 0 &&
-        (writes > cfg_.controller.write_high_watermark * write_capacity_ || !reads_waiting)) {
-      write_mode_ = true;
-    }
-  } else if (queued_[1] == 0 ||
-             (writes < cfg_.controller.write_low_watermark * write_capacity_ && reads_waiting)) {
-    write_mode_ = false;
+    return queued_[1] > 0 &&
+           (writes > cfg_.controller.write_high_watermark * write_capacity_ || !reads_waiting);
   }
+  return !(queued_[1] == 0 ||
+           (writes < cfg_.controller.write_low_watermark * write_capacity_ && reads_waiting));
+}
+
+bool ChannelController::update_write_mode() {
+  const bool before = write_mode_;
+  write_mode_ = next_write_mode();
   return before != write_mode_;
 }
 
@@ -180,7 +181,8 @@ ChannelController::Decision ChannelController::select() {
     const uint32_t b = uint32_t(std::countr_zero(m));
     if (cycles[b] != min_cycle) continue;
     const Decision& c = candidate_[b];
-    if (best.kind == Kind::kNone || c.rank < best.rank || (c.rank == best.rank && c.seq < best.seq)) {
+    if (best.kind == Kind::kNone || c.rank < best.rank ||
+        (c.rank == best.rank && c.seq < best.seq)) {
       best = c;
     }
   }
@@ -303,9 +305,9 @@ void ChannelController::deliver(uint64_t before, const Callback& on_complete) {
     const bool r = !read_done_.empty() && read_done_.front().cycle < before;
     const bool w = !write_done_.empty() && write_done_.front().cycle < before;
     if (!r && !w) return;
-    std::deque<Completion>& q =
-        (r && (!w || read_done_.front().cycle <= write_done_.front().cycle)) ? read_done_
-                                                                            : write_done_;
+    std::deque<Completion>& q = (r && (!w || read_done_.front().cycle <= write_done_.front().cycle))
+                                    ? read_done_
+                                    : write_done_;
     const Completion c = q.front();
     q.pop_front();
     if (on_complete) on_complete(c.id, c.cycle);

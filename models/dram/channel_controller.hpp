@@ -48,8 +48,8 @@ struct ChannelStats {
   uint64_t read_latency_sum = 0;
   uint64_t write_latency_sum = 0;
   std::vector<uint64_t> read_latency_histogram;  // [latency in cycles] -> reads
-  uint64_t active_standby_cycles = 0;     // some bank of the channel open
-  uint64_t precharge_standby_cycles = 0;  // every bank closed
+  uint64_t active_standby_cycles = 0;            // some bank of the channel open
+  uint64_t precharge_standby_cycles = 0;         // every bank closed
 };
 
 class ChannelController {
@@ -120,6 +120,8 @@ class ChannelController {
   void refresh_candidates(Decision& best, bool due_events) const;
   // Clock-by-clock mode: the best command legal exactly at `cycle`, by scanning every request.
   Decision decide_at(uint64_t cycle);
+  // The read/write mode a decision made now would use (hysteresis between the watermarks).
+  bool next_write_mode() const;
   bool update_write_mode();
   void execute(const Decision& d);
   void deliver(uint64_t before, const Callback& on_complete);

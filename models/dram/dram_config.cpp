@@ -1,12 +1,12 @@
 #include "models/dram/dram_config.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
-#include <fmt/format.h>
 
 #include "models/dram/address_mapping.hpp"
 #include "support/error.hpp"
@@ -63,7 +63,8 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
   cfg.description = top.string("description", "");
   cfg.source = top.string_required("source").value_or("");
   if (top.has("source") && cfg.source.empty()) {
-    diag.error(top.pointer_of("source"), "expected a non-empty citation of where the figures come from");
+    diag.error(top.pointer_of("source"),
+               "expected a non-empty citation of where the figures come from");
   }
 
   {
@@ -124,8 +125,8 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
     t.rfc = read_cycles(o, "rfc", 1);
     t.refi = read_cycles(o, "refi", 1);
     if (t.rc < t.ras + t.rp) {
-      diag.error(o.pointer_of("rc"), fmt::format("expected rc >= ras + rp = {}, got {}",
-                                                 t.ras + t.rp, t.rc));
+      diag.error(o.pointer_of("rc"),
+                 fmt::format("expected rc >= ras + rp = {}, got {}", t.ras + t.rp, t.rc));
     }
     if (t.rrd_l < t.rrd_s) {
       diag.error(o.pointer_of("rrd_l"),
@@ -140,8 +141,9 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
                  fmt::format("expected wtr_l >= wtr_s = {}, got {}", t.wtr_s, t.wtr_l));
     }
     if (t.faw != 0 && t.faw < t.rrd_s) {
-      diag.error(o.pointer_of("faw"),
-                 fmt::format("expected faw = 0 (no window) or >= rrd_s = {}, got {}", t.rrd_s, t.faw));
+      diag.error(
+          o.pointer_of("faw"),
+          fmt::format("expected faw = 0 (no window) or >= rrd_s = {}, got {}", t.rrd_s, t.faw));
     }
     if (t.refi <= t.rfc) {
       diag.error(o.pointer_of("refi"),
@@ -199,8 +201,11 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
     e.idd4r_ma = o.number_required("idd4r_ma", 0.0, 1e5).value_or(0);
     e.idd4w_ma = o.number_required("idd4w_ma", 0.0, 1e5).value_or(0);
     e.idd5ab_ma = o.number_required("idd5ab_ma", 0.0, 1e5).value_or(0);
-    if (e.idd4r_ma < e.idd3n_ma || e.idd4w_ma < e.idd3n_ma || e.idd5ab_ma < e.idd3n_ma ||
-        e.idd0_ma < e.idd3n_ma) {
+    const bool all_currents = o.has("idd0_ma") && o.has("idd3n_ma") && o.has("idd4r_ma") &&
+                              o.has("idd4w_ma") && o.has("idd5ab_ma");
+    if (all_currents && diag.ok() &&
+        (e.idd4r_ma < e.idd3n_ma || e.idd4w_ma < e.idd3n_ma || e.idd5ab_ma < e.idd3n_ma ||
+         e.idd0_ma < e.idd3n_ma)) {
       diag.error(o.pointer_of("idd3n_ma"),
                  "expected idd3n_ma (active standby) <= idd0_ma, idd4r_ma, idd4w_ma, idd5ab_ma");
     }
@@ -242,9 +247,9 @@ std::vector<std::string> list_memory_presets() {
 }
 
 MemoryConfig resolve_memory_config(const std::string& name_or_path) {
-  bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                         (name_or_path.size() > 5 &&
-                          name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
+  bool looks_like_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   if (looks_like_path) return load_memory_config(name_or_path);
   std::filesystem::path p = std::filesystem::path(memory_config_dir()) / (name_or_path + ".json");
   if (!std::filesystem::exists(p)) {

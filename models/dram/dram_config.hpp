@@ -20,10 +20,10 @@ struct DramOrganization {
   int pseudo_channels = 1;  // per channel; each has its own data bus, banks and tFAW window
   int bank_groups = 1;      // per pseudo-channel
   int banks_per_group = 1;
-  int64_t rows = 1;           // per bank
-  int columns = 1;            // bursts (column accesses) per row
-  int bus_width_bits = 64;    // data bus of one pseudo-channel
-  int burst_length = 8;       // beats per burst
+  int64_t rows = 1;             // per bank
+  int columns = 1;              // bursts (column accesses) per row
+  int bus_width_bits = 64;      // data bus of one pseudo-channel
+  int burst_length = 8;         // beats per burst
   int devices_per_channel = 1;  // chips sharing one channel (energy scales with it)
 
   int access_bytes() const { return bus_width_bits / 8 * burst_length; }
@@ -92,11 +92,11 @@ struct DramEnergy {
   double vdd_v = 0;
   double idd0_ma = 0, idd2n_ma = 0, idd3n_ma = 0, idd4r_ma = 0, idd4w_ma = 0, idd5ab_ma = 0;
 
-  double act_pj = 0;             // ACT + its PRE
-  double read_pj = 0;            // one read burst on one pseudo-channel
-  double write_pj = 0;           // one write burst on one pseudo-channel
-  double refresh_pj = 0;         // one all-bank REF of one pseudo-channel
-  double active_standby_pj = 0;  // per cycle, channel with a row open
+  double act_pj = 0;                // ACT + its PRE
+  double read_pj = 0;               // one read burst on one pseudo-channel
+  double write_pj = 0;              // one write burst on one pseudo-channel
+  double refresh_pj = 0;            // one all-bank REF of one pseudo-channel
+  double active_standby_pj = 0;     // per cycle, channel with a row open
   double precharge_standby_pj = 0;  // per cycle, channel with every bank closed
 };
 

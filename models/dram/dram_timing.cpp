@@ -9,13 +9,20 @@ namespace npusim::dram {
 
 const char* command_name(Command c) {
   switch (c) {
-    case Command::kAct: return "ACT";
-    case Command::kPre: return "PRE";
-    case Command::kRead: return "RD";
-    case Command::kWrite: return "WR";
-    case Command::kReadAp: return "RDA";
-    case Command::kWriteAp: return "WRA";
-    case Command::kRefresh: return "REF";
+    case Command::kAct:
+      return "ACT";
+    case Command::kPre:
+      return "PRE";
+    case Command::kRead:
+      return "RD";
+    case Command::kWrite:
+      return "WR";
+    case Command::kReadAp:
+      return "RDA";
+    case Command::kWriteAp:
+      return "WRA";
+    case Command::kRefresh:
+      return "REF";
   }
   return "?";
 }
@@ -37,13 +44,17 @@ ChannelTiming::ChannelTiming(const DramOrganization& org, const DramTiming& timi
 bool ChannelTiming::state_allows(Command cmd, uint32_t flat, uint32_t row) const {
   const BankState& b = banks_[flat];
   switch (cmd) {
-    case Command::kAct: return !b.open;
-    case Command::kPre: return b.open;
+    case Command::kAct:
+      return !b.open;
+    case Command::kPre:
+      return b.open;
     case Command::kRead:
     case Command::kWrite:
     case Command::kReadAp:
-    case Command::kWriteAp: return b.open && b.row == row;
-    case Command::kRefresh: return pcs_[pseudo_channel_of(flat)].open_banks == 0;
+    case Command::kWriteAp:
+      return b.open && b.row == row;
+    case Command::kRefresh:
+      return pcs_[pseudo_channel_of(flat)].open_banks == 0;
   }
   return false;
 }

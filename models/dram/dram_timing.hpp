@@ -52,13 +52,18 @@ class ChannelTiming {
   // tracked per pseudo-channel on its own.
   static int timing_class(Command c) {
     switch (c) {
-      case Command::kAct: return 0;
-      case Command::kPre: return 1;
+      case Command::kAct:
+        return 0;
+      case Command::kPre:
+        return 1;
       case Command::kRead:
-      case Command::kReadAp: return 2;
+      case Command::kReadAp:
+        return 2;
       case Command::kWrite:
-      case Command::kWriteAp: return 3;
-      case Command::kRefresh: return 1;
+      case Command::kWriteAp:
+        return 3;
+      case Command::kRefresh:
+        return 1;
     }
     return 0;
   }

@@ -1,12 +1,12 @@
 #include "models/dram/membench.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <deque>
 #include <fstream>
 #include <optional>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "support/error.hpp"
 
@@ -19,10 +19,14 @@ struct PatternName {
   const char* name;
 };
 constexpr PatternName kPatterns[] = {
-    {Pattern::kSeqRead, "seq-read"},          {Pattern::kSeqWrite, "seq-write"},
-    {Pattern::kRandomRead, "random-read"},    {Pattern::kMix2r1w, "mix-2r1w"},
-    {Pattern::kSeqMix2r1w, "seq-mix-2r1w"},   {Pattern::kStrideRow, "stride-row"},
-    {Pattern::kIdleSeqRead, "idle-seq-read"}, {Pattern::kIdleRandomRead, "idle-random-read"},
+    {Pattern::kSeqRead, "seq-read"},
+    {Pattern::kSeqWrite, "seq-write"},
+    {Pattern::kRandomRead, "random-read"},
+    {Pattern::kMix2r1w, "mix-2r1w"},
+    {Pattern::kSeqMix2r1w, "seq-mix-2r1w"},
+    {Pattern::kStrideRow, "stride-row"},
+    {Pattern::kIdleSeqRead, "idle-seq-read"},
+    {Pattern::kIdleRandomRead, "idle-random-read"},
     {Pattern::kTrace, "trace"},
 };
 
@@ -91,10 +95,10 @@ std::vector<MembenchRequest> read_trace_file(const std::string& path, uint64_t c
   std::string line;
   size_t line_no = 0;
   auto fail = [&](const std::string& what) {
-    throw UserError(fmt::format(
-        "{}:{}: {}; expected \"0x<hex address> READ|WRITE <cycle>\" (DRAMsim3) or "
-        "\"LD|ST 0x<hex address>\" (Ramulator), got \"{}\"",
-        path, line_no, what, line));
+    throw UserError(
+        fmt::format("{}:{}: {}; expected \"0x<hex address> READ|WRITE <cycle>\" (DRAMsim3) or "
+                    "\"LD|ST 0x<hex address>\" (Ramulator), got \"{}\"",
+                    path, line_no, what, line));
   };
   while (std::getline(in, line)) {
     ++line_no;
@@ -213,9 +217,7 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
   size_t waiting_count = 0;
   const size_t depth = size_t(options.channel_fifo_depth);
 
-  auto take = [&]() -> MembenchRequest {
-    return gen ? gen->next() : trace[size_t(next)];
-  };
+  auto take = [&]() -> MembenchRequest { return gen ? gen->next() : trace[size_t(next)]; };
   auto inject = [&]() {
     const uint64_t now = mem.now();
     if (waiting_count > 0) {

@@ -1,10 +1,10 @@
 #include "models/dram/membench_cli.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-
-#include <fmt/format.h>
 
 #include "models/dram/membench.hpp"
 #include "support/error.hpp"
@@ -44,8 +44,8 @@ uint64_t parse_count(const std::string& flag, const std::string& value, uint64_t
   for (char c : value) ok = ok && c >= '0' && c <= '9';
   if (ok) v = std::stoull(value);
   if (!ok || v < min || v > max) {
-    throw UserError(fmt::format("{}: expected an integer in [{}, {}], got \"{}\"", flag, min, max,
-                                value));
+    throw UserError(
+        fmt::format("{}: expected an integer in [{}, {}], got \"{}\"", flag, min, max, value));
   }
   return v;
 }
@@ -82,9 +82,9 @@ nlohmann::ordered_json to_json(const MemoryConfig& cfg, const std::string& patte
   j["ref_commands"] = s.refs;
   j["acts_per_request"] = r.requests > 0 ? double(s.acts) / double(r.requests) : 0.0;
   j["energy_pj_per_bit"] = s.energy_pj_per_bit;
-  j["energy_pj"] = {{"total", s.total_energy_pj},       {"act", s.act_energy_pj},
-                    {"read", s.read_energy_pj},         {"write", s.write_energy_pj},
-                    {"refresh", s.refresh_energy_pj},   {"background", s.background_energy_pj}};
+  j["energy_pj"] = {{"total", s.total_energy_pj},     {"act", s.act_energy_pj},
+                    {"read", s.read_energy_pj},       {"write", s.write_energy_pj},
+                    {"refresh", s.refresh_energy_pj}, {"background", s.background_energy_pj}};
   j["average_power_mw"] = s.average_power_mw;
   j["wall_seconds"] = r.wall_seconds;
   j["requests_per_second"] = r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0;
@@ -140,10 +140,10 @@ int run(const std::vector<std::string>& args) {
   } else if (pattern_name_arg.empty()) {
     throw UserError("--pattern: required unless --trace is given");
   } else if (!parse_pattern(pattern_name_arg, &opt.pattern)) {
-    throw UserError(fmt::format(
-        "--pattern: expected seq-read, seq-write, random-read, mix-2r1w, seq-mix-2r1w, "
-        "stride-row, idle-seq-read or idle-random-read, got \"{}\"",
-        pattern_name_arg));
+    throw UserError(
+        fmt::format("--pattern: expected seq-read, seq-write, random-read, mix-2r1w, seq-mix-2r1w, "
+                    "stride-row, idle-seq-read or idle-random-read, got \"{}\"",
+                    pattern_name_arg));
   }
 
   MemoryConfig cfg = resolve_memory_config(memory);
@@ -168,9 +168,10 @@ int run(const std::vector<std::string>& args) {
   if (no_refresh) cfg.controller.refresh = false;
 
   MembenchResult result = run_membench(cfg, opt);
-  std::cout << to_json(cfg, opt.pattern == Pattern::kTrace ? "trace:" + trace
-                                                           : pattern_name(opt.pattern),
-                       result)
+  std::cout << to_json(
+                   cfg,
+                   opt.pattern == Pattern::kTrace ? "trace:" + trace : pattern_name(opt.pattern),
+                   result)
                    .dump(2)
             << "\n";
   return 0;

@@ -95,8 +95,8 @@ MemoryStats MemorySystem::stats() const {
   s.refresh_energy_pj = double(s.refs) * e.refresh_pj;
   s.background_energy_pj =
       double(active) * e.active_standby_pj + double(precharged) * e.precharge_standby_pj;
-  s.total_energy_pj = s.act_energy_pj + s.read_energy_pj + s.write_energy_pj +
-                      s.refresh_energy_pj + s.background_energy_pj;
+  s.total_energy_pj = s.act_energy_pj + s.read_energy_pj + s.write_energy_pj + s.refresh_energy_pj +
+                      s.background_energy_pj;
   if (s.bytes > 0) s.energy_pj_per_bit = s.total_energy_pj / (8.0 * double(s.bytes));
   if (now_ > 0) s.average_power_mw = s.total_energy_pj / (double(now_) * cfg_.timing.tck_ns);
   return s;

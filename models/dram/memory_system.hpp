@@ -7,8 +7,9 @@
 //     before c and reports, through the completion callback, every request whose data transfer
 //     ended before c; callbacks of one channel arrive in cycle order. Afterwards now() == c.
 //   - add_request(addr, is_write, id) enqueues at now(); call it only when will_accept() says
-//     so (a full queue is an internal error), or use try_add_request(). `id` is the caller's and comes back unchanged.
-//     Reads complete when their last data beat returns, writes when their last beat is written.
+//     so (a full queue is an internal error), or use try_add_request(). `id` is the caller's and
+//     comes back unchanged. Reads complete when their last data beat returns, writes when their
+//     last beat is written.
 //   - next_event_cycle() is the first cycle >= now() at which anything happens (a command, a
 //     completion, a refresh); kNever when there is nothing left to do. Nothing changes between
 //     now() and it, so advance_to(next_event_cycle() + 1) loses no precision.

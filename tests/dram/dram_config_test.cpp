@@ -1,0 +1,156 @@
+// Memory presets: every file in configs/memory loads and cites its source; derived energies match
+// DRAMsim3's; bad files are reported with file, JSON pointer and what was expected, all at once.
+#include "models/dram/dram_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "models/dram/address_mapping.hpp"
+#include "models/dram/membench_cli.hpp"
+#include "support/error.hpp"
+
+namespace npusim::dram {
+namespace {
+
+TEST(DramConfig, EveryPresetLoadsWithSources) {
+  const auto names = list_memory_presets();
+  for (const char* want : {"hbm2", "hbm2e", "hbm3", "ddr3", "lpddr4"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  for (const auto& name : names) {
+    MemoryConfig cfg = resolve_memory_config(name);
+    EXPECT_EQ(cfg.name, name);
+    EXPECT_FALSE(cfg.source.empty()) << name;
+    EXPECT_FALSE(cfg.energy.source.empty()) << name;
+    EXPECT_GT(cfg.energy.act_pj, 0) << name;
+  }
+}
+
+TEST(DramConfig, Hbm2MatchesTheReferenceConfiguration) {
+  MemoryConfig cfg = resolve_memory_config("hbm2");
+  // DRAM_REFERENCE.md section 2: 32 GB/s per 128-bit channel, 256 GB/s per 8-channel stack,
+  // 64-byte accesses, 2 KiB rows, 1 GiB per channel.
+  EXPECT_DOUBLE_EQ(cfg.peak_bandwidth_gbps(), 256.0);
+  EXPECT_EQ(cfg.org.access_bytes(), 64);
+  EXPECT_EQ(cfg.org.row_bytes(), 2048);
+  EXPECT_EQ(cfg.org.channel_bytes(), uint64_t{1} << 30);
+  // DRAM_REFERENCE.md section 2, "Energy parameters (DRAMsim3 only)": ACT 828 pJ, RD 804 pJ,
+  // WR 1068 pJ per 64-byte burst, REF 60.8 nJ, background 66 / 48 pJ per cycle.
+  EXPECT_NEAR(cfg.energy.act_pj, 828.0, 0.5);
+  EXPECT_NEAR(cfg.energy.read_pj, 804.0, 0.5);
+  EXPECT_NEAR(cfg.energy.write_pj, 1068.0, 0.5);
+  EXPECT_NEAR(cfg.energy.refresh_pj, 60800.0, 50.0);  // 60.84 nJ, given to 3 digits
+  EXPECT_NEAR(cfg.energy.active_standby_pj, 66.0, 0.01);
+  EXPECT_NEAR(cfg.energy.precharge_standby_pj, 48.0, 0.01);
+}
+
+TEST(DramConfig, PresetDirectoryFollowsTheEnvironment) {
+  const std::string source_dir = memory_config_dir();
+  ::setenv("NPUSIM_CONFIG_DIR", "/nonexistent/npusim", 1);
+  EXPECT_EQ(memory_config_dir(), "/nonexistent/npusim/memory");
+  try {
+    resolve_memory_config("hbm2");
+    ADD_FAILURE() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--memory hbm2: no such preset in /nonexistent/npusim/memory"),
+        std::string::npos)
+        << e.what();
+  }
+  ::unsetenv("NPUSIM_CONFIG_DIR");
+  EXPECT_EQ(memory_config_dir(), source_dir);
+}
+
+constexpr const char* kBadPreset = R"({
+  "schema_version": 1,
+  "name": "bad",
+  "source": "test",
+  "organization": {"channels": 3, "bank_groups": 4, "banks_per_group": 4, "rows": 32768,
+                   "columns": 32, "bus_width_bits": 128, "burst_length": 4, "colour": 1},
+  "tck_ns": 1.0,
+  "timing_cycles": {"burst": 2, "cl": 14, "cwl": 4, "rcd_read": 14, "rcd_write": 14, "rp": 14,
+                    "ras": 34, "rc": 40, "ccd_s": 1, "ccd_l": 2, "rrd_s": 4, "rrd_l": 6,
+                    "faw": 30, "wr": 16, "rtp": 5, "wtr_s": 6, "wtr_l": 8, "rtrs": 2,
+                    "rfc": 260, "refi": 3900},
+  "command_bus": {"kind": "triple"},
+  "controller": {"read_queue_entries": 32, "write_queue_entries": 32,
+                 "address_mapping": "rorabgbachxx"},
+  "energy": {"source": "test", "vdd_v": 1.2, "idd0_ma": 65, "idd2n_ma": 40, "idd3n_ma": 55,
+             "idd4r_ma": 390, "idd4w_ma": 500}
+})";
+
+TEST(DramConfig, BadPresetReportsEveryProblemWithItsPointer) {
+  try {
+    parse_memory_config(kBadPreset, "bad.json");
+    FAIL() << "expected UserErrors";
+  } catch (const UserErrors& e) {
+    const auto& m = e.messages();
+    auto has = [&](const std::string& s) { return std::find(m.begin(), m.end(), s) != m.end(); };
+    EXPECT_TRUE(
+        has("bad.json: /organization/channels: expected a power of two (the address "
+            "mapping uses bit fields), got 3"))
+        << e.what();
+    EXPECT_TRUE(
+        has("bad.json: /organization/colour: unknown key \"colour\" (known keys here: "
+            "bank_groups, banks_per_group, burst_length, bus_width_bits, channels, "
+            "columns, devices_per_channel, pseudo_channels, rows)"))
+        << e.what();
+    EXPECT_TRUE(has("bad.json: /timing_cycles/rc: expected rc >= ras + rp = 48, got 40"))
+        << e.what();
+    EXPECT_TRUE(
+        has("bad.json: /command_bus/kind: expected one of \"dual\", \"shared\", got "
+            "\"triple\""))
+        << e.what();
+    EXPECT_TRUE(
+        has("bad.json: /controller/address_mapping: unknown field \"xx\" in "
+            "\"rorabgbachxx\": expected ro, ch, ra, pc, bg, ba or co"))
+        << e.what();
+    EXPECT_TRUE(has("bad.json: /energy/idd5ab_ma: required key is missing")) << e.what();
+    EXPECT_EQ(m.size(), 6u) << e.what();
+  }
+}
+
+TEST(DramConfig, MalformedJsonNamesLineAndColumn) {
+  try {
+    parse_memory_config("{\n  \"schema_version\": 1,\n  oops\n}", "broken.json");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("broken.json:3:", 0), 0u) << e.what();
+  }
+}
+
+TEST(DramAddressMapping, FieldsFollowTheSpecAndRoundTrip) {
+  MemoryConfig cfg = resolve_memory_config("hbm2");  // rorabgbachco, 8 channels
+  AddressMapper m(cfg.org, cfg.controller.address_mapping);
+  // DRAM_REFERENCE.md section 2, 8 channels: [10:6] column, [13:11] channel, [15:14] BA,
+  // [17:16] BG, row above.
+  const uint64_t addr =
+      (uint64_t{5} << 18) | (3u << 16) | (2u << 14) | (6u << 11) | (17u << 6) | 63;
+  DramAddress a = m.map(addr);
+  EXPECT_EQ(a.row, 5u);
+  EXPECT_EQ(a.bank_group, 3u);
+  EXPECT_EQ(a.bank, 2u);
+  EXPECT_EQ(a.channel, 6u);
+  EXPECT_EQ(a.column, 17u);
+  EXPECT_EQ(m.unmap(a), addr & ~uint64_t{63});
+  EXPECT_EQ(AddressMapper::check_spec("robabgchcora"), "");
+  EXPECT_EQ(AddressMapper::check_spec("rorobgbachco"),
+            "field \"ro\" appears twice in \"rorobgbachco\"");
+}
+
+TEST(DramMembenchCli, BadInputIsExitCodeTwo) {
+  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "zigzag"}), 2);
+  EXPECT_EQ(run_membench_cli({"--memory", "nosuchpreset", "--pattern", "seq-read"}), 2);
+  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--channels", "3"}), 2);
+  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--requests", "x"}), 2);
+  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--trace", "/nonexistent/trace.txt"}), 2);
+  EXPECT_EQ(run_membench_cli({"--pattern", "seq-read"}), 2);
+  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--bogus"}), 2);
+  EXPECT_EQ(run_membench_cli({"--help"}), 0);
+}
+
+}  // namespace
+}  // namespace npusim::dram

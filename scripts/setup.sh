@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config ccache git
   libsystemc-dev libboost-program-options-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy
   python3
 )
 

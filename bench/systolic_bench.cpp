@@ -32,7 +32,7 @@ std::vector<Gemm> resnet50_gemms() {
   std::vector<Gemm> gemms;
   int size = 112;
   gemms.push_back({size * size, 3 * 7 * 7, 64});  // conv1 7x7/2
-  size = 56;                                       // max pool
+  size = 56;                                      // max pool
   int in_channels = 64;
   const int blocks[4] = {3, 4, 6, 3};
   const int widths[4] = {64, 128, 256, 512};
@@ -41,9 +41,9 @@ std::vector<Gemm> resnet50_gemms() {
     for (int block = 0; block < blocks[stage]; ++block) {
       const int stride = (block == 0 && stage > 0) ? 2 : 1;
       const int out_size = size / stride;
-      gemms.push_back({size * size, in_channels, width});                  // 1x1 reduce
-      gemms.push_back({out_size * out_size, width * 9, width});            // 3x3 (strided)
-      gemms.push_back({out_size * out_size, width, out_channels});         // 1x1 expand
+      gemms.push_back({size * size, in_channels, width});           // 1x1 reduce
+      gemms.push_back({out_size * out_size, width * 9, width});     // 3x3 (strided)
+      gemms.push_back({out_size * out_size, width, out_channels});  // 1x1 expand
       if (block == 0) gemms.push_back({out_size * out_size, in_channels, out_channels});  // proj
       in_channels = out_channels;
       size = out_size;
@@ -136,8 +136,8 @@ int main(int argc, char** argv) {
       for (auto& x : w8) x = static_cast<int8_t>(rng());
       acc_int.assign(static_cast<size_t>(g.m) * g.n, 0);
     }
-    prepare_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_start)
-                     .count();
+    prepare_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_start).count();
     // Tile sizes per dataflow (the fit rule of array_model.hpp); the streamed dimension whole.
     const bool ws = p.dataflow == Dataflow::kWeightStationary;
     const bool os = p.dataflow == Dataflow::kOutputStationary;
@@ -147,23 +147,22 @@ int main(int argc, char** argv) {
     for (int m0 = 0; m0 < g.m && !stopped; m0 += tm) {
       for (int n0 = 0; n0 < g.n && !stopped; n0 += tn) {
         for (int k0 = 0; k0 < g.k; k0 += tk) {
-          const TileShape t{std::min(tm, g.m - m0), std::min(tk, g.k - k0),
-                            std::min(tn, g.n - n0)};
+          const TileShape t{std::min(tm, g.m - m0), std::min(tk, g.k - k0), std::min(tn, g.n - n0)};
           TileTiming timing;
           if (o.bf16) {
-            timing = model->execute_bf16(
-                t,
-                {&a16[static_cast<size_t>(m0) * g.k + k0], g.k,
-                 &w16[static_cast<size_t>(k0) * g.n + n0], g.n,
-                 &acc_float[static_cast<size_t>(m0) * g.n + n0], g.n, k0 > 0},
-                issue);
+            timing =
+                model->execute_bf16(t,
+                                    {&a16[static_cast<size_t>(m0) * g.k + k0], g.k,
+                                     &w16[static_cast<size_t>(k0) * g.n + n0], g.n,
+                                     &acc_float[static_cast<size_t>(m0) * g.n + n0], g.n, k0 > 0},
+                                    issue);
           } else {
-            timing = model->execute_int8(
-                t,
-                {&a8[static_cast<size_t>(m0) * g.k + k0], g.k,
-                 &w8[static_cast<size_t>(k0) * g.n + n0], g.n,
-                 &acc_int[static_cast<size_t>(m0) * g.n + n0], g.n, k0 > 0},
-                issue);
+            timing =
+                model->execute_int8(t,
+                                    {&a8[static_cast<size_t>(m0) * g.k + k0], g.k,
+                                     &w8[static_cast<size_t>(k0) * g.n + n0], g.n,
+                                     &acc_int[static_cast<size_t>(m0) * g.n + n0], g.n, k0 > 0},
+                                    issue);
           }
           issue = timing.next_issue_cycle;
           ++tiles;
@@ -183,11 +182,11 @@ int main(int argc, char** argv) {
       p.weight_double_buffer ? "double-buffered" : "single-buffered", o.bf16 ? "bf16" : "int8",
       stopped ? "(partial: budget reached)" : "", static_cast<unsigned long long>(gemms_done),
       static_cast<unsigned long long>(tiles));
-  std::printf("  simulated_cycles=%llu macs=%llu utilization=%.3f wall_s=%.3f\n",
-              static_cast<unsigned long long>(cycles), static_cast<unsigned long long>(macs),
-              cycles ? static_cast<double>(macs) / (static_cast<double>(cycles) * p.rows * p.cols)
-                     : 0.0,
-              wall);
+  std::printf(
+      "  simulated_cycles=%llu macs=%llu utilization=%.3f wall_s=%.3f\n",
+      static_cast<unsigned long long>(cycles), static_cast<unsigned long long>(macs),
+      cycles ? static_cast<double>(macs) / (static_cast<double>(cycles) * p.rows * p.cols) : 0.0,
+      wall);
   std::printf("  simulated_cycles_per_s=%.4g macs_per_s=%.4g\n", cycles / wall, macs / wall);
   if (auto* pe = dynamic_cast<PeArrayModel*>(model.get())) {
     std::printf("  pe_cycles_per_s=%.4g\n", pe->pe_cycles_stepped() / wall);

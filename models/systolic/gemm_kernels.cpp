@@ -50,6 +50,19 @@ int32_t add_wrap(int32_t x, int32_t y) {
 }  // namespace
 
 void Int8Gemm::run(const TileShape& tile, const Int8TileOperands& op) {
+  // The dot products are int32: 2^16 products of at most 2^14 each cannot overflow. Longer
+  // reductions (os tiles stream any K) go in chunks; wrap-around sums are the same in any order.
+  constexpr int kMaxChunk = 1 << 16;
+  if (tile.k > kMaxChunk) {
+    for (int k0 = 0; k0 < tile.k; k0 += kMaxChunk) {
+      Int8TileOperands chunk = op;
+      chunk.a = op.a + k0;
+      chunk.w = op.w + static_cast<ptrdiff_t>(k0) * op.ldw;
+      chunk.accumulate = op.accumulate || k0 > 0;
+      run({tile.m, std::min(kMaxChunk, tile.k - k0), tile.n}, chunk);
+    }
+    return;
+  }
   const int m_count = tile.m, k_count = tile.k, n_count = tile.n;
   const int kp = round_up(std::max(k_count, 1), kKAlign);
   // Each column of w packed once per tile, transposed: w_packed_[n * kp + k].

@@ -80,9 +80,13 @@ TileTiming PeArrayModel::execute_int8(const TileShape& tile, const Int8TileOpera
   std::vector<uint32_t> a(static_cast<size_t>(tile.m) * tile.k);
   std::vector<uint32_t> w(static_cast<size_t>(tile.k) * tile.n);
   for (int m = 0; m < tile.m; ++m)
-    for (int k = 0; k < tile.k; ++k) a[m * tile.k + k] = widen_int8(op.a[m * op.lda + k]);
+    for (int k = 0; k < tile.k; ++k)
+      a[static_cast<size_t>(m) * tile.k + k] =
+          widen_int8(op.a[static_cast<ptrdiff_t>(m) * op.lda + k]);
   for (int k = 0; k < tile.k; ++k)
-    for (int n = 0; n < tile.n; ++n) w[k * tile.n + n] = widen_int8(op.w[k * op.ldw + n]);
+    for (int n = 0; n < tile.n; ++n)
+      w[static_cast<size_t>(k) * tile.n + n] =
+          widen_int8(op.w[static_cast<ptrdiff_t>(k) * op.ldw + n]);
   data.stat = std::move(w);
   data.strm = std::move(a);
   return run_tile(std::move(data));
@@ -102,10 +106,12 @@ TileTiming PeArrayModel::execute_half16(Half16Format format, const TileShape& ti
   std::vector<uint32_t> w(static_cast<size_t>(tile.k) * tile.n);
   for (int m = 0; m < tile.m; ++m)
     for (int k = 0; k < tile.k; ++k)
-      a[m * tile.k + k] = std::bit_cast<uint32_t>(half16_to_float(format, op.a[m * op.lda + k]));
+      a[static_cast<size_t>(m) * tile.k + k] = std::bit_cast<uint32_t>(
+          half16_to_float(format, op.a[static_cast<ptrdiff_t>(m) * op.lda + k]));
   for (int k = 0; k < tile.k; ++k)
     for (int n = 0; n < tile.n; ++n)
-      w[k * tile.n + n] = std::bit_cast<uint32_t>(half16_to_float(format, op.w[k * op.ldw + n]));
+      w[static_cast<size_t>(k) * tile.n + n] = std::bit_cast<uint32_t>(
+          half16_to_float(format, op.w[static_cast<ptrdiff_t>(k) * op.ldw + n]));
   data.stat = std::move(w);
   data.strm = std::move(a);
   return run_tile(std::move(data));
@@ -128,9 +134,13 @@ TileTiming PeArrayModel::run_tile(TileData data) {
       std::vector<uint32_t> stat(static_cast<size_t>(shape.k) * shape.m);
       std::vector<uint32_t> strm(static_cast<size_t>(shape.n) * shape.k);
       for (int m = 0; m < shape.m; ++m)
-        for (int k = 0; k < shape.k; ++k) stat[k * shape.m + m] = data.strm[m * shape.k + k];
+        for (int k = 0; k < shape.k; ++k)
+          stat[static_cast<size_t>(k) * shape.m + m] =
+              data.strm[static_cast<size_t>(m) * shape.k + k];
       for (int k = 0; k < shape.k; ++k)
-        for (int n = 0; n < shape.n; ++n) strm[n * shape.k + k] = data.stat[k * shape.n + n];
+        for (int n = 0; n < shape.n; ++n)
+          strm[static_cast<size_t>(n) * shape.k + k] =
+              data.stat[static_cast<size_t>(k) * shape.n + n];
       data.stat = std::move(stat);
       data.strm = std::move(strm);
       break;

@@ -37,7 +37,7 @@ class StatsAccumulator {
   ArrayStats stats_;
 };
 
-// Checks shared by both fidelities: the tile fits, the operands are there, issue order holds.
+// Checks shared by both fidelities: the tile fits and its operands are there.
 void check_tile(const ArrayParams& params, const TileShape& tile, const void* a, int lda,
                 const void* w, int ldw, const void* acc, int ldacc);
 

@@ -129,6 +129,20 @@ TEST(SystolicArithmetic, Int32AccumulatorWraps) {
   }
 }
 
+// os tiles stream any K: a 140000-step reduction of (-128)(-128) = 2^14 exceeds int32 and wraps
+// the same way in both fidelities (the fast kernel splits long reductions into chunks).
+TEST(SystolicArithmetic, Int8LongReductionWraps) {
+  const int k = 140000;
+  const std::vector<int8_t> a(k, -128), w(k, -128);
+  const uint32_t sum = static_cast<uint32_t>(k) << 14;
+  for (const Fidelity fidelity : {Fidelity::kFast, Fidelity::kPe}) {
+    auto model = make_array_model({1, 1, Dataflow::kOutputStationary, true}, fidelity);
+    int32_t acc = 5;
+    model->execute_int8({1, k, 1}, {a.data(), k, w.data(), 1, &acc, 1, true}, 0);
+    EXPECT_EQ(acc, static_cast<int32_t>(sum + 5u)) << to_string(fidelity);
+  }
+}
+
 // The fast kernels against a naive triple loop on large tiles (TPU-sized array), with padding
 // in every leading dimension.
 TEST(SystolicArithmetic, FastMatchesNaiveProduct) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <optional>
@@ -205,6 +206,7 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
   }
 
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   MemorySystem mem(config);
   uint64_t completed = 0;
   mem.set_callback([&completed](uint64_t, uint64_t) { ++completed; });
@@ -266,6 +268,7 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
   result.requests = total;
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   return result;
 }
 

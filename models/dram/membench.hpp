@@ -79,6 +79,7 @@ struct MembenchResult {
   MemoryStats stats;
   uint64_t requests = 0;
   double wall_seconds = 0;
+  double cpu_seconds = 0;  // of this process, as the reference simulators' speeds are measured
 };
 
 MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& options);

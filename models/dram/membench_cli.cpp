@@ -87,8 +87,11 @@ nlohmann::ordered_json to_json(const MemoryConfig& cfg, const std::string& patte
                     {"refresh", s.refresh_energy_pj}, {"background", s.background_energy_pj}};
   j["average_power_mw"] = s.average_power_mw;
   j["wall_seconds"] = r.wall_seconds;
+  j["cpu_seconds"] = r.cpu_seconds;
   j["requests_per_second"] = r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0;
   j["sim_cycles_per_second"] = r.wall_seconds > 0 ? double(s.cycles) / r.wall_seconds : 0.0;
+  j["requests_per_cpu_second"] = r.cpu_seconds > 0 ? double(r.requests) / r.cpu_seconds : 0.0;
+  j["sim_cycles_per_cpu_second"] = r.cpu_seconds > 0 ? double(s.cycles) / r.cpu_seconds : 0.0;
   return j;
 }
 

@@ -1,6 +1,7 @@
 #include "compat/scalesim/scalesim_layer.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/core.h>
 
@@ -109,6 +110,58 @@ int64_t LayerModel::ofmap_writes(int64_t fr, int64_t fc, int64_t i) const {
   const int64_t lo = std::max<int64_t>(0, a - h + 1);
   const int64_t hi = std::min(cols_used(fc) - 1, a);
   return hi >= lo ? hi - lo + 1 : 0;
+}
+
+namespace {
+int64_t span(int64_t lo, int64_t hi) { return hi >= lo ? hi - lo + 1 : 0; }
+}  // namespace
+
+int64_t LayerModel::ifmap_lanes(int64_t fr, int64_t fc, int64_t i) const {
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:
+      return span(std::max<int64_t>(0, i - t_ + 1), std::min(rows_used(fr) - 1, i));
+    case Dataflow::kWeightStationary:
+      return span(std::max<int64_t>(0, i - r_ - t_ + 1), std::min(rows_used(fr) - 1, i - r_));
+    case Dataflow::kInputStationary:
+      return (i < r_ && r_ - 1 - i < rows_used(fr)) ? cols_used(fc) : 0;
+  }
+  return 0;
+}
+
+int64_t LayerModel::filter_lanes(int64_t fr, int64_t fc, int64_t i) const {
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:
+      return span(std::max<int64_t>(0, i - t_ + 1), std::min(cols_used(fc) - 1, i));
+    case Dataflow::kWeightStationary:
+      return (i < r_ && r_ - 1 - i < rows_used(fr)) ? cols_used(fc) : 0;
+    case Dataflow::kInputStationary:
+      return span(std::max<int64_t>(0, i - r_ - t_ + 1), std::min(rows_used(fr) - 1, i - r_));
+  }
+  return 0;
+}
+
+bool LayerModel::ifmap_is_dense_and_distinct() const {
+  return (ifmap_h_ - filter_h_) % stride_h_ == 0 && (ifmap_w_ - filter_w_) % stride_w_ == 0 &&
+         (ofmap_h_ == 1 || stride_h_ >= filter_h_) && (ofmap_w_ == 1 || stride_w_ >= filter_w_);
+}
+
+int64_t LayerModel::ifmap_repeat_distance() const {
+  // os / ws: every column fold re-reads the whole IFMAP in the same order (one pass = M*K
+  // distinct requests); is: each IFMAP element is read once.
+  if (dataflow_ == Dataflow::kInputStationary || col_folds_ == 1) return INT64_MAX;
+  return m_ * k_;
+}
+
+int64_t LayerModel::filter_repeat_distance() const {
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:  // each column fold's K x cu block is read row_folds times
+      return row_folds_ == 1 ? INT64_MAX : k_ * cols_used(col_folds_ - 1);
+    case Dataflow::kWeightStationary:  // each weight is loaded once
+      return INT64_MAX;
+    case Dataflow::kInputStationary:  // every column fold re-reads all K x N weights
+      return col_folds_ == 1 ? INT64_MAX : k_ * n_;
+  }
+  return INT64_MAX;
 }
 
 namespace {

@@ -72,6 +72,19 @@ class LayerModel {
   void for_each_filter(int64_t fr, int64_t fc, int64_t i, Fn&& fn) const;
   // Number of OFMAP writes in demand row i of fold (fr, fc).
   int64_t ofmap_writes(int64_t fr, int64_t fc, int64_t i) const;
+  // Number of IFMAP / FILTER lanes active in demand row i (requests, counting any -1 address).
+  int64_t ifmap_lanes(int64_t fr, int64_t fc, int64_t i) const;
+  int64_t filter_lanes(int64_t fr, int64_t fc, int64_t i) const;
+
+  // True when no IFMAP window element falls outside the IFMAP (so no request is -1) and the
+  // windows do not overlap (so distinct (m, k) have distinct addresses): GEMMs, 1x1 convolutions
+  // with stride 1, and the like.
+  bool ifmap_is_dense_and_distinct() const;
+  // Smallest number of requests between two requests of the same address in the operand's
+  // demand stream (INT64_MAX if no address repeats); only meaningful when
+  // ifmap_is_dense_and_distinct() (FILTER addresses are always distinct within a block).
+  int64_t ifmap_repeat_distance() const;
+  int64_t filter_repeat_distance() const;
 
   // The order in which SCALE-Sim's USER-mode read buffers prefetch each operand (its "prefetch
   // matrix", flattened, -1 for padding).

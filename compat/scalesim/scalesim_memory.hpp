@@ -51,6 +51,19 @@ class CalcReadEstimator {
       in_epoch_ = 0;
     }
   }
+  // Used when no address can repeat within an epoch: all `count` requests are new.
+  void request_new(int64_t count, int64_t cycle) {
+    if (count == 0) return;
+    if (!seen_first_) {
+      seen_first_ = true;
+      first_request_cycle_ = cycle;
+    }
+    in_epoch_ += count;
+    while (in_epoch_ >= epoch_words_) {
+      completions_.push_back(cycle);
+      in_epoch_ -= epoch_words_;
+    }
+  }
   // Used when the whole operand is known to hold fewer distinct addresses than one epoch: the
   // request stream need not be walked.
   void set_unique_without_walk(int64_t unique) { unique_without_walk_ = unique; }

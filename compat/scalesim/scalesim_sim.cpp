@@ -117,6 +117,8 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
   std::optional<UserReadBuffer> ifmap_user, filter_user;
   bool walk_ifmap = false;
   bool walk_filter = false;
+  bool count_ifmap = false;
+  bool count_filter = false;
   if (user) {
     ifmap_user.emplace(ifmap_words, config.user_bandwidth_words, lm.ifmap_offset(),
                        lm.ifmap_words(), lm.ifmap_prefetch_order());
@@ -129,8 +131,15 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
     const int64_t filter_epoch = 50 * (filter_words / 100);
     walk_ifmap = lm.ifmap_footprint() >= ifmap_epoch;
     walk_filter = lm.filter_footprint() >= filter_epoch;
-    ifmap_calc.emplace(ifmap_words, lm.ifmap_offset(), walk_ifmap ? lm.ifmap_words() : 0);
-    filter_calc.emplace(filter_words, lm.filter_offset(), walk_filter ? lm.filter_words() : 0);
+    // When an address can only come back after at least one epoch's worth of requests, every
+    // request is new and only the number of requests per row matters.
+    count_ifmap = walk_ifmap && lm.ifmap_is_dense_and_distinct() &&
+                  lm.ifmap_repeat_distance() >= ifmap_epoch;
+    count_filter = walk_filter && lm.filter_repeat_distance() >= filter_epoch;
+    ifmap_calc.emplace(ifmap_words, lm.ifmap_offset(),
+                       walk_ifmap && !count_ifmap ? lm.ifmap_words() : 0);
+    filter_calc.emplace(filter_words, lm.filter_offset(),
+                        walk_filter && !count_filter ? lm.filter_words() : 0);
     if (!walk_ifmap) ifmap_calc->set_unique_without_walk(lm.ifmap_footprint());
     if (!walk_filter) filter_calc->set_unique_without_walk(lm.filter_footprint());
   }
@@ -152,10 +161,16 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
           filter_out = filter_user->service_row(
               cycle, [&](auto&& fn) { lm.for_each_filter(fr, fc, i, fn); });
         } else {
-          if (walk_ifmap)
+          if (count_ifmap) {
+            ifmap_calc->request_new(lm.ifmap_lanes(fr, fc, i), cycle);
+          } else if (walk_ifmap) {
             lm.for_each_ifmap(fr, fc, i, [&](int64_t a) { ifmap_calc->request(a, cycle); });
-          if (walk_filter)
+          }
+          if (count_filter) {
+            filter_calc->request_new(lm.filter_lanes(fr, fc, i), cycle);
+          } else if (walk_filter) {
             lm.for_each_filter(fr, fc, i, [&](int64_t a) { filter_calc->request(a, cycle); });
+          }
         }
         const int64_t writes = lm.ofmap_writes(fr, fc, i);
         const int64_t ofmap_out = writes > 0 ? ofmap_buffer.service_row(cycle, writes) : cycle;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Speed of the systolic-array cores, both fidelities: simulated cycles and MACs per wall second
-# on ResNet-50 (batch 1) tiled onto one array. Builds nothing; build the benchmark first:
+# on ResNet-50 (batch 1) tiled onto one array, per wall second and per CPU second (the latter is
+# the fairer figure on a shared machine). Builds nothing; build the benchmark first:
 #   cmake --build BUILD_DIR --target npusim_systolic_bench
 # Usage: bench/systolic_speed.sh [BUILD_DIR]   (default: build)
 # PE_BUDGET_S (default 5) caps the wall time of each pe run; it then reports the part it ran.

@@ -29,6 +29,29 @@ uint32_t mac(ValueKind kind, uint32_t psum, uint32_t a, uint32_t w) {
 
 uint32_t widen_int8(int8_t value) { return static_cast<uint32_t>(static_cast<int32_t>(value)); }
 
+// Hazard reports, kept out of line so that the PE loop stays tight.
+[[noreturn, gnu::cold, gnu::noinline]] void fail_tag_mismatch(int k, int n, uint64_t t, Token a,
+                                                              Token p) {
+  fail_check(__FILE__, __LINE__, "operand and partial sum of the same tile and vector",
+             fmt::format("systolic pe: PE({}, {}) cycle {}: operand of tile {} vector {} meets "
+                         "psum of tile {} vector {}",
+                         k, n, t, a.tile, a.index, p.tile, p.index));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_missing_operand(int k, int n, uint64_t t,
+                                                                 Token p) {
+  fail_check(__FILE__, __LINE__, "operand present where the tile has a row",
+             fmt::format("systolic pe: PE({}, {}) cycle {}: psum of tile {} without its operand", k,
+                         n, t, p.tile));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_bank_read(int k, int n, uint64_t t, int tile,
+                                                           int bank, int owner) {
+  fail_check(__FILE__, __LINE__, "bank holds the tile's complete weights",
+             fmt::format("systolic pe: PE({}, {}) cycle {}: tile {} reads bank {} holding tile {}",
+                         k, n, t, tile, bank, owner));
+}
+
 }  // namespace
 
 PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
@@ -345,25 +368,6 @@ void PeArrayModel::step_stationary(State& state) {
     }
   }
 
-  // Consecutive PEs almost always hold the same tile: remember the last lookup, and check once
-  // per lookup that the tile's bank holds its complete weights (the owner does not change during
-  // the cycle).
-  int cached_id = -1;
-  const TileData* cached = nullptr;
-  const uint32_t* weights = nullptr;
-  const auto lookup = [&](int id, int k, int n) -> const TileData& {
-    if (id != cached_id) {
-      cached = &tile_data(id);
-      const int b = bank_of(id);
-      NPUSIM_CHECK(state.bank_owner[b] == id,
-                   "systolic pe: PE({}, {}) cycle {}: tile {} reads bank {} holding tile {}", k, n,
-                   t, id, b, state.bank_owner[b]);
-      weights = state.bank[b].data();
-      cached_id = id;
-    }
-    return *cached;
-  };
-
   // Rows below every live tile's operands only pass partial sums down.
   for (int k = rows - 1; k >= std::max(operand_rows, 1); --k) {
     const size_t at = static_cast<size_t>(k) * cols;
@@ -372,7 +376,14 @@ void PeArrayModel::step_stationary(State& state) {
   }
 
   // The PEs, bottom-up and right-to-left so that neighbours' registers still hold their values
-  // from the start of the cycle when read.
+  // from the start of the cycle when read. Consecutive PEs almost always hold the same tile, so
+  // the tile is looked up (and its bank's ownership checked: it cannot change during the cycle)
+  // only when it changes.
+  Token* const a_reg = state.a_reg.data();
+  Token* const p_reg = state.p_reg.data();
+  int current_id = -1;
+  const TileData* current = nullptr;
+  const uint32_t* weights = nullptr;
   for (int k = std::min(operand_rows, rows) - 1; k >= 0; --k) {
     // Streamed element entering row k this cycle: the vector injected k cycles ago (the skew).
     Token edge;
@@ -384,31 +395,43 @@ void PeArrayModel::step_stationary(State& state) {
                      tile->strm[static_cast<size_t>(entry.index) * tile->k + k]};
       }
     }
+    Token* const a_row = a_reg + static_cast<size_t>(k) * cols;
+    Token* const p_row = p_reg + static_cast<size_t>(k) * cols;
+    const Token* const p_above = k > 0 ? p_row - cols : nullptr;
     for (int n = used_cols - 1; n >= 0; --n) {
-      const size_t at = static_cast<size_t>(k) * cols + n;
-      const Token a_in = n == 0 ? edge : state.a_reg[at - 1];
-      Token p_in;
-      if (k == 0) {
-        if (a_in.tile >= 0) p_in = Token{a_in.tile, a_in.index, 0};
-      } else {
-        p_in = state.p_reg[at - cols];
-      }
-      Token p_out = p_in;
+      const Token a_in = n == 0 ? edge : a_row[n - 1];
       if (a_in.tile >= 0) {
-        const TileData& tile = lookup(a_in.tile, k, n);
-        NPUSIM_CHECK(p_in.tile == a_in.tile && p_in.index == a_in.index,
-                     "systolic pe: PE({}, {}) cycle {}: operand of tile {} vector {} meets psum "
-                     "of tile {} vector {}",
-                     k, n, t, a_in.tile, a_in.index, p_in.tile, p_in.index);
-        p_out.bits = mac(tile.kind, p_in.bits, a_in.bits, weights[at]);
-        state.a_reg[at] = n + 1 < tile.q ? a_in : Token{};
+        if (a_in.tile != current_id) {
+          current = &tile_data(a_in.tile);
+          const int b = bank_of(a_in.tile);
+          if (state.bank_owner[b] != a_in.tile) {
+            fail_bank_read(k, n, t, a_in.tile, b, state.bank_owner[b]);
+          }
+          weights = state.bank[b].data();
+          current_id = a_in.tile;
+        }
+        uint32_t psum = 0;  // row 0 starts the partial sum
+        if (p_above != nullptr) {
+          const Token& p_in = p_above[n];
+          if (p_in.tile != a_in.tile || p_in.index != a_in.index) {
+            fail_tag_mismatch(k, n, t, a_in, p_in);
+          }
+          psum = p_in.bits;
+        }
+        p_row[n] =
+            Token{a_in.tile, a_in.index,
+                  mac(current->kind, psum, a_in.bits, weights[static_cast<size_t>(k) * cols + n])};
+        a_row[n] = n + 1 < current->q ? a_in : Token{};
       } else {
-        NPUSIM_CHECK(p_in.tile < 0 || k >= tile_data(p_in.tile).k,
-                     "systolic pe: PE({}, {}) cycle {}: psum of tile {} without its operand", k, n,
-                     t, p_in.tile);
-        state.a_reg[at] = Token{};
+        if (p_above != nullptr) {
+          const Token& p_in = p_above[n];
+          if (p_in.tile >= 0 && k < tile_data(p_in.tile).k) fail_missing_operand(k, n, t, p_in);
+          p_row[n] = p_in;
+        } else {
+          p_row[n] = Token{};
+        }
+        a_row[n] = Token{};
       }
-      state.p_reg[at] = p_out;
     }
   }
 

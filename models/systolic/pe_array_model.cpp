@@ -469,8 +469,10 @@ void PeArrayModel::step_output_stationary(State& state) {
     const TileData& tile = tile_data(state.next_to_load);
     bool allowed = tile.issue_cycle <= t;
     if (state.last_streamed >= 0) {
+      const bool hooked = hooks_.os_advance_only_tile < 0 || hooks_.os_advance_only_tile == tile.id;
+      const int advance = hooked ? hooks_.os_stream_start_advance : 0;
       const int64_t earliest = static_cast<int64_t>(state.prev_stream_cycle) + state.prev_k +
-                               state.prev_m - tile.shape.k - hooks_.os_stream_start_advance;
+                               state.prev_m - tile.shape.k - advance;
       allowed = allowed && static_cast<int64_t>(t) >= earliest;
     }
     if (allowed) {

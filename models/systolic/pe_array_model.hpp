@@ -37,6 +37,7 @@ namespace npusim::systolic {
 // started one cycle earlier than they allow must trip a hazard check.
 struct PeTestHooks {
   int os_stream_start_advance = 0;  // start os tiles this many cycles before the rule allows
+  int os_advance_only_tile = -1;    // ... only the tile with this sequence number (-1: all)
 };
 
 class PeArrayModel final : public ArrayModel {

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Agreement of one hbm2 channel with DRAMsim3 (DRAM_REFERENCE.md table 4.1), as a Markdown table.
+
+Usage: bench/membench_agreement.py [--membench EXE] [--requests N]
+EXE defaults to $NPUSIM membench, else the most recent build*/.../npusim_membench.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# DRAMsim3, one HBM2 channel, DRAM_REFERENCE.md table 4.1:
+# pattern: (GB/s, read latency avg, p50, p99, row hit, pJ/bit); None where not given.
+REFERENCE = {
+    "seq-read": (29.41, 145.6, 141, 509, 0.967, 1.97),
+    "seq-write": (29.41, None, None, None, 0.967, 2.48),
+    "random-read": (7.86, 771.9, 420, 4157, 0.000, 4.47),
+    "mix-2r1w": (7.83, 924.1, 502, 5420, 0.000, 4.65),
+    "seq-mix-2r1w": (19.53, 216.6, 270, 652, 0.912, 2.40),
+    "stride-row": (7.85, 515.5, 103, 4758, 0.000, 4.47),
+    "idle-random-read": (0.32, 51.0, 31, 316, 0.000, 34.6),
+    "idle-seq-read": (0.32, 31.8, 17, 304, 0.919, 33.1),
+}
+TIER1 = {"seq-read", "seq-write", "random-read", "stride-row", "idle-random-read", "idle-seq-read"}
+
+
+def membench_command(explicit):
+    if explicit:
+        return [explicit]
+    if os.environ.get("NPUSIM"):
+        return [os.environ["NPUSIM"], "membench"]
+    exes = glob.glob(os.path.join(ROOT, "build*/models/dram/npusim_membench")) + glob.glob(
+        os.path.join(ROOT, "build*/dram/npusim_membench"))
+    if not exes:
+        sys.exit("membench_agreement: no npusim_membench found; build one or pass --membench")
+    return [max(exes, key=os.path.getmtime)]
+
+
+def fmt(x, digits=2):
+    if x is None:
+        return "–"
+    return ("%." + str(digits) + "f") % x if isinstance(x, float) else str(x)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--membench")
+    ap.add_argument("--requests", type=int, default=2000000)
+    a = ap.parse_args()
+    cmd = membench_command(a.membench)
+    print("| pattern | tier | GB/s ours / DS3 (diff) | read lat avg ours / DS3 | p50 | p99 | "
+          "row hit ours / DS3 | ACT/req | REF per 3900 cyc | pJ/bit ours / DS3 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for pattern, ref in REFERENCE.items():
+        n = 20000 if pattern.startswith("idle") else a.requests
+        out = subprocess.run(cmd + ["--memory", "hbm2", "--channels", "1", "--pattern", pattern,
+                                    "--requests", str(n)], check=True, capture_output=True,
+                             text=True).stdout
+        d = json.loads(out)
+        bw, lat, p50, p99, hit, pj = ref
+        diff = 100.0 * (d["bandwidth_gbps"] - bw) / bw
+        reads = d["reads"] > 0
+        print("| %s | %s | %.2f / %.2f (%+.1f %%) | %s / %s | %s / %s | %s / %s | %.3f / %.3f | %.3f "
+              "| %.2f | %.2f / %.2f |" % (
+                  pattern, 1 if pattern in TIER1 else 2, d["bandwidth_gbps"], bw, diff,
+                  fmt(d["avg_read_latency_cycles"], 1) if reads else "–", fmt(lat, 1),
+                  d["p50_read_latency_cycles"] if reads else "–", fmt(p50),
+                  d["p99_read_latency_cycles"] if reads else "–", fmt(p99),
+                  d["row_hit_rate"], hit, d["acts_per_request"],
+                  d["ref_commands"] * 3900.0 / d["sim_cycles"], d["energy_pj_per_bit"], pj))
+
+
+if __name__ == "__main__":
+    main()

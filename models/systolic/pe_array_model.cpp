@@ -86,6 +86,10 @@ const PeArrayModel::TileData* PeArrayModel::ring_tile(const Token& entry) const 
   return &tile_data(entry.tile);
 }
 
+int PeArrayModel::bank_of(int tile) const {
+  return params_.weight_double_buffer ? tile % 2 : 0;  // banks alternate tile by tile
+}
+
 PeArrayModel::TileProgress& PeArrayModel::progress(State& state, int tile) {
   return state.progress[tile - first_tile_];
 }
@@ -242,7 +246,6 @@ bool PeArrayModel::array_idle(const State& state) const {
 }
 
 bool PeArrayModel::bank_has_future_reads(const State& state, int bank) const {
-  const auto bank_of = [&](int tile) { return params_.weight_double_buffer ? tile % 2 : 0; };
   const int owner = state.bank_owner[bank];
   if (owner >= first_tile_ && !state.progress[owner - first_tile_].streaming_done) return true;
   for (const Token& token : state.a_reg) {
@@ -267,7 +270,7 @@ bool PeArrayModel::ready_for_next(State& state) {
   // depend on it (its weights are not loaded yet), so decide it first.
   inject_stationary(state);
   if (state.load_tile >= 0 || state.next_to_load != next_id_) return false;
-  const int next_bank = params_.weight_double_buffer ? next_id_ % 2 : 0;
+  const int next_bank = bank_of(next_id_);
   return !bank_has_future_reads(state, next_bank);
 }
 
@@ -304,7 +307,6 @@ void PeArrayModel::inject_stationary(State& state) {
   if (state.port_cycle == state.cycle) return;
   state.port_cycle = state.cycle;
   const uint64_t t = state.cycle;
-  const auto bank_of = [&](int tile) { return params_.weight_double_buffer ? tile % 2 : 0; };
   // Sequencer: the port injects the next vector of the streaming tile, or starts the next tile
   // whose weights are complete in its bank.
   Token& port = state.injected[t % ring_];
@@ -331,7 +333,6 @@ void PeArrayModel::inject_stationary(State& state) {
 void PeArrayModel::step_stationary(State& state) {
   const uint64_t t = state.cycle;
   const int rows = rows_, cols = cols_;
-  const auto bank_of = [&](int tile) { return params_.weight_double_buffer ? tile % 2 : 0; };
 
   inject_stationary(state);
   // Sequencer: start the next weight load once nothing will read its bank from this cycle on.

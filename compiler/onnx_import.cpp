@@ -1308,7 +1308,11 @@ void OnnxImporter::import_node(int i) {
     return fail(i, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / "
                    "sqrt(2)))");
   }
-  fail(i, fmt::format("operator not supported (supported: {})", kSupportedOps));
+  const bool shape_op = op == "Shape" || op == "Size" || op == "ConstantOfShape";
+  fail(i, fmt::format("operator not supported (supported: {}){}", kSupportedOps,
+                      shape_op ? "; npusim needs shapes known at import: give Reshape a constant "
+                                 "shape (an initializer or a Constant node)"
+                               : ""));
 }
 
 void OnnxImporter::finish_outputs() {

@@ -1,0 +1,92 @@
+// ONNX import: bad inputs get messages that name the file and the node, all problems at once.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "compiler/onnx_import.hpp"
+#include "onnx_test_models.hpp"
+#include "support/error.hpp"
+
+namespace npusim {
+namespace {
+
+using onnx_test::model_path;
+
+// The messages of the UserError(s) importing `path` throws; empty when it imports.
+std::vector<std::string> import_errors(const std::string& path) {
+  try {
+    import_onnx(path, std::nullopt);
+  } catch (const UserErrors& e) {
+    return e.messages();
+  } catch (const UserError& e) {
+    return {e.what()};
+  }
+  return {};
+}
+
+TEST(OnnxErrors, NotAnOnnxFile) {
+  for (const char* name : {"corrupt_text", "corrupt_truncated"}) {
+    const std::string path = model_path(name);
+    EXPECT_EQ(import_errors(path),
+              std::vector<std::string>{path + ": not a valid ONNX model (protobuf parse failed)"});
+  }
+}
+
+TEST(OnnxErrors, MissingFile) {
+  const std::string path = model_path("no_such_model");
+  EXPECT_EQ(import_errors(path), std::vector<std::string>{path + ": cannot open the file"});
+}
+
+TEST(OnnxErrors, EmptyFileIsNotAModel) {
+  // An empty byte string parses as an empty ModelProto: it must still be rejected.
+  const std::string path = std::string(NPUSIM_ONNX_MODELS) + "/empty.onnx";
+  std::ofstream(path).close();
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{path +
+                                     ": not a valid ONNX model (no ir_version or no graph nodes)"});
+}
+
+TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
+  const std::string path = model_path("bad_ops");
+  auto errors = import_errors(path);
+  ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], path +
+                           ": node 'resize_1' (Resize): operator not supported (supported: Conv, "
+                           "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf "
+                           "form of GELU, Softmax, LayerNormalization, BatchNormalization, "
+                           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Concat, "
+                           "Flatten, Reshape, Identity, Dropout, Constant)");
+  // The Relu reading the failed Resize stays quiet; the Concat on the height axis is named.
+  EXPECT_EQ(errors[1], path +
+                           ": node 'cat_h' (Concat): axis 2 on inputs of rank 4: npusim "
+                           "concatenates along the channel axis only (axis 1)");
+}
+
+TEST(OnnxErrors, SoftmaxOverANonLastAxis) {
+  const std::string path = model_path("bad_softmax_axis");
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{path +
+                                     ": node 'softmax_rows' (Softmax): axis 1 on input [N, 4, "
+                                     "8]: npusim's softmax runs over the last axis only (axis "
+                                     "2)"});
+}
+
+TEST(OnnxErrors, ShapesComputedAtRunTime) {
+  const std::string path = model_path("bad_reshape");
+  auto errors = import_errors(path);
+  ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
+  EXPECT_NE(errors[0].find(path + ": node 'shape_of_x' (Shape): operator not supported"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[0].find("npusim needs shapes known at import: give Reshape a constant shape "
+                           "(an initializer or a Constant node)"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_EQ(errors[1], path +
+                           ": node 'reshape_dyn' (Reshape): shape input 'relu_x' is not a "
+                           "constant (an initializer or a Constant node); npusim needs shapes "
+                           "known at import");
+}
+
+}  // namespace
+}  // namespace npusim

@@ -233,6 +233,16 @@ std::string memory_config_dir() {
     return NPUSIM_SOURCE_CONFIG_DIR "/memory";
   }
 #endif
+  // An installed or relocated binary: <prefix>/bin/npusim next to <prefix>/share/npusim/configs,
+  // or a configs/ folder beside the executable.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& dir : {exe.parent_path().parent_path() / "share" / "npusim" / "configs",
+                            exe.parent_path() / "configs"}) {
+      if (std::filesystem::is_directory(dir / "memory", ec)) return (dir / "memory").string();
+    }
+  }
   return "configs/memory";
 }
 

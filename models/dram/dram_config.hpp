@@ -120,7 +120,9 @@ MemoryConfig load_memory_config(const std::string& path);
 MemoryConfig parse_memory_config(const std::string& text, const std::string& origin);
 
 // Directory holding the preset files: $NPUSIM_CONFIG_DIR/memory if that variable is set, else the
-// source tree's configs/memory compiled in (NPUSIM_SOURCE_CONFIG_DIR), else ./configs/memory.
+// source tree's configs/memory compiled in (NPUSIM_SOURCE_CONFIG_DIR) if it still exists, else
+// share/npusim/configs/memory beside the executable's bin/ or configs/memory beside the
+// executable, else ./configs/memory.
 std::string memory_config_dir();
 // The preset names available in memory_config_dir(), sorted.
 std::vector<std::string> list_memory_presets();

@@ -84,11 +84,18 @@ struct TileTiming {
   uint64_t busy_cycles = 0;       // cycles of array activity charged to this tile
 };
 
-// Totals over every tile an array executed. busy_cycles of a tile are the cycles it added to the
-// array's timeline: done_cycle - max(start_cycle, latest done_cycle of the earlier tiles), or 0.
+// Totals over every tile an array executed (the energy model's event counts). busy_cycles of a
+// tile are the cycles it added to the array's timeline: done_cycle - max(start_cycle, latest
+// done_cycle of the earlier tiles), or 0.
 struct ArrayStats {
   uint64_t tiles = 0;
-  uint64_t macs = 0;  // sum of M*K*N over tiles
+  uint64_t macs = 0;  // sum of M*K*N over tiles, all types
+  uint64_t int8_macs = 0;
+  uint64_t bf16_macs = 0;
+  uint64_t fp16_macs = 0;
+  uint64_t stationary_rows_loaded = 0;  // ws/is: rows shifted into a bank (K per tile), C wide
+  uint64_t accumulator_writes = 0;      // results written (M*N per tile)
+  uint64_t accumulator_reads = 0;       // read-modify-write reads (M*N per accumulating tile)
   uint64_t busy_cycles = 0;
   uint64_t last_done_cycle = 0;
 };

@@ -19,7 +19,7 @@ class FastArrayModel final : public ArrayModel {
   const ArrayStats& stats() const override { return stats_.stats(); }
 
  private:
-  TileTiming time_tile(const TileShape& tile, uint64_t issue_cycle);
+  TileTiming time_tile(const TileShape& tile, DataType type, bool accumulate, uint64_t issue_cycle);
 
   ArrayParams params_;
   ClosedFormTiming timing_;

@@ -55,7 +55,11 @@ uint32_t widen_int8(int8_t value) { return static_cast<uint32_t>(static_cast<int
 }  // namespace
 
 PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
-    : params_(params), hooks_(hooks), rows_(params.rows), cols_(params.cols) {
+    : params_(params),
+      hooks_(hooks),
+      rows_(params.rows),
+      cols_(params.cols),
+      stats_(params.dataflow) {
   NPUSIM_CHECK(rows_ >= 1 && cols_ >= 1, "systolic pe: array of {}x{} PEs", rows_, cols_);
   ring_ = std::max(rows_, cols_);
   const size_t pes = static_cast<size_t>(rows_) * cols_;
@@ -180,6 +184,8 @@ TileTiming PeArrayModel::run_tile(TileData data) {
   const int id = next_id_++;
   data.id = id;
   const uint64_t issue_cycle = data.issue_cycle;
+  const ValueKind kind = data.kind;
+  const bool accumulate = data.accumulate;
   tiles_.push_back(std::move(data));
   TileProgress fresh;
   fresh.writes_left = static_cast<int64_t>(shape.m) * shape.n;
@@ -222,7 +228,10 @@ TileTiming PeArrayModel::run_tile(TileData data) {
   }
   committed_upto_ = id;
   drop_finished_tiles();
-  stats_.add(shape, timing);
+  const DataType type = kind == ValueKind::kInt8   ? DataType::kInt8
+                        : kind == ValueKind::kBf16 ? DataType::kBf16
+                                                   : DataType::kFp16;
+  stats_.add(shape, type, accumulate, timing);
   return timing;
 }
 

@@ -19,11 +19,20 @@ void check_tile(const ArrayParams& params, const TileShape& tile, const void* a,
                lda, ldw, ldacc, tile.m, tile.k, tile.n);
 }
 
-void StatsAccumulator::add(const TileShape& tile, TileTiming& timing) {
+void StatsAccumulator::add(const TileShape& tile, DataType type, bool accumulate,
+                           TileTiming& timing) {
   const uint64_t from = std::max(timing.start_cycle, stats_.last_done_cycle);
   timing.busy_cycles = timing.done_cycle > from ? timing.done_cycle - from : 0;
+  const uint64_t macs = static_cast<uint64_t>(tile.m) * tile.k * tile.n;
+  const uint64_t outputs = static_cast<uint64_t>(tile.m) * tile.n;
   stats_.tiles += 1;
-  stats_.macs += static_cast<uint64_t>(tile.m) * tile.k * tile.n;
+  stats_.macs += macs;
+  if (type == DataType::kInt8) stats_.int8_macs += macs;
+  if (type == DataType::kBf16) stats_.bf16_macs += macs;
+  if (type == DataType::kFp16) stats_.fp16_macs += macs;
+  if (dataflow_ != Dataflow::kOutputStationary) stats_.stationary_rows_loaded += tile.k;
+  stats_.accumulator_writes += outputs;
+  if (accumulate) stats_.accumulator_reads += outputs;
   stats_.busy_cycles += timing.busy_cycles;
   stats_.last_done_cycle = std::max(stats_.last_done_cycle, timing.done_cycle);
 }

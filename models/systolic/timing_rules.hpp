@@ -30,10 +30,12 @@ namespace npusim::systolic {
 // Running totals shared by both fidelities (see ArrayStats for the busy_cycles rule).
 class StatsAccumulator {
  public:
-  void add(const TileShape& tile, TileTiming& timing);
+  explicit StatsAccumulator(Dataflow dataflow) : dataflow_(dataflow) {}
+  void add(const TileShape& tile, DataType type, bool accumulate, TileTiming& timing);
   const ArrayStats& stats() const { return stats_; }
 
  private:
+  Dataflow dataflow_;
   ArrayStats stats_;
 };
 

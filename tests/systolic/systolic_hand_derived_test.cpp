@@ -70,8 +70,15 @@ TEST(SystolicHandDerived, WeightStationaryDoubleBuffered4x4) {
     expect_timing(IntProduct({4, 4, 4}, 0).run(*model, 0), 0, 15, 4, 15);
     expect_timing(IntProduct({4, 4, 4}, 1).run(*model, 4), 4, 19, 14, 4);
     expect_timing(IntProduct({2, 3, 4}, 2).run(*model, 14), 14, 26, 18, 7);
-    EXPECT_EQ(model->stats().busy_cycles, 26u);
-    EXPECT_EQ(model->stats().macs, 64u + 64u + 24u);
+    const ArrayStats& stats = model->stats();
+    EXPECT_EQ(stats.busy_cycles, 26u);  // 15 + 4 + 7: the array was never idle from 0 to 26
+    EXPECT_EQ(stats.last_done_cycle, 26u);
+    EXPECT_EQ(stats.tiles, 3u);
+    EXPECT_EQ(stats.macs, 64u + 64u + 24u);
+    EXPECT_EQ(stats.int8_macs, stats.macs);
+    EXPECT_EQ(stats.stationary_rows_loaded, 4u + 4u + 3u);
+    EXPECT_EQ(stats.accumulator_writes, 16u + 16u + 8u);
+    EXPECT_EQ(stats.accumulator_reads, 0u);  // IntProduct overwrites
   }
 }
 

@@ -98,7 +98,12 @@ int run(const std::vector<std::string>& args) {
   results.reserve(layers.size());
   int64_t total_cycles = 0;
   for (size_t id = 0; id < layers.size(); ++id) {
-    results.push_back(simulate_layer(config, layers[id]));
+    try {
+      results.push_back(simulate_layer(config, layers[id]));
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("{}: layer {} ('{}'): {}", topology_path, id, layers[id].name,
+                                  e.what()));
+    }
     const LayerResult& r = results.back();
     total_cycles += r.total_cycles;
     if (!quiet) {

@@ -655,8 +655,9 @@ void OnnxImporter::import_conv(int i) {
       }
     }
   }
+  // The IR always carries `filters` bias values; zeros when the model has none.
   l.use_bias = b != nullptr;
-  if (b) l.bias = b->values;
+  l.bias = b ? b->values : std::vector<float>(static_cast<size_t>(cout), 0.0f);
   set_value(out, std::move(v));
 }
 
@@ -1156,12 +1157,10 @@ void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool t
     }
   }
   l.use_bias = c != nullptr;
-  if (c) {
-    l.bias.resize(static_cast<size_t>(units));
-    for (int64_t u = 0; u < units; ++u) {
-      l.bias[static_cast<size_t>(u)] =
-          beta * c->values[c->elements() == 1 ? 0 : static_cast<size_t>(u)];
-    }
+  l.bias.assign(static_cast<size_t>(units), 0.0f);
+  for (int64_t u = 0; c && u < units; ++u) {
+    l.bias[static_cast<size_t>(u)] =
+        beta * c->values[c->elements() == 1 ? 0 : static_cast<size_t>(u)];
   }
   set_value(out, std::move(v));
 }

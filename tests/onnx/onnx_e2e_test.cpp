@@ -30,6 +30,7 @@ struct Case {
   const char* model;
   std::vector<const char*> outputs;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model; }
 
 class OnnxEndToEnd : public testing::TestWithParam<Case> {};
 
@@ -85,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
                     Case{"pools", {"cat", "max"}}, Case{"activations", {"relu6", "clip", "sum"}},
                     Case{"sequence", {"y"}}),
-    [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.model); });
+    [](const testing::TestParamInfo<Case>& param_info) {
+      return std::string(param_info.param.model);
+    });
 
 }  // namespace
 }  // namespace npusim

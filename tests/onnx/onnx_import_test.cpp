@@ -55,6 +55,7 @@ TEST(OnnxImport, CnnLayersShapesAndAttributes) {
   EXPECT_TRUE(conv1.use_bias);
   EXPECT_EQ(conv1.out_shape.dims, (std::vector<int>{12, 12, 8}));
   EXPECT_FALSE(layer(g, "conv2").use_bias);
+  EXPECT_EQ(layer(g, "conv2").bias, std::vector<float>(8, 0.0f));  // no bias: zeros
   EXPECT_EQ(layer(g, "relu1").activation, Activation::kRelu);
   EXPECT_EQ(layer(g, "residual").inputs, (std::vector<std::string>{"bn2", "relu1"}));
   EXPECT_EQ(layer(g, "pool").out_shape.dims, (std::vector<int>{6, 6, 8}));

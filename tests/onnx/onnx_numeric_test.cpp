@@ -1,0 +1,113 @@
+// ONNX models through the compiler in process: import, optimize (batch-norm folding, activation
+// fusion), int8 quantization calibrated on the input, and the functional reference; the
+// dequantized outputs are compared with make_models.py's independent numpy float results.
+//
+// Tolerance: int8 with calibrated scales; every output element must be within 8% of the largest
+// magnitude of the float result. A wrong weight layout, padding side or flatten order moves
+// values by the order of the whole range and fails this by far.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/onnx_import.hpp"
+#include "compiler/quantize.hpp"
+#include "compiler/reference.hpp"
+#include "onnx_test_models.hpp"
+
+namespace npusim {
+namespace {
+
+using onnx_test::FloatArray;
+using onnx_test::load_array;
+using onnx_test::model_path;
+
+constexpr double kRelativeTolerance = 0.08;
+
+// [N, C, S...] -> [N, S..., C]; arrays of rank 3 or less are unchanged.
+FloatArray to_channels_last(const FloatArray& a) {
+  if (a.shape.size() < 4) return a;
+  const int64_t n = a.shape[0], c = a.shape[1];
+  int64_t s = 1;
+  for (size_t i = 2; i < a.shape.size(); ++i) s *= a.shape[i];
+  FloatArray out;
+  out.shape = {n};
+  out.shape.insert(out.shape.end(), a.shape.begin() + 2, a.shape.end());
+  out.shape.push_back(c);
+  out.values.resize(a.values.size());
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t ci = 0; ci < c; ++ci) {
+      for (int64_t si = 0; si < s; ++si) {
+        out.values[static_cast<size_t>((b * s + si) * c + ci)] =
+            a.values[static_cast<size_t>((b * c + ci) * s + si)];
+      }
+    }
+  }
+  return out;
+}
+
+struct Case {
+  const char* model;
+  std::vector<const char*> outputs;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model; }
+
+class OnnxNumeric : public testing::TestWithParam<Case> {};
+
+TEST_P(OnnxNumeric, QuantizedReferenceMatchesNumpyWithinTolerance) {
+  const Case c = GetParam();
+  FloatArray x = to_channels_last(load_array(c.model, "input"));
+  const int batch = static_cast<int>(x.shape[0]);
+  Graph g = import_onnx(model_path(c.model), batch);
+
+  float largest = 0.0f;
+  for (float v : x.values) largest = std::max(largest, std::fabs(v));
+  g.input_scale = largest / 127.0f;
+  std::vector<int8_t> q(x.values.size());
+  for (size_t i = 0; i < q.size(); ++i) {
+    q[i] = static_cast<int8_t>(std::clamp(std::lround(x.values[i] / g.input_scale), -127L, 127L));
+  }
+  optimize_graph(g);
+  quantize_graph(g, q);
+  auto tensors = run_reference(g, q);
+
+  for (const char* name : c.outputs) {
+    FloatArray want = to_channels_last(load_array(c.model, name));
+    ASSERT_TRUE(tensors.count(name)) << name;
+    const auto& got = tensors.at(name);
+    ASSERT_EQ(got.size(), want.values.size()) << name;
+    std::vector<int64_t> ir_shape{batch};
+    for (int d : g.shape_of(name).dims) ir_shape.push_back(d);
+    EXPECT_EQ(ir_shape, want.shape) << name;
+    const float scale = g.scale_of(name);
+    float range = 0.0f;
+    for (float v : want.values) range = std::max(range, std::fabs(v));
+    size_t worst = 0;
+    double worst_error = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double error = std::fabs(got[i] * scale - want.values[i]);
+      if (error > worst_error) {
+        worst_error = error;
+        worst = i;
+      }
+    }
+    EXPECT_LE(worst_error, kRelativeTolerance * range)
+        << c.model << " output " << name << ": element " << worst << " is "
+        << got[worst] * scale << ", numpy says " << want.values[worst] << " (range " << range
+        << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, OnnxNumeric,
+    testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}},
+                    Case{"flatten_dense", {"y"}}, Case{"conv_grouped", {"y"}},
+                    Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
+                    Case{"pools", {"cat", "max"}}, Case{"activations", {"relu6", "clip", "sum"}},
+                    Case{"sequence", {"y"}}),
+    [](const testing::TestParamInfo<Case>& param_info) {
+      return std::string(param_info.param.model);
+    });
+
+}  // namespace
+}  // namespace npusim

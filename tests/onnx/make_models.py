@@ -427,6 +427,37 @@ def bad_reshape(out_dir):
     save(out_dir, b, model, None, {}, check=False)
 
 
+def bad_misc(out_dir):
+    """Five problems at once, one in an unnamed node."""
+    b = Builder("bad_misc", 13)
+    b.const("two", np.array(2.0, np.float32))
+    for k in ("scale", "bias", "mean", "var"):
+        b.const("bn_" + k, np.ones(3, np.float32))
+    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]))
+    b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"],
+           name="bn_on_input")
+    b.node("Mul", ["x", "two"], ["doubled"], name="scale_by_2")
+    b.node("GlobalAveragePool", ["x"], ["gap"])
+    b.node("Add", ["x", "gap"], ["sum"], name="add_broadcast")
+    b.node("Flatten", ["x"], ["flat_out"])
+    model = b.model("x", [3, 4, 4], ["t", "bn", "doubled", "sum", "flat_out"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
+def bad_input_dims(out_dir):
+    b = Builder("bad_input_dims", 14)
+    b.node("Relu", ["x"], ["y"])
+    model = b.model("x", [3, "height", 8], ["y"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
+def bad_opset(out_dir):
+    b = Builder("bad_opset", 15)
+    b.node("Relu", ["x"], ["y"])
+    model = b.model("x", [8], ["y"], opset=9)
+    save(out_dir, b, model, None, {}, check=False)
+
+
 def corrupt(out_dir):
     with open(os.path.join(out_dir, "corrupt_text.onnx"), "wb") as f:
         f.write(b"this is not an ONNX model\n\xff\xff\xff\xff")
@@ -442,7 +473,8 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
-                  activations, sequence, bad_ops, bad_softmax_axis, bad_reshape, corrupt):
+                  activations, sequence, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
+                  bad_opset, corrupt):
         build(out_dir)
 
 

@@ -88,5 +88,44 @@ TEST(OnnxErrors, ShapesComputedAtRunTime) {
                            "known at import");
 }
 
+TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
+  const std::string path = model_path("bad_misc");
+  auto errors = import_errors(path);
+  ASSERT_EQ(errors.size(), 5u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0].rfind(path + ": node #0 (Transpose): operator not supported (supported: ", 0),
+            0u)
+      << errors[0];
+  EXPECT_EQ(errors[1], path +
+                           ": node 'bn_on_input' (BatchNormalization): input 'x' must come from "
+                           "a Conv, Gemm or MatMul whose output nothing else reads: npusim folds "
+                           "batch normalization into it");
+  EXPECT_EQ(errors[2], path +
+                           ": node 'scale_by_2' (Mul): Mul by a constant is not supported (only "
+                           "Mul of two run-time tensors of the same shape)");
+  EXPECT_EQ(errors[3], path +
+                           ": node 'add_broadcast' (Add): operands [N, 3, 4, 4] and [N, 3, 1, 1] "
+                           "must have the same shape (npusim does not broadcast)");
+  EXPECT_EQ(errors[4], path +
+                           ": graph output 'flat_out': is a flattened channels-first feature "
+                           "map; npusim flattens in H, W, C order, not ONNX's C, H, W, and has "
+                           "no transpose");
+}
+
+TEST(OnnxErrors, SymbolicSpatialDimension) {
+  const std::string path = model_path("bad_input_dims");
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{path +
+                                     ": graph input 'x': dimension 2 is 'height': every "
+                                     "dimension but the batch must be a fixed positive size"});
+}
+
+TEST(OnnxErrors, UnsupportedOpset) {
+  const std::string path = model_path("bad_opset");
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{path +
+                                     ": opset 9 is not supported (supported: 11 to 20; convert "
+                                     "the model with onnx.version_converter)"});
+}
+
 }  // namespace
 }  // namespace npusim

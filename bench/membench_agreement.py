@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Agreement of one hbm2 channel with DRAMsim3 (DRAM_REFERENCE.md table 4.1), as a Markdown table.
+"""Agreement of one HBM2 channel with the reference simulators (DRAM_REFERENCE.md table 4.1), as
+a Markdown table: preset hbm2 against DRAMsim3 (default), or preset hbm2-pc against Ramulator 2.1
+with the RoBaRaCoCh mapping (--ramulator).
 
-Usage: bench/membench_agreement.py [--membench EXE] [--requests N]
+Usage: bench/membench_agreement.py [--membench EXE] [--requests N] [--ramulator]
 EXE defaults to $NPUSIM membench, else the most recent build*/.../npusim_membench.
 """
 import argparse
@@ -24,6 +26,17 @@ REFERENCE = {
     "stride-row": (7.85, 515.5, 103, 4758, 0.000, 4.47),
     "idle-random-read": (0.32, 51.0, 31, 316, 0.000, 34.6),
     "idle-seq-read": (0.32, 31.8, 17, 304, 0.919, 33.1),
+}
+# Ramulator 2.1, RoBaRaCoCh, one channel (mean latency only, no energy model).
+RAMULATOR = {
+    "seq-read": (16.54, 78.4, None, None, 0.968, None),
+    "seq-write": (16.81, None, None, None, 0.968, None),
+    "random-read": (9.87, 134.7, None, None, 0.000, None),
+    "mix-2r1w": (9.25, 197.2, None, None, 0.000, None),
+    "seq-mix-2r1w": (8.34, 201.4, None, None, 0.911, None),
+    "stride-row": (9.90, 134.5, None, None, 0.000, None),
+    "idle-random-read": (0.16, 49.0, None, None, 0.000, None),
+    "idle-seq-read": (0.16, 32.3, None, None, 0.919, None),
 }
 TIER1 = {"seq-read", "seq-write", "random-read", "stride-row", "idle-random-read", "idle-seq-read"}
 
@@ -50,14 +63,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--membench")
     ap.add_argument("--requests", type=int, default=2000000)
+    ap.add_argument("--ramulator", action="store_true")
     a = ap.parse_args()
     cmd = membench_command(a.membench)
-    print("| pattern | tier | GB/s ours / DS3 (diff) | read lat avg ours / DS3 | p50 | p99 | "
-          "row hit ours / DS3 | ACT/req | REF per 3900 cyc | pJ/bit ours / DS3 |")
+    memory, table, who = ("hbm2-pc", RAMULATOR, "Ram") if a.ramulator else ("hbm2", REFERENCE, "DS3")
+    print("| pattern | tier | GB/s ours / %s (diff) | read lat avg ours / %s | p50 | p99 | "
+          "row hit ours / %s | ACT/req | REF per 3900 cyc | pJ/bit ours / %s |" % ((who,) * 4))
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for pattern, ref in REFERENCE.items():
+    for pattern, ref in table.items():
         n = 20000 if pattern.startswith("idle") else a.requests
-        out = subprocess.run(cmd + ["--memory", "hbm2", "--channels", "1", "--pattern", pattern,
+        out = subprocess.run(cmd + ["--memory", memory, "--channels", "1", "--pattern", pattern,
                                     "--requests", str(n)], check=True, capture_output=True,
                              text=True).stdout
         d = json.loads(out)
@@ -71,7 +86,8 @@ def main():
                   d["p50_read_latency_cycles"] if reads else "–", fmt(p50),
                   d["p99_read_latency_cycles"] if reads else "–", fmt(p99),
                   d["row_hit_rate"], hit, d["acts_per_request"],
-                  d["ref_commands"] * 3900.0 / d["sim_cycles"], d["energy_pj_per_bit"], pj))
+                  d["ref_commands"] * 3900.0 / d["sim_cycles"], d["energy_pj_per_bit"],
+                  pj if pj is not None else float("nan")))
 
 
 if __name__ == "__main__":

@@ -29,12 +29,9 @@ ChannelController::ChannelController(const MemoryConfig& config)
   for (auto& q : bank_queue_) q.resize(size_t(timing_.banks()));
   const int per_pc = timing_.banks_per_pseudo_channel();
   pc_bank_mask_ = per_pc >= 64 ? ~uint64_t{0} : (uint64_t{1} << per_pc) - 1;
-  // Staggered so that pseudo-channels do not all refresh in the same cycle.
-  const int pcs = config.org.pseudo_channels;
-  for (int pc = 0; pc < pcs; ++pc) {
-    refresh_due_[size_t(pc)] =
-        uint64_t(config.timing.refi) + uint64_t(pc) * uint64_t(config.timing.refi) / uint64_t(pcs);
-  }
+  // Every pseudo-channel falls due at the same time, as Ramulator 2's all-bank refresh does:
+  // staggering them would stall an in-order stream once per pseudo-channel instead of once.
+  for (auto& due : refresh_due_) due = uint64_t(config.timing.refi);
 }
 
 void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, uint64_t now) {

@@ -158,3 +158,58 @@ TEST(DramAgreement, TraceReplayEqualsThePattern) {
 
 }  // namespace
 }  // namespace npusim::dram
+
+namespace npusim::dram {
+namespace {
+
+// The same model configured as Ramulator 2.1 sees HBM2 (preset hbm2-pc: two 64-bit pseudo-
+// channels per channel, 32-byte bursts, a 2-cycle ACT on the shared row bus, tFAW 15 per
+// pseudo-channel, RoBaRaCoCh mapping) must land on Ramulator's figures: the row-bus bound of
+// random traffic then replaces DRAMsim3's tFAW bound. Reference figures from DRAM_REFERENCE.md
+// table 4.1, "Ramulator RoBaRaCoCh" columns.
+MembenchResult run_pc(Pattern p, uint64_t requests) {
+  MembenchOptions opt;
+  opt.pattern = p;
+  opt.requests = requests;
+  return run_membench(testing::preset("hbm2-pc"), opt);
+}
+
+void expect_near_ramulator(double ours, double reference, double tolerance, const char* what) {
+  EXPECT_NEAR(ours, reference, tolerance * reference)
+      << what << ": ours " << ours << ", Ramulator 2 " << reference;
+}
+
+TEST(DramAgreementPseudoChannel, RamulatorTier1) {
+  MembenchResult seq = run_pc(Pattern::kSeqRead, 300000);
+  // seq_read 16.54 GB/s, row hit 0.968: the 32-entry queue spans one 1 KiB pseudo-channel row.
+  expect_near_ramulator(seq.stats.bandwidth_gbps, 16.54, kTier1, "seq_read GB/s");
+  expect_near_ramulator(seq.stats.row_hit_rate, 0.968, kTier1, "seq_read row hit");
+  // One REFab per pseudo-channel per nREFI: about 2 x cycles / 3900 per channel.
+  EXPECT_NEAR(double(seq.stats.refs), 2.0 * double(seq.stats.cycles) / 3900.0, 2.0);
+  expect_near_ramulator(run_pc(Pattern::kSeqWrite, 300000).stats.bandwidth_gbps, 16.81, kTier1,
+                        "seq_write GB/s");
+  // rand_read 9.87 and stride 9.90 GB/s: 32 B per 3 row-bus cycles (ACT 2 + PRE 1).
+  expect_near_ramulator(run_pc(Pattern::kRandomRead, 200000).stats.bandwidth_gbps, 9.87, kTier1,
+                        "rand_read GB/s");
+  expect_near_ramulator(run_pc(Pattern::kStrideRow, 200000).stats.bandwidth_gbps, 9.90, kTier1,
+                        "stride GB/s");
+  // Idle rand_read 49.0 and seq_read 32.3 cycles mean latency, seq row hit 0.919.
+  expect_near_ramulator(run_pc(Pattern::kIdleRandomRead, 20000).stats.avg_read_latency_cycles, 49.0,
+                        kTier1, "idle rand latency");
+  MembenchResult idle_seq = run_pc(Pattern::kIdleSeqRead, 20000);
+  expect_near_ramulator(idle_seq.stats.avg_read_latency_cycles, 32.3, kTier1, "idle seq latency");
+  expect_near_ramulator(idle_seq.stats.row_hit_rate, 0.919, kTier1, "idle seq row hit");
+}
+
+TEST(DramAgreementPseudoChannel, RamulatorTier2) {
+  // rand_mix21 9.25 and seq_mix21 8.34 GB/s; loaded mean read latency 134.7 (rand_read).
+  expect_near_ramulator(run_pc(Pattern::kMix2r1w, 150000).stats.bandwidth_gbps, 9.25, kTier2,
+                        "rand_mix21 GB/s");
+  expect_near_ramulator(run_pc(Pattern::kSeqMix2r1w, 150000).stats.bandwidth_gbps, 8.34, kTier2,
+                        "seq_mix21 GB/s");
+  expect_near_ramulator(run_pc(Pattern::kRandomRead, 100000).stats.avg_read_latency_cycles, 134.7,
+                        kTier2, "rand_read latency");
+}
+
+}  // namespace
+}  // namespace npusim::dram

@@ -145,8 +145,7 @@ TEST(DramControllerRefresh, OneRefreshPerIntervalPerPseudoChannel) {
   for (const char* name : {"hbm2", "hbm3"}) {
     MemoryConfig cfg = preset(name);
     Recorder rec(cfg);
-    // Idle banks are closed, so each REF issues when due. Pseudo-channel p is first due at
-    // tREFI * (1 + p / pseudo_channels): after 10.5 intervals each has refreshed 10 times.
+    // Idle banks are closed, so each pseudo-channel's REF issues when due, every tREFI.
     const uint64_t cycles = 10 * uint64_t(cfg.timing.refi) + uint64_t(cfg.timing.refi) / 2 + 5;
     rec.mem().advance_to(cycles);
     EXPECT_EQ(rec.mem().stats().refs, 10u * uint64_t(cfg.org.pseudo_channels)) << name;

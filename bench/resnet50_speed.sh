@@ -6,8 +6,10 @@
 # wall time depends on the machine and its load.
 #
 # Usage: bench/resnet50_speed.sh            (NPUSIM=path/to/npusim overrides build/sim/npusim)
-# Prints, per run: wall seconds, peak RSS (MiB), simulated cycles, simulated cycles per wall
-# second, MACs per wall second, PASS/FAIL. Exits 1 if any run fails a limit or does not finish.
+# Prints, per run: wall seconds (and CPU seconds, the fairer figure on a shared machine), peak RSS
+# (MiB), simulated cycles, simulated cycles per wall second, MACs per wall second, whether the
+# outputs matched the reference, and PASS/FAIL. Exits 1 if any run fails a limit, does not match
+# its reference or does not finish.
 set -euo pipefail
 
 npusim="${NPUSIM:-build/sim/npusim}"
@@ -50,14 +52,19 @@ wall = 0.0
 for part in clock.split(":"):
     wall = wall * 60 + float(part)
 rss_mib = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1)) / 1024
+cpu = sum(float(re.search(rf"{kind} time \(seconds\): (\S+)", text).group(1))
+          for kind in ("User", "System"))
 stats = json.load(open(stats_file))
 cycles, macs = stats["total_cycles"], stats["macs"]
-ok = wall < limit_wall and rss_mib < limit_rss
+bit_exact = stats.get("functional_check", {}).get("bit_exact")
+ok = wall < limit_wall and rss_mib < limit_rss and bit_exact is not False
 verdict = "PASS" if ok else "FAIL"
 note = "" if wall < aim_wall else f" (aim {aim_wall:g} s)"
-print(f"{label}: wall {wall:.2f} s, peak RSS {rss_mib:.0f} MiB, {cycles} simulated cycles, "
-      f"{cycles / wall:.3g} cycles/s, {macs / wall:.3g} MACs/s: {verdict} "
-      f"(limits < {limit_wall:g} s{note}, < {limit_rss:g} MiB)")
+values = {True: "outputs bit-exact", False: "OUTPUTS DIFFER from the reference",
+          None: "outputs not checked"}[bit_exact]
+print(f"{label}: wall {wall:.2f} s (cpu {cpu:.2f} s), peak RSS {rss_mib:.0f} MiB, "
+      f"{cycles} simulated cycles, {cycles / wall:.3g} cycles/s, {macs / wall:.3g} MACs/s, "
+      f"{values}: {verdict} (limits < {limit_wall:g} s{note}, < {limit_rss:g} MiB)")
 sys.exit(0 if ok else 1)
 EOF
 }

@@ -225,6 +225,21 @@ TEST_F(NpyTest, NpyRoundTripShapesIncludingZeroDAndEmpty) {
   }
 }
 
+// np.save switches to a 2.0 header (4-byte length) when the header needs more than 65535 bytes;
+// only a shape with thousands of dimensions makes one ("1, " is 3 bytes per dimension).
+TEST_F(NpyTest, NpyWriterUsesVersion2ForHeadersOver64KiB) {
+  NpyArray a{"uint8", std::vector<int64_t>(30000, 1), {42}};
+  std::vector<uint8_t> bytes = serialize_npy(a);
+  ASSERT_GT(bytes.size(), 12u);
+  EXPECT_EQ(bytes[6], 2);
+  EXPECT_EQ(bytes.size() % 64, 1u);  // preamble and header padded to 64 bytes, then one element
+  NpyArray b = parse_npy(bytes, "big-header.npy");
+  EXPECT_EQ(b.shape, a.shape);
+  EXPECT_EQ(b.data, a.data);
+  a.shape.resize(100);  // 300 bytes of shape: a 1.0 header
+  EXPECT_EQ(serialize_npy(a)[6], 1);
+}
+
 TEST_F(NpyTest, NpyTypedWritersStoreTheirDtype) {
   write_npy_int8(path("i8.npy"), {2, 2}, {-128, -1, 0, 127});
   write_npy_uint8(path("u8.npy"), {3}, {0, 128, 255});

@@ -499,6 +499,39 @@ TEST_F(NpyTest, NpyBadFileMessages) {
   }
 }
 
+// Every proper prefix of a valid file is a UserError (never a crash, never a shorter array).
+TEST_F(NpyTest, NpyEveryTruncationIsAUserError) {
+  std::vector<uint8_t> whole =
+      serialize_npy(NpyArray{"int16", {2, 3}, bytes_of(std::vector<int16_t>{1, 2, 3, 4, 5, 6})});
+  ASSERT_EQ(whole.size(), 128u + 12u);  // the header with its growth room pads to 128 bytes
+  for (size_t n = 0; n < whole.size(); ++n) {
+    std::vector<uint8_t> prefix(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_THROW(parse_npy(prefix, "cut.npy"), UserError) << n << " bytes";
+  }
+}
+
+// Any single corrupted header byte either still parses or is a UserError; run under
+// NPUSIM_SANITIZE this also checks the parser never reads out of bounds.
+TEST_F(NpyTest, NpyCorruptedHeaderBytesAreUserErrorsOrStillValid) {
+  std::vector<uint8_t> whole = serialize_npy(NpyArray{"float32", {3}, std::vector<uint8_t>(12)});
+  const std::vector<uint8_t> replacements = {0,   '\'', '"', '(', ')', ',', ':', '{',
+                                             '}', '-',  '9', 'L', 'T', ' ', 0xff};
+  int rejected = 0;
+  for (size_t i = 0; i + 12 < whole.size(); ++i) {  // every byte before the 12 data bytes
+    for (uint8_t r : replacements) {
+      std::vector<uint8_t> bytes = whole;
+      bytes[i] = r;
+      try {
+        NpyArray a = parse_npy(bytes, "corrupt.npy");
+        EXPECT_EQ(a.data.size(), a.elements() * npy_item_size(a.dtype));
+      } catch (const UserError&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+}
+
 TEST_F(NpyTest, NpyHeaderVariantsNumpyAccepts) {
   // Double quotes, no trailing comma, other key order, Python 2 long literals, no byte order.
   NpyArray a = parse_npy(

@@ -5,14 +5,15 @@
 # register-level pe fidelity on mnist-cnn under the same limits. Not part of the test suite:
 # wall time depends on the machine and its load.
 #
-# Usage: bench/resnet50_speed.sh            (NPUSIM=path/to/npusim overrides build/sim/npusim)
+# Usage: bench/resnet50_speed.sh   (NPUSIM=path/to/npusim overrides the repository's build/sim/npusim)
 # Prints, per run: wall seconds (and CPU seconds, the fairer figure on a shared machine), peak RSS
 # (MiB), simulated cycles, simulated cycles per wall second, MACs per wall second, whether the
 # outputs matched the reference, and PASS/FAIL. Exits 1 if any run fails a limit, does not match
 # its reference or does not finish.
 set -euo pipefail
 
-npusim="${NPUSIM:-build/sim/npusim}"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+npusim="${NPUSIM:-${repo}/build/sim/npusim}"
 if [[ ! -x "${npusim}" ]]; then
   echo "resnet50_speed.sh: ${npusim} not found; build the npusim target or set NPUSIM" >&2
   exit 2

@@ -1,5 +1,7 @@
 #include "compiler/onnx_import.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -11,9 +13,6 @@
 #include <limits>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "support/error.hpp"
 
@@ -266,14 +265,16 @@ void OnnxImporter::check_opset() {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
   if (opset < 0) {
-    throw UserError(fmt::format("{}: the model imports no version of the default ONNX operator "
-                                "set (supported: opset {} to {})",
-                                path_, kMinOpset, kMaxOpset));
+    throw UserError(
+        fmt::format("{}: the model imports no version of the default ONNX operator "
+                    "set (supported: opset {} to {})",
+                    path_, kMinOpset, kMaxOpset));
   }
   if (opset < kMinOpset || opset > kMaxOpset) {
-    throw UserError(fmt::format("{}: opset {} is not supported (supported: {} to {}; convert the "
-                                "model with onnx.version_converter)",
-                                path_, opset, kMinOpset, kMaxOpset));
+    throw UserError(
+        fmt::format("{}: opset {} is not supported (supported: {} to {}; convert the "
+                    "model with onnx.version_converter)",
+                    path_, opset, kMinOpset, kMaxOpset));
   }
 }
 
@@ -298,10 +299,10 @@ void OnnxImporter::read_input() {
   if (inputs.size() != 1) {
     std::vector<std::string> names;
     for (const auto* in : inputs) names.push_back("'" + in->name() + "'");
-    throw UserErrors({fmt::format("{}: graph inputs: npusim runs graphs with exactly one input "
-                                  "that is not an initializer; this model has {}{}{}",
-                                  path_, inputs.size(), inputs.empty() ? "" : ": ",
-                                  fmt::join(names, ", "))});
+    throw UserErrors(
+        {fmt::format("{}: graph inputs: npusim runs graphs with exactly one input "
+                     "that is not an initializer; this model has {}{}{}",
+                     path_, inputs.size(), inputs.empty() ? "" : ": ", fmt::join(names, ", "))});
   }
   const auto& in = *inputs[0];
   const std::string where = fmt::format("graph input '{}'", in.name());
@@ -333,8 +334,9 @@ void OnnxImporter::read_input() {
     if (!fixed) {
       diag_.error(where, fmt::format("dimension {} is {}: every dimension but the batch must be a "
                                      "fixed positive size",
-                                     d, dim.has_dim_param() ? "'" + dim.dim_param() + "'"
-                                                            : std::string("unknown")));
+                                     d,
+                                     dim.has_dim_param() ? "'" + dim.dim_param() + "'"
+                                                         : std::string("unknown")));
       v.dims.push_back(1);
       continue;
     }
@@ -502,8 +504,8 @@ bool OnnxImporter::extra_outputs_unused(int i) {
   const Node& n = g_.node(i);
   for (int k = 1; k < n.output_size(); ++k) {
     if (!n.output(k).empty() && consumers_[n.output(k)] > 0) {
-      fail(i, fmt::format("output {} ('{}') is used; npusim computes only the first output",
-                          k, n.output(k)));
+      fail(i, fmt::format("output {} ('{}') is used; npusim computes only the first output", k,
+                          n.output(k)));
       return false;
     }
   }
@@ -517,8 +519,8 @@ struct Window {
 
 // Returns an error message, empty when fine.
 std::string resolve_window(const onnx::NodeProto& n, const std::vector<int64_t>& in,
-                           const std::vector<int64_t>& kernel,
-                           const std::vector<int64_t>& dilation, Window& w) {
+                           const std::vector<int64_t>& kernel, const std::vector<int64_t>& dilation,
+                           Window& w) {
   const size_t s = in.size();
   w.strides = attr_ints(n, "strides", std::vector<int64_t>(s, 1));
   if (w.strides.size() != s) {
@@ -553,16 +555,16 @@ std::string resolve_window(const onnx::NodeProto& n, const std::vector<int64_t>&
       w.pads_end[a] = auto_pad == "SAME_UPPER" ? large : small;
     }
   } else if (auto_pad != "VALID") {
-    return fmt::format("auto_pad '{}', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-                       auto_pad);
+    return fmt::format("auto_pad '{}', expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad);
   }
   for (size_t a = 0; a < s; ++a) {
     const int64_t span = (kernel[a] - 1) * dilation[a] + 1;
     const int64_t padded = in[a] + w.pads_begin[a] + w.pads_end[a];
     if (padded < span) {
-      return fmt::format("the window ({} with dilation) is larger than the padded input ({}) on "
-                         "spatial axis {}",
-                         span, padded, a);
+      return fmt::format(
+          "the window ({} with dilation) is larger than the padded input ({}) on "
+          "spatial axis {}",
+          span, padded, a);
     }
     w.out[a] = (padded - span) / w.strides[a] + 1;
   }
@@ -582,10 +584,10 @@ bool spatial_input(const Value& x) {
 }
 
 std::string spatial_input_problem(const Value& x) {
-  return fmt::format("expects a channels-first 2-D or 3-D feature map (N, C, H, W) or "
-                     "(N, C, D, H, W); input '{}' is [N, {}]{}",
-                     x.ir_name, fmt::join(x.dims, ", "),
-                     x.channels_first ? "" : " (not a feature map)");
+  return fmt::format(
+      "expects a channels-first 2-D or 3-D feature map (N, C, H, W) or "
+      "(N, C, D, H, W); input '{}' is [N, {}]{}",
+      x.ir_name, fmt::join(x.dims, ", "), x.channels_first ? "" : " (not a feature map)");
 }
 
 void OnnxImporter::import_conv(int i) {
@@ -621,8 +623,8 @@ void OnnxImporter::import_conv(int i) {
                                dims_text(b->dims)));
   }
   auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
-  if (dilation.size() != s || std::any_of(dilation.begin(), dilation.end(),
-                                          [](int64_t d) { return d < 1; })) {
+  if (dilation.size() != s ||
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d < 1; })) {
     return fail(i, fmt::format("dilations {} must be {} positive values", dims_text(dilation), s));
   }
   std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
@@ -669,14 +671,14 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
   if (!extra_outputs_unused(i)) return;
   const size_t s = x->dims.size() - 1;
   auto kernel = attr_ints(n, "kernel_shape", {});
-  if (kernel.size() != s || std::any_of(kernel.begin(), kernel.end(),
-                                        [](int64_t k) { return k < 1; })) {
+  if (kernel.size() != s ||
+      std::any_of(kernel.begin(), kernel.end(), [](int64_t k) { return k < 1; })) {
     return fail(i, fmt::format("kernel_shape {} must be {} positive values", dims_text(kernel), s));
   }
   auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
   if (std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
-    return fail(i, fmt::format("dilations {}: only 1 is supported for pooling",
-                               dims_text(dilation)));
+    return fail(i,
+                fmt::format("dilations {}: only 1 is supported for pooling", dims_text(dilation)));
   }
   if (attr_int(n, "ceil_mode", 0) != 0) {
     return fail(i, "ceil_mode 1 is not supported (only floor rounding of the output size)");
@@ -783,13 +785,12 @@ void OnnxImporter::import_softmax(int i) {
     }
   }
   if (!ok) {
-    return fail(i, fmt::format("axis {} on input [N, {}]{}: npusim's softmax runs over the "
-                               "{} axis only (axis {})",
-                               attr_int(n, "axis", opset >= 13 ? -1 : 1),
-                               fmt::join(x->dims, ", "),
-                               x->channels_first ? " (channels first)" : "",
-                               x->channels_first ? "channel" : "last",
-                               x->channels_first ? 1 : rank - 1));
+    return fail(
+        i, fmt::format("axis {} on input [N, {}]{}: npusim's softmax runs over the "
+                       "{} axis only (axis {})",
+                       attr_int(n, "axis", opset >= 13 ? -1 : 1), fmt::join(x->dims, ", "),
+                       x->channels_first ? " (channels first)" : "",
+                       x->channels_first ? "channel" : "last", x->channels_first ? 1 : rank - 1));
   }
   const std::string out = n.output(0);
   Value v = *x;
@@ -904,8 +905,9 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
                                fmt::join(a->dims, ", "), fmt::join(b->dims, ", ")));
   }
   if (a->flat_from != b->flat_from) {
-    return fail(i, "one operand is a flattened feature map and the other is not: their element "
-                   "orders differ in npusim (H, W, C) and cannot be combined");
+    return fail(i,
+                "one operand is a flattened feature map and the other is not: their element "
+                "orders differ in npusim (H, W, C) and cannot be combined");
   }
   const std::string out = n.output(0);
   Value v = *a;
@@ -918,13 +920,13 @@ void OnnxImporter::fold_bias_add(int i, const Value& x, const Constant& c) {
   const Node& n = g_.node(i);
   const std::string& x_name = n.input(is_constant(n.input(0)) ? 1 : 0);
   Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
-  const bool foldable = producer &&
-                        (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
-                        consumers_[x_name] == 1 && !graph_outputs_.count(x_name) &&
-                        producer->output == x.ir_name;
+  const bool foldable =
+      producer && (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
+      consumers_[x_name] == 1 && !graph_outputs_.count(x_name) && producer->output == x.ir_name;
   if (!foldable) {
-    return fail(i, "Add of a constant is supported only as the bias of the Conv, Gemm or MatMul "
-                   "right before it, whose output nothing else reads");
+    return fail(i,
+                "Add of a constant is supported only as the bias of the Conv, Gemm or MatMul "
+                "right before it, whose output nothing else reads");
   }
   if (c.is_int) return fail(i, "the bias constant must be float");
   // Accepted broadcast shapes: a scalar, or one value per output channel / unit.
@@ -973,8 +975,8 @@ void OnnxImporter::import_concat(int i) {
   if (axis != channel_axis) {
     return fail(i, fmt::format("axis {} on inputs of rank {}: npusim concatenates along the {} "
                                "axis only (axis {})",
-                               axis_attr->i(), rank,
-                               first.channels_first ? "channel" : "last", channel_axis));
+                               axis_attr->i(), rank, first.channels_first ? "channel" : "last",
+                               channel_axis));
   }
   const size_t ax = static_cast<size_t>(axis - 1);
   Value v = first;
@@ -984,10 +986,10 @@ void OnnxImporter::import_concat(int i) {
     std::vector<int64_t> a = x->dims, b = first.dims;
     if (a.size() == b.size()) a[ax] = b[ax] = 0;
     if (a != b || x->channels_first != first.channels_first) {
-      return fail(i, fmt::format("input '{}' [N, {}] does not match [N, {}] outside the "
-                                 "concatenation axis",
-                                 x->ir_name, fmt::join(x->dims, ", "),
-                                 fmt::join(first.dims, ", ")));
+      return fail(i,
+                  fmt::format("input '{}' [N, {}] does not match [N, {}] outside the "
+                              "concatenation axis",
+                              x->ir_name, fmt::join(x->dims, ", "), fmt::join(first.dims, ", ")));
     }
     if (!x->flat_from.empty()) {
       return fail(i, fmt::format("input '{}' is a flattened feature map, whose element order in "
@@ -1096,8 +1098,7 @@ void OnnxImporter::import_reshape(int i) {
   // Any other reshape keeps the row-major order; a channels-first map and the IR agree on that
   // order only when its channel or its spatial extent is 1.
   const bool x_order_ok =
-      x->flat_from.empty() &&
-      (!x->channels_first || x->dims[0] == 1 || product(x->dims, 1) == 1);
+      x->flat_from.empty() && (!x->channels_first || x->dims[0] == 1 || product(x->dims, 1) == 1);
   const bool out_channels_first = per_sample.size() >= 3;
   const bool out_order_ok =
       !out_channels_first || per_sample[0] == 1 || product(per_sample, 1) == 1;
@@ -1115,8 +1116,8 @@ void OnnxImporter::import_reshape(int i) {
   set_value(out, std::move(v));
 }
 
-void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b,
-                                float alpha, const Constant* c, float beta) {
+void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
+                                const Constant* c, float beta) {
   const Node& n = g_.node(i);
   if (a.channels_first) {
     return fail(i, fmt::format("input '{}' is a channels-first feature map [N, {}]; Flatten it "
@@ -1171,8 +1172,8 @@ void OnnxImporter::import_gemm(int i) {
   const Value* a = activation(i, 0);
   if (!a) return;
   if (a->dims.size() != 1) {
-    return fail(i, fmt::format("input A [N, {}] must be 2-D (N, features)",
-                               fmt::join(a->dims, ", ")));
+    return fail(i,
+                fmt::format("input A [N, {}] must be 2-D (N, features)", fmt::join(a->dims, ", ")));
   }
   const Constant* b = constant(i, 1, "B");
   if (!b) return;
@@ -1304,8 +1305,9 @@ void OnnxImporter::import_node(int i) {
     return;
   }
   if (op == "Erf") {
-    return fail(i, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / "
-                   "sqrt(2)))");
+    return fail(i,
+                "Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / "
+                "sqrt(2)))");
   }
   const bool shape_op = op == "Shape" || op == "Size" || op == "ConstantOfShape";
   fail(i, fmt::format("operator not supported (supported: {}){}", kSupportedOps,
@@ -1328,8 +1330,9 @@ void OnnxImporter::finish_outputs() {
     }
     const Value& v = it->second;
     if (!v.flat_from.empty()) {
-      diag_.error(where, "is a flattened channels-first feature map; npusim flattens in H, W, C "
-                         "order, not ONNX's C, H, W, and has no transpose");
+      diag_.error(where,
+                  "is a flattened channels-first feature map; npusim flattens in H, W, C "
+                  "order, not ONNX's C, H, W, and has no transpose");
       continue;
     }
     if (v.ir_name != name) {
@@ -1365,8 +1368,8 @@ Graph OnnxImporter::run() {
   graph_.name = g_.name().empty() ? std::filesystem::path(path_).stem().string() : g_.name();
   graph_.description = fmt::format("imported from {}", path_);
   if (!model_.producer_name().empty()) {
-    graph_.description += fmt::format(" (made by {} {})", model_.producer_name(),
-                                      model_.producer_version());
+    graph_.description +=
+        fmt::format(" (made by {} {})", model_.producer_name(), model_.producer_version());
   }
   finalize_graph(graph_, diag_, where_of_layer_);
   diag_.throw_if_errors();
@@ -1383,8 +1386,8 @@ Graph import_onnx(const std::string& path, std::optional<int> batch) {
     throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path));
   }
   if (!model.has_graph() || model.graph().node_size() == 0 || model.ir_version() <= 0) {
-    throw UserError(fmt::format("{}: not a valid ONNX model (no ir_version or no graph nodes)",
-                                path));
+    throw UserError(
+        fmt::format("{}: not a valid ONNX model (no ir_version or no graph nodes)", path));
   }
   if (batch && *batch < 1) throw UserError(fmt::format("--batch {}: must be at least 1", *batch));
   return OnnxImporter(model, path, batch).run();

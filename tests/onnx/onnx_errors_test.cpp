@@ -64,11 +64,11 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
 
 TEST(OnnxErrors, SoftmaxOverANonLastAxis) {
   const std::string path = model_path("bad_softmax_axis");
-  EXPECT_EQ(import_errors(path),
-            std::vector<std::string>{path +
-                                     ": node 'softmax_rows' (Softmax): axis 1 on input [N, 4, "
-                                     "8]: npusim's softmax runs over the last axis only (axis "
-                                     "2)"});
+  EXPECT_EQ(
+      import_errors(path),
+      std::vector<std::string>{path + ": node 'softmax_rows' (Softmax): axis 1 on input [N, 4, "
+                                      "8]: npusim's softmax runs over the last axis only (axis "
+                                      "2)"});
 }
 
 TEST(OnnxErrors, ShapesComputedAtRunTime) {
@@ -113,18 +113,18 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
 
 TEST(OnnxErrors, SymbolicSpatialDimension) {
   const std::string path = model_path("bad_input_dims");
-  EXPECT_EQ(import_errors(path),
-            std::vector<std::string>{path +
-                                     ": graph input 'x': dimension 2 is 'height': every "
-                                     "dimension but the batch must be a fixed positive size"});
+  EXPECT_EQ(
+      import_errors(path),
+      std::vector<std::string>{path + ": graph input 'x': dimension 2 is 'height': every "
+                                      "dimension but the batch must be a fixed positive size"});
 }
 
 TEST(OnnxErrors, UnsupportedOpset) {
   const std::string path = model_path("bad_opset");
-  EXPECT_EQ(import_errors(path),
-            std::vector<std::string>{path +
-                                     ": opset 9 is not supported (supported: 11 to 20; convert "
-                                     "the model with onnx.version_converter)"});
+  EXPECT_EQ(
+      import_errors(path),
+      std::vector<std::string>{path + ": opset 9 is not supported (supported: 11 to 20; convert "
+                                      "the model with onnx.version_converter)"});
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // ONNX import: the IR built from the models make_models.py writes — op kinds, shapes, attributes,
 // and weight layouts checked against the initializers the script saved in ONNX layout.
+#include "compiler/onnx_import.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "compiler/onnx_import.hpp"
 #include "onnx_test_models.hpp"
 
 namespace npusim {
@@ -33,14 +34,13 @@ TEST(OnnxImport, CnnLayersShapesAndAttributes) {
   EXPECT_EQ(g.input_name, "x");
   EXPECT_EQ(g.input_shape.dims, (std::vector<int>{12, 12, 3}));  // NCHW [N,3,12,12] -> HWC
   EXPECT_EQ(layer_names(g),
-            (std::vector<std::string>{"conv1", "bn1", "relu1", "conv2", "bn2", "residual",
-                                      "relu2", "pool", "conv3", "relu3", "gap", "flat", "fc",
-                                      "probs"}));
-  const std::vector<OpKind> kinds{OpKind::kConv,      OpKind::kBatchNorm,  OpKind::kActivation,
-                                  OpKind::kConv,      OpKind::kBatchNorm,  OpKind::kAdd,
+            (std::vector<std::string>{"conv1", "bn1", "relu1", "conv2", "bn2", "residual", "relu2",
+                                      "pool", "conv3", "relu3", "gap", "flat", "fc", "probs"}));
+  const std::vector<OpKind> kinds{OpKind::kConv,       OpKind::kBatchNorm, OpKind::kActivation,
+                                  OpKind::kConv,       OpKind::kBatchNorm, OpKind::kAdd,
                                   OpKind::kActivation, OpKind::kMaxPool,   OpKind::kConv,
                                   OpKind::kActivation, OpKind::kAvgPool,   OpKind::kReshape,
-                                  OpKind::kDense,     OpKind::kSoftmax};
+                                  OpKind::kDense,      OpKind::kSoftmax};
   ASSERT_EQ(g.layers.size(), kinds.size());
   for (size_t i = 0; i < kinds.size(); ++i) {
     EXPECT_EQ(g.layers[i].kind, kinds[i]) << g.layers[i].name;
@@ -200,8 +200,7 @@ TEST(OnnxImport, FlattenOfAFeatureMapPermutesTheDenseRows) {
 TEST(OnnxImport, MlpGemmTransposedAndMatMulBiasesFolded) {
   Graph g = import_onnx(model_path("mlp"), std::nullopt);
   EXPECT_EQ(g.input_shape.dims, (std::vector<int>{32}));
-  EXPECT_EQ(layer_names(g),
-            (std::vector<std::string>{"fc1", "relu1", "mm2", "relu2", "mm3"}));
+  EXPECT_EQ(layer_names(g), (std::vector<std::string>{"fc1", "relu1", "mm2", "relu2", "mm3"}));
   const Layer& fc1 = layer(g, "fc1");
   auto w1 = load_array("mlp", "init_fc1_W");  // [64][32] with transB: IR [32][64]
   ASSERT_EQ(fc1.weights.size(), 32u * 64u);

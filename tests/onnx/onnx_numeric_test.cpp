@@ -92,22 +92,21 @@ TEST_P(OnnxNumeric, QuantizedReferenceMatchesNumpyWithinTolerance) {
       }
     }
     EXPECT_LE(worst_error, kRelativeTolerance * range)
-        << c.model << " output " << name << ": element " << worst << " is "
-        << got[worst] * scale << ", numpy says " << want.values[worst] << " (range " << range
-        << ")";
+        << c.model << " output " << name << ": element " << worst << " is " << got[worst] * scale
+        << ", numpy says " << want.values[worst] << " (range " << range << ")";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, OnnxNumeric,
-    testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}},
-                    Case{"flatten_dense", {"y"}}, Case{"conv_grouped", {"y"}},
-                    Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
-                    Case{"pools", {"cat", "max"}}, Case{"activations", {"relu6", "clip", "sum"}},
-                    Case{"sequence", {"y"}}),
-    [](const testing::TestParamInfo<Case>& param_info) {
-      return std::string(param_info.param.model);
-    });
+INSTANTIATE_TEST_SUITE_P(Models, OnnxNumeric,
+                         testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}},
+                                         Case{"flatten_dense", {"y"}}, Case{"conv_grouped", {"y"}},
+                                         Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
+                                         Case{"pools", {"cat", "max"}},
+                                         Case{"activations", {"relu6", "clip", "sum"}},
+                                         Case{"sequence", {"y"}}),
+                         [](const testing::TestParamInfo<Case>& param_info) {
+                           return std::string(param_info.param.model);
+                         });
 
 }  // namespace
 }  // namespace npusim

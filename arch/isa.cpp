@@ -32,10 +32,21 @@ struct OpcodeName {
   }
   const char* operator()(const MatmulOp&) const { return "MATMUL"; }
   const char* operator()(const RequantOp&) const { return "REQUANT"; }
-  const char* operator()(const PoolOp&) const { return "MAXPOOL"; }
+  const char* operator()(const PoolOp& p) const { return p.average ? "AVGPOOL" : "MAXPOOL"; }
   const char* operator()(const SoftmaxOp&) const { return "SOFTMAX"; }
-  const char* operator()(const ReluOp&) const { return "RELU"; }
+  const char* operator()(const LayerNormOp&) const { return "LAYERNORM"; }
+  const char* operator()(const LutOp&) const { return "LUT"; }
+  const char* operator()(const EltwiseOp& e) const {
+    switch (e.kind) {
+      case EltwiseKind::kAdd: return "ADD";
+      case EltwiseKind::kMul: return "MUL";
+      case EltwiseKind::kRescale: return "RESCALE";
+    }
+    return "?";
+  }
 };
+
+std::string lut_text(int lut) { return lut >= 0 ? fmt::format(" lut {}", lut) : ""; }
 
 struct Operands {
   const Instruction& instr;
@@ -43,38 +54,57 @@ struct Operands {
     std::string box = fmt::format("{}x{}x{}", d.count[2], d.count[1], d.count[0]);
     std::string strides = fmt::format("stride {},{}", d.dram_stride[1], d.dram_stride[0]);
     if (instr.unit == UnitKind::kDmaLoad) {
-      return fmt::format("{}[{:#x}] <- dram[{:#x}] {} {}", to_string(d.buffer), d.buffer_addr,
-                         d.dram_addr, box, strides);
+      return fmt::format("{}[{:#x}] <- dram[{:#x}] {} {}{}", to_string(d.buffer), d.buffer_addr,
+                         d.dram_addr, box, strides, d.transpose ? " transposed" : "");
     }
     return fmt::format("dram[{:#x}] <- {}[{:#x}] {} {}", d.dram_addr, to_string(d.buffer),
                        d.buffer_addr, box, strides);
   }
   std::string operator()(const MatmulOp& m) const {
     const auto& a = m.a;
+    std::string depth = a.slab_d > 1 || a.kernel_d > 1
+                            ? fmt::format(" depth {}/{} z{}", a.slab_d, a.kernel_d, a.origin_z)
+                            : "";
+    std::string group = a.window_c != a.slab_c ? fmt::format(" ch {}+{}", a.c0, a.window_c) : "";
     return fmt::format(
         "acc[{:#x}]{} <- ub[{:#x}] im2col(slab {}x{}x{} win {}x{} s{},{} d{},{} org {},{} ow {} m0 {} "
-        "k0 {}) x wb[{:#x}] ld {} m={} k={} n={}",
+        "k0 {}{}{}) x wb[{:#x}] ld {} m={} k={} n={}",
         m.acc_addr, m.accumulate ? " +=" : "", a.ub_addr, a.slab_h, a.slab_w, a.slab_c,
         a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.origin_y,
-        a.origin_x, a.out_w, a.m0, a.k0, m.wb_addr, m.w_ld, m.m, m.k, m.n);
+        a.origin_x, a.out_w, a.m0, a.k0, depth, group, m.wb_addr, m.w_ld, m.m, m.k, m.n);
   }
   std::string operator()(const RequantOp& r) const {
-    return fmt::format("ub[{:#x}] <- acc[{:#x}] + bias ub[{:#x}] m={} n={} scale {:.6g}{}",
-                       r.out_ub_addr, r.acc_addr, r.bias_ub_addr, r.m, r.n, r.scale.real(),
-                       r.relu ? " relu" : "");
+    return fmt::format("ub[{:#x}] <- acc[{:#x}]{} m={} n={} scales {}+{} clamp [{}, {}]{}",
+                       r.out_ub_addr, r.acc_addr,
+                       r.has_bias ? fmt::format(" + bias ub[{:#x}]", r.bias_ub_addr) : "", r.m,
+                       r.n, r.table, r.channel0, r.lo, r.hi, lut_text(r.lut));
   }
   std::string operator()(const PoolOp& p) const {
-    return fmt::format("ub[{:#x}] <- max ub[{:#x}] slab {}x{}x{} win {}x{} s{},{} org {},{} out {}x{}",
-                       p.out_ub_addr, p.in_ub_addr, p.slab_h, p.slab_w, p.c, p.window_h,
-                       p.window_w, p.stride_h, p.stride_w, p.origin_y, p.origin_x, p.out_h, p.out_w);
+    return fmt::format("ub[{:#x}] <- ub[{:#x}] slab {}x{}x{}x{} win {}x{}x{} s{},{} org {},{},{} "
+                       "out {}x{}",
+                       p.out_ub_addr, p.in_ub_addr, p.slab_d, p.slab_h, p.slab_w, p.c, p.window_d,
+                       p.window_h, p.window_w, p.stride_h, p.stride_w, p.origin_z, p.origin_y,
+                       p.origin_x, p.out_h, p.out_w);
   }
   std::string operator()(const SoftmaxOp& s) const {
-    return fmt::format("ub[{:#x}] <- softmax ub[{:#x}] rows {} length {}", s.out_ub_addr,
-                       s.in_ub_addr, s.rows, s.length);
+    return fmt::format("ub[{:#x}] <- ub[{:#x}] rows {} length {}", s.out_ub_addr, s.in_ub_addr,
+                       s.rows, s.length);
   }
-  std::string operator()(const ReluOp& r) const {
-    return fmt::format("ub[{:#x}] <- relu ub[{:#x}] n {}", r.out_ub_addr, r.in_ub_addr,
-                       r.elements);
+  std::string operator()(const LayerNormOp& l) const {
+    return fmt::format("ub[{:#x}] <- ub[{:#x}] rows {} length {} params ub[{:#x}]", l.out_ub_addr,
+                       l.in_ub_addr, l.rows, l.length, l.params_ub_addr);
+  }
+  std::string operator()(const LutOp& l) const {
+    return fmt::format("ub[{:#x}] <- lut {} ub[{:#x}] n {}", l.out_ub_addr, l.lut, l.in_ub_addr,
+                       l.elements);
+  }
+  std::string operator()(const EltwiseOp& e) const {
+    return fmt::format("ub[{:#x}] ld {} <- ub[{:#x}] ld {}{} {}x{} clamp [{}, {}]{}", e.out_ub_addr,
+                       e.out_ld, e.a_ub_addr, e.a_ld,
+                       e.kind == EltwiseKind::kRescale
+                           ? std::string()
+                           : fmt::format(", ub[{:#x}] ld {}", e.b_ub_addr, e.b_ld),
+                       e.rows, e.cols, e.lo, e.hi, lut_text(e.lut));
   }
 };
 }  // namespace

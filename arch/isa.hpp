@@ -23,29 +23,35 @@ const char* to_string(BufferId id);
 
 // DRAM <-> on-chip buffer copy. The DRAM side is a 3-D strided box: for i2 < count[2],
 // i1 < count[1]: count[0] contiguous bytes at dram_addr + i2*dram_stride[1] + i1*dram_stride[0].
-// The buffer side is packed in the same order.
+// The buffer side is packed in the same order, or, for a 2-D load with `transpose`, packed
+// transposed (count[0] rows of count[1] bytes), as a matrix operand needs it.
 struct DmaOp {
   BufferId buffer = BufferId::kUnified;
   uint64_t buffer_addr = 0;
   uint64_t dram_addr = 0;
   uint32_t count[3] = {0, 1, 1};
   uint64_t dram_stride[2] = {0, 0};
+  bool transpose = false;
   uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }
 };
 
 // The A operand of a matrix multiply, read from the unified buffer through an address generator:
-// an im2col view of an NHWC slab. A(m, k): output pixel m of the view, window element k, with k
-// running over (kernel row, kernel col, channel), channel fastest. Dense layers use a 1x1 window.
+// an im2col view of a channels-last slab of slab_d x slab_h x slab_w x slab_c bytes. A(m, k):
+// output pixel m of the view (row-major over rows of out_w), window element k, with k running over
+// (kernel depth, row, col, channel), channel fastest; the window reads channels
+// [c0, c0 + window_c) of the slab (a group of a grouped convolution). Dense layers use a 1x1 window.
 struct ActivationView {
   uint64_t ub_addr = 0;
-  int slab_h = 1, slab_w = 1, slab_c = 1;
-  int kernel_h = 1, kernel_w = 1;
+  int slab_d = 1, slab_h = 1, slab_w = 1, slab_c = 1;
+  int kernel_d = 1, kernel_h = 1, kernel_w = 1;
   int stride_h = 1, stride_w = 1;
-  int dilation_h = 1, dilation_w = 1;
-  int origin_y = 0, origin_x = 0;  // slab coordinates of output pixel 0's window corner (may be < 0)
-  int out_w = 1;                   // output pixels per row of the view
-  int m0 = 0;                      // first output pixel (row-major over rows x out_w)
-  int k0 = 0;                      // first window element
+  int dilation_d = 1, dilation_h = 1, dilation_w = 1;
+  int origin_z = 0, origin_y = 0, origin_x = 0;  // slab coordinates of pixel 0's window corner
+  int out_w = 1;       // output pixels per row of the view
+  int m0 = 0;          // first output pixel
+  int k0 = 0;          // first window element
+  int c0 = 0;          // first channel of the window
+  int window_c = 1;    // channels of the window
 };
 
 // acc[m][n] (+)= sum_k A(m, k) * W[k][n] on one systolic array. Shapes fit the array per dataflow
@@ -60,24 +66,32 @@ struct MatmulOp {
   bool accumulate = false;
 };
 
-// Vector unit: acc (int32, M x N) + bias[n] -> requantize -> int8 in the unified buffer.
+// Vector unit epilogue: acc (int32, M x N) + bias[n] -> requantize with the per-channel
+// multipliers table[channel0 + n] -> saturate to [lo, hi] -> optional 256-entry table -> int8 in
+// the unified buffer. Tables are the vector unit's parameter registers, loaded with the layer.
 struct RequantOp {
   uint64_t acc_addr = 0;
   int acc_ld = 0;
+  bool has_bias = true;
   uint64_t bias_ub_addr = 0;  // N int32 values in the unified buffer
   uint64_t out_ub_addr = 0;
   int out_ld = 0;
   int m = 0, n = 0;
-  QuantMultiplier scale;
-  bool relu = false;
+  int table = 0;     // Program::requant_tables
+  int channel0 = 0;
+  int8_t lo = -128, hi = 127;
+  int lut = -1;      // Program::luts, or none
 };
 
-// Vector unit: max pooling of an NHWC slab in the unified buffer, output rows packed.
+// Vector unit: max or average pooling of a channels-last slab in the unified buffer; the output
+// block (out_h x out_w pixels of one output depth plane) is packed.
 struct PoolOp {
+  bool average = false;
+  bool count_include_pad = false;
   uint64_t in_ub_addr = 0;
-  int slab_h = 0, slab_w = 0, c = 0;
-  int window_h = 1, window_w = 1, stride_h = 1, stride_w = 1;
-  int origin_y = 0, origin_x = 0;  // slab coordinates of output (0, 0)'s window corner
+  int slab_d = 1, slab_h = 0, slab_w = 0, c = 0;
+  int window_d = 1, window_h = 1, window_w = 1, stride_h = 1, stride_w = 1;
+  int origin_z = 0, origin_y = 0, origin_x = 0;  // slab coordinates of output (0, 0)'s window
   int out_h = 0, out_w = 0;
   uint64_t out_ub_addr = 0;
 };
@@ -90,14 +104,39 @@ struct SoftmaxOp {
   float input_scale = 1.0f;
 };
 
-// Vector unit: elementwise max(x, 0) over int8 values.
-struct ReluOp {
+// Vector unit: layer normalization of `rows` rows of `length` int8 values; gamma then beta
+// (float32, length each) in the unified buffer.
+struct LayerNormOp {
+  uint64_t in_ub_addr = 0;
+  uint64_t out_ub_addr = 0;
+  uint64_t params_ub_addr = 0;
+  int rows = 0, length = 0;
+  float input_scale = 1.0f, inv_output_scale = 1.0f, epsilon = 1e-5f;
+};
+
+// Vector unit: an int8 -> int8 table on every element (activations: relu, sigmoid, gelu, ...).
+struct LutOp {
   uint64_t in_ub_addr = 0;
   uint64_t out_ub_addr = 0;
   uint64_t elements = 0;
+  int lut = 0;
 };
 
-using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, ReluOp>;
+// Vector unit: elementwise over rows x cols: add (a*ra + b*rb), mul (a*b*ra) or rescale (a*ra),
+// saturate to [lo, hi], optional table. Each operand has its own row pitch.
+enum class EltwiseKind { kAdd, kMul, kRescale };
+struct EltwiseOp {
+  EltwiseKind kind = EltwiseKind::kAdd;
+  uint64_t a_ub_addr = 0, b_ub_addr = 0, out_ub_addr = 0;
+  int rows = 0, cols = 0;
+  int a_ld = 0, b_ld = 0, out_ld = 0;
+  float ra = 1.0f, rb = 1.0f;
+  int8_t lo = -128, hi = 127;
+  int lut = -1;
+};
+
+using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
+                               EltwiseOp>;
 
 struct Instruction {
   uint32_t id = 0;

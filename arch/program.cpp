@@ -5,19 +5,26 @@
 namespace npusim {
 
 std::string to_assembly(const Program& p) {
+  auto shape = [](const TensorPlacement& t) {
+    std::string s = std::to_string(t.batch);
+    for (int d : t.dims) s += "x" + std::to_string(d);
+    return s;
+  };
   std::string out = fmt::format(
       "; npusim program for '{}', batch {}, {} instructions, {} matrix unit(s)\n"
-      "; input  {} at dram[{:#x}] {}x{}x{}x{} int8 scale {:.6g}\n",
+      "; input  {} at dram[{:#x}] {} int8 scale {:.6g}\n",
       p.network, p.batch, p.instructions.size(), p.matrix_units, p.input.name, p.input.dram_addr,
-      p.input.batch, p.input.h, p.input.w, p.input.c, p.input.scale);
+      shape(p.input), p.input.scale);
   for (const auto& o : p.outputs) {
-    out += fmt::format("; output {} at dram[{:#x}] {}x{}x{}x{} int8 scale {:.6g}\n", o.name,
-                       o.dram_addr, o.batch, o.h, o.w, o.c, o.scale);
+    out += fmt::format("; output {} at dram[{:#x}] {} int8 scale {:.6g}\n", o.name, o.dram_addr,
+                       shape(o), o.scale);
   }
   for (const auto& layer : p.layers) {
-    out += fmt::format("\n; ---- layer {} ({}): {} MACs, dram read {} B, write {} B (bound {} B)\n",
-                       layer.name, layer.op, layer.macs, layer.dram_read_bytes,
-                       layer.dram_write_bytes, layer.dram_bytes_lower_bound);
+    out += fmt::format("\n; ---- layer {} ({}{}): {} MACs, dram read {} B, write {} B (bound {} B)\n",
+                       layer.name, layer.op,
+                       layer.fused.empty() ? "" : ", fused: " + layer.fused, layer.macs,
+                       layer.dram_read_bytes, layer.dram_write_bytes,
+                       layer.dram_bytes_lower_bound);
     if (!layer.tiling.empty()) out += fmt::format("; tiling: {}\n", layer.tiling);
     for (uint32_t i = layer.first_instruction; i < layer.end_instruction; ++i) {
       out += to_assembly(p.instructions[i]);

@@ -6,22 +6,28 @@
 #include <vector>
 
 #include "arch/isa.hpp"
+#include "arch/quant.hpp"
 
 namespace npusim {
 
-// A tensor of `batch` NHWC samples in off-chip memory, int8 with a real-value scale.
+// A tensor of `batch` channels-last samples in off-chip memory, int8 with a real-value scale.
 struct TensorPlacement {
   std::string name;
   uint64_t dram_addr = 0;
   int batch = 1;
-  int h = 1, w = 1, c = 1;
+  std::vector<int> dims;  // one sample
   float scale = 1.0f;
-  uint64_t bytes() const { return uint64_t(batch) * h * w * c; }
+  uint64_t bytes() const {
+    uint64_t n = static_cast<uint64_t>(batch);
+    for (int d : dims) n *= static_cast<uint64_t>(d);
+    return n;
+  }
 };
 
 struct LayerRecord {
   std::string name;
   std::string op;
+  std::string fused;  // layers folded or fused into this one, comma-separated
   uint64_t macs = 0;
   uint32_t first_instruction = 0;  // [first, end) in Program::instructions
   uint32_t end_instruction = 0;
@@ -47,6 +53,10 @@ struct Program {
   uint64_t dram_bytes = 0;             // size of the off-chip address space used
   TensorPlacement input;
   std::vector<TensorPlacement> outputs;
+  // The vector unit's parameter registers: per-channel requantization multipliers and int8
+  // tables, referenced by index from REQUANT, LUT and ELTWISE instructions.
+  std::vector<std::vector<QuantMultiplier>> requant_tables;
+  std::vector<std::vector<int8_t>> luts;
   uint64_t total_macs = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "support/error.hpp"
 
@@ -22,20 +23,28 @@ QuantMultiplier quant_multiplier_from_real(double m) {
   }
   QuantMultiplier out;
   out.multiplier = static_cast<int32_t>(q);
-  out.shift = -exponent;
-  if (out.shift > 31) {  // too small to matter: everything rounds to 0 at a 62-bit shift
-    out.shift = 31;
-  }
+  out.shift = std::min(-exponent, 31);  // below 2^-31 everything rounds to 0 anyway
   return out;
 }
 
-int8_t requantize(int32_t acc, QuantMultiplier q, bool relu) {
+int8_t requantize(int32_t acc, QuantMultiplier q, int8_t lo, int8_t hi) {
   const int total_shift = 31 + q.shift;  // in [16, 62]
-  int64_t product = static_cast<int64_t>(acc) * q.multiplier;
+  const int64_t product = static_cast<int64_t>(acc) * q.multiplier;
   const int64_t half = int64_t{1} << (total_shift - 1);
-  int64_t rounded = product >= 0 ? (product + half) >> total_shift : -((-product + half) >> total_shift);
-  const int64_t lo = relu ? 0 : -128;
-  return static_cast<int8_t>(std::clamp<int64_t>(rounded, lo, 127));
+  const int64_t rounded =
+      product >= 0 ? (product + half) >> total_shift : -((-product + half) >> total_shift);
+  return static_cast<int8_t>(std::clamp<int64_t>(rounded, lo, hi));
+}
+
+int8_t saturate_round(float x, int8_t lo, int8_t hi) {
+  const float r = std::round(x);  // halves away from zero
+  return static_cast<int8_t>(std::clamp(r, static_cast<float>(lo), static_cast<float>(hi)));
+}
+
+int8_t average_int8(int32_t sum, int count) {
+  const int32_t half = count / 2;
+  const int32_t q = sum >= 0 ? (sum + half) / count : -((-sum + half) / count);
+  return static_cast<int8_t>(std::clamp(q, -128, 127));
 }
 
 void softmax_int8(const int8_t* in, int8_t* out, int n, float input_scale) {
@@ -49,6 +58,32 @@ void softmax_int8(const int8_t* in, int8_t* out, int n, float input_scale) {
     float p = std::exp(static_cast<float>(in[i] - max_q) * input_scale) * inv;
     out[i] = static_cast<int8_t>(std::clamp(std::lround(p), 0l, 127l));
   }
+}
+
+void layernorm_row(const int8_t* in, int n, float input_scale, const float* gamma,
+                   const float* beta, float epsilon, float* y) {
+  float mean = 0.0f;
+  for (int i = 0; i < n; ++i) mean += static_cast<float>(in[i]);
+  mean /= static_cast<float>(n);
+  float var = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float d = static_cast<float>(in[i]) - mean;
+    var += d * d;
+  }
+  var /= static_cast<float>(n);
+  // Normalizing the int8 codes equals normalizing the real values, with epsilon rescaled.
+  const float inv_std =
+      1.0f / std::sqrt(var + epsilon / (input_scale * input_scale));
+  for (int i = 0; i < n; ++i) {
+    y[i] = (static_cast<float>(in[i]) - mean) * inv_std * gamma[i] + beta[i];
+  }
+}
+
+void layernorm_int8(const int8_t* in, int8_t* out, int n, float input_scale, const float* gamma,
+                    const float* beta, float epsilon, float inv_output_scale) {
+  std::vector<float> y(static_cast<size_t>(n));
+  layernorm_row(in, n, input_scale, gamma, beta, epsilon, y.data());
+  for (int i = 0; i < n; ++i) out[i] = saturate_round(y[i] * inv_output_scale);
 }
 
 }  // namespace npusim

@@ -1,5 +1,6 @@
 // Integer arithmetic shared by the vector-unit model and the reference implementation, so both
-// compute the same bits. Unit tests pin each function against its real-valued definition.
+// compute the same bits. Where a function uses float, it does so in a fixed order, like an fp32
+// vector lane would. Unit tests pin each function against its real-valued definition.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,40 @@ struct QuantMultiplier {
 
 QuantMultiplier quant_multiplier_from_real(double m);
 
-// round(acc * M) with ties away from zero, saturated to int8 ([0, 127] when relu).
-int8_t requantize(int32_t acc, QuantMultiplier q, bool relu);
+// round(acc * M) with ties away from zero, saturated to [lo, hi].
+int8_t requantize(int32_t acc, QuantMultiplier q, int8_t lo, int8_t hi);
+inline int8_t requantize(int32_t acc, QuantMultiplier q, bool relu) {
+  return requantize(acc, q, relu ? 0 : -128, 127);
+}
+// The matrix-unit epilogue on the vector unit: bias, requantize, saturate, optional table.
+inline int8_t epilogue_value(int32_t acc, int32_t bias, QuantMultiplier q, int8_t lo, int8_t hi,
+                             const int8_t* lut) {
+  const int8_t v = requantize(acc + bias, q, lo, hi);
+  return lut != nullptr ? lut[v + 128] : v;
+}
+
+// Round half away from zero and saturate to [lo, hi].
+int8_t saturate_round(float x, int8_t lo = -128, int8_t hi = 127);
+// Elementwise ops of the vector unit (float lanes): a * ra + b * rb, a * b * r, a * r.
+inline int8_t add_int8(int8_t a, int8_t b, float ra, float rb, int8_t lo, int8_t hi) {
+  return saturate_round(static_cast<float>(a) * ra + static_cast<float>(b) * rb, lo, hi);
+}
+inline int8_t mul_int8(int8_t a, int8_t b, float r, int8_t lo, int8_t hi) {
+  return saturate_round(static_cast<float>(a) * static_cast<float>(b) * r, lo, hi);
+}
+// Average of `count` int8 values whose sum is `sum`, rounded half away from zero.
+int8_t average_int8(int32_t sum, int count);
 
 // Softmax of n int8 logits whose real value is q * input_scale; the result is a probability
 // quantized with scale 1/127, i.e. round(p * 127) in [0, 127]. Computed in float, in index order.
 void softmax_int8(const int8_t* in, int8_t* out, int n, float input_scale);
-
 constexpr float kSoftmaxOutputScale = 1.0f / 127.0f;
+
+// Layer normalization of one row: y = (x - mean) / sqrt(var + eps) * gamma + beta, with x the real
+// inputs (q * input_scale). The float result, and its int8 quantization with 1 / output_scale.
+void layernorm_row(const int8_t* in, int n, float input_scale, const float* gamma,
+                   const float* beta, float epsilon, float* y);
+void layernorm_int8(const int8_t* in, int8_t* out, int n, float input_scale, const float* gamma,
+                    const float* beta, float epsilon, float inv_output_scale);
 
 }  // namespace npusim

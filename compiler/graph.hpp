@@ -1,7 +1,10 @@
-// The graph IR: a network as a list of layers in topological order, with shapes inferred and
-// int8 parameters materialized. docs/workload_format.md documents the JSON form.
+// The graph IR: a network as a list of layers in topological order. Importers (JSON graphs,
+// ONNX files) build it with real-valued parameters; `finalize_graph` infers and checks shapes;
+// `quantize_graph` (compiler/quantize.hpp) turns it into int8 with calibrated scales.
+// docs/workload_format.md documents the JSON form.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,44 +18,105 @@ namespace npusim {
 
 constexpr int kWorkloadSchemaVersion = 1;
 
-// One sample's tensor, NHWC without the batch: dense features are h = w = 1, c = features.
+// One sample's tensor (the batch is separate), row-major with channels last:
+//   [features] | [rows, features] | [height, width, channels] | [depth, height, width, channels]
 struct TensorShape {
-  int h = 1, w = 1, c = 1;
-  uint64_t elements() const { return uint64_t(h) * w * c; }
-  bool flat() const { return h == 1 && w == 1; }
+  std::vector<int> dims;
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  uint64_t elements() const;
+  int last() const { return dims.empty() ? 1 : dims.back(); }
+  // Product of every dimension but the last: the rows a dense layer or a softmax works on.
+  uint64_t outer() const { return last() == 0 ? 0 : elements() / last(); }
+  // Spatial view of a rank-3 or rank-4 shape (depth 1 for rank 3).
+  int d() const { return rank() == 4 ? dims[0] : 1; }
+  int h() const { return dims[rank() - 3]; }
+  int w() const { return dims[rank() - 2]; }
   bool operator==(const TensorShape&) const = default;
 };
+TensorShape make_shape(std::initializer_list<int> dims);
 std::string to_string(const TensorShape& shape);
 
-enum class OpKind { kConv2d, kDense, kMaxPool, kRelu, kFlatten, kSoftmax };
+enum class OpKind {
+  kConv,          // conv2d (rank 3) and conv3d (rank 4), with groups (depthwise: groups = channels)
+  kDense,         // y = x W + b over the last dimension
+  kMatMul,        // two activations: [..., M, K] x [..., K, N] (or [..., N, K] with transpose_b)
+  kMaxPool,       // 2-D or 3-D window
+  kAvgPool,       // 2-D or 3-D window; global when `global_pool`
+  kActivation,    // elementwise unary: relu, relu6, clip, sigmoid, tanh, gelu
+  kAdd,           // elementwise binary, same shapes (residual connections)
+  kMul,           // elementwise binary, same shapes
+  kConcat,        // along the last (channel) dimension
+  kReshape,       // flatten / reshape: free in memory, the element order is unchanged
+  kSoftmax,       // over the last dimension
+  kLayerNorm,     // over the last dimension, with gamma and beta
+  kBatchNorm,     // folded into the preceding conv or dense at quantization time
+};
 const char* to_string(OpKind kind);
+
+enum class Activation { kNone, kRelu, kRelu6, kClip, kSigmoid, kTanh, kGelu };
+const char* to_string(Activation activation);
+std::optional<Activation> parse_activation(const std::string& text);
+// The real-valued function (GELU in its erf form).
+float apply_activation(Activation activation, float x, float clip_min, float clip_max);
 
 struct Layer {
   std::string name;
-  OpKind kind = OpKind::kRelu;
-  std::string input;   // tensor consumed
-  std::string output;  // tensor produced
+  OpKind kind = OpKind::kActivation;
+  std::vector<std::string> inputs;
+  std::string output;
 
-  // conv2d / dense / maxpool attributes
-  int filters = 0;  // conv2d filters, dense units
-  int kernel_h = 1, kernel_w = 1;  // conv kernel or pool window
-  int stride_h = 1, stride_w = 1;
-  int dilation_h = 1, dilation_w = 1;
-  int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-  bool relu = false;  // fused activation of conv2d / dense
+  // Attributes. Spatial triples are (depth, height, width); 2-D layers use depth 1.
+  int filters = 0;  // conv filters, dense units
+  std::array<int, 3> kernel{1, 1, 1};
+  std::array<int, 3> strides{1, 1, 1};
+  std::array<int, 3> dilation{1, 1, 1};
+  std::array<int, 3> pads_begin{0, 0, 0};
+  std::array<int, 3> pads_end{0, 0, 0};
+  int groups = 1;
+  bool same_padding = false;  // TensorFlow "same": pads derived from the input size
+  bool global_pool = false;
+  bool count_include_pad = false;  // average pooling divides by the window (true) or by the
+                                   // number of input pixels it covers (false, TensorFlow)
+  bool transpose_b = false;
+  Activation activation = Activation::kNone;  // fused into conv / dense / matmul / add, or the op
+  float clip_min = 0.0f, clip_max = 6.0f;
+  float epsilon = 1e-5f;
   bool use_bias = true;
+  std::vector<int> reshape_to;  // kReshape: the new per-sample shape (empty: flatten)
 
-  // Resolved by shape inference.
-  TensorShape in_shape, out_shape;
-  float in_scale = 1.0f, out_scale = 1.0f;  // real value = int8 value * scale
+  // Real-valued parameters, from the file or generated from the seed.
+  // Conv: [kd][kh][kw][cin / groups][cout]; dense: [in][out]; both row-major.
+  std::vector<float> weights;
+  std::vector<float> bias;        // cout values
+  std::vector<float> gamma, beta;  // layernorm (last dim); batchnorm (channels)
+  std::vector<float> mean, variance;  // batchnorm
 
-  // Materialized parameters (conv2d, dense): weights [kh][kw][cin][cout], i.e. K x N row-major.
-  std::vector<int8_t> weights;
-  std::vector<int32_t> bias;  // N values (zeros when use_bias is false)
-  QuantMultiplier requant;
+  // Given by the user (JSON "output_scale") instead of calibrated; 0 = calibrate.
+  float fixed_output_scale = 0.0f;
 
-  uint64_t reduction() const { return uint64_t(kernel_h) * kernel_w * in_shape.c; }  // K
+  // Resolved by finalize_graph.
+  std::vector<TensorShape> in_shapes;
+  TensorShape out_shape;
+
+  // Filled by quantize_graph (compiler/quantize.hpp).
+  std::vector<float> in_scales;  // real value = int8 value * scale, per input
+  float out_scale = 1.0f;
+  std::vector<int8_t> qweights;       // same layout as weights
+  std::vector<int32_t> qbias;         // cout values, on the accumulator's scale
+  std::vector<QuantMultiplier> requant;  // per output channel: accumulator -> output int8
+  std::vector<int8_t> lut;            // 256 entries: int8 -> int8 activation (fused or alone)
+  float mid_scale = 0.0f;             // scale of the pre-activation int8 that feeds `lut`
+  int8_t clamp_lo = -128, clamp_hi = 127;  // saturation of the requantized output
+  std::vector<float> input_ratios;    // add / mul / concat: input scale(s) over output scale
+  std::vector<std::string> fused;     // names of layers folded or fused into this one
+
+  int input_channels_per_group() const;
+  int output_channels_per_group() const { return filters / groups; }
+  // Multiply-accumulates per output element for conv / dense / matmul.
+  uint64_t reduction() const;
   uint64_t macs(int batch) const;
+  bool has_weights() const { return kind == OpKind::kConv || kind == OpKind::kDense; }
 };
 
 struct Graph {
@@ -61,9 +125,10 @@ struct Graph {
   int batch = 1;
   std::string input_name;
   TensorShape input_shape;
-  float input_scale = 1.0f / 64;
+  float input_scale = 1.0f / 64;  // int8 inputs: real value = int8 value * scale
   std::vector<Layer> layers;
   std::vector<std::string> outputs;
+  bool quantized = false;
 
   const Layer* producer(const std::string& tensor) const;  // null for the graph input
   TensorShape shape_of(const std::string& tensor) const;
@@ -71,15 +136,36 @@ struct Graph {
   uint64_t total_macs() const;
 };
 
-// Parses and checks a workload (all problems at once, "origin: /json/pointer: expected ...").
+// Errors found while building a graph, reported together: "origin: where: what was expected".
+// `where` is a JSON pointer for JSON graphs and "node 'name' (OpType)" for ONNX files.
+class GraphDiagnostics {
+ public:
+  explicit GraphDiagnostics(std::string origin) : origin_(std::move(origin)) {}
+  void error(const std::string& where, const std::string& message);
+  bool ok() const { return messages_.empty(); }
+  void throw_if_errors() const;  // UserErrors
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
+  std::vector<std::string> messages_;
+};
+
+// Infers every layer's shapes and checks the graph (inputs defined earlier, shapes possible,
+// parameter sizes consistent). `where(i)` names layer i in messages. Throws UserErrors.
+void finalize_graph(Graph& graph, GraphDiagnostics& diag,
+                    const std::vector<std::string>& where_of_layer);
+
+// Parses and checks a JSON workload (all problems at once).
 Graph parse_workload(const nlohmann::json& root, const std::string& origin);
-// `spec` is a zoo name or a path to a JSON file. `batch` overrides the file's batch.
+// `spec` is a zoo name, a .json graph file or an .onnx file. `batch` overrides the file's batch.
 Graph load_workload(const std::string& spec, std::optional<int> batch);
 
-// Deterministic pseudo-random int8 weights, int32 biases and requantization scales from `seed`.
-// Each layer's values depend only on the seed and the layer's name.
+// Deterministic pseudo-random real-valued weights and biases for layers that have none (He-style
+// uniform, so activations keep their spread through deep networks). Each layer's values depend
+// only on the seed and the layer's name.
 void materialize_parameters(Graph& graph, uint64_t seed);
-// A deterministic pseudo-random input batch (batch x h x w x c int8, NHWC).
+// A deterministic pseudo-random int8 input batch (batch x elements, row-major).
 std::vector<int8_t> make_random_input(const Graph& graph, uint64_t seed);
 
 }  // namespace npusim

@@ -21,14 +21,22 @@ struct ConvTiling {
   uint64_t ub_bytes = 0, wb_bytes = 0, acc_bytes = 0;  // peak use of each buffer
 };
 
-// A layer's geometry as an image convolution.
+// A conv / dense / matmul layer's geometry as a (grouped, possibly 3-D) image convolution:
+// dense is a 1x1 convolution over a (batch x rows) x 1 image of K channels; a matmul of two
+// activations is one such dense layer per batch element and leading index, whose weights are the
+// second input.
 struct ConvGeometry {
   int images = 1;
-  int h = 1, w = 1, c = 1;
-  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int pad_top = 0, pad_left = 0;
-  int out_h = 1, out_w = 1, n = 1;
-  uint64_t k() const { return uint64_t(kernel_h) * kernel_w * c; }
+  int d = 1, h = 1, w = 1, c = 1;
+  int kernel_d = 1, kernel_h = 1, kernel_w = 1;
+  int stride_d = 1, stride_h = 1, stride_w = 1;
+  int dilation_d = 1, dilation_h = 1, dilation_w = 1;
+  int pad_front = 0, pad_top = 0, pad_left = 0;
+  int out_d = 1, out_h = 1, out_w = 1, n = 1;
+  int groups = 1;
+  int cin_g() const { return c / groups; }
+  int cout_g() const { return n / groups; }
+  uint64_t k() const { return uint64_t(kernel_d) * kernel_h * kernel_w * cin_g(); }
 };
 
 ConvGeometry conv_geometry(const Layer& layer, int batch);
@@ -48,7 +56,7 @@ struct CompileResult {
   std::string reason;  // when !ok: why the network does not fit, and what to change
 };
 
-// `graph` must have its parameters materialized.
+// `graph` must be quantized (compiler/quantize.hpp).
 CompileResult compile(const Graph& graph, const HwConfig& hw);
 
 }  // namespace npusim

@@ -21,12 +21,16 @@ void DmaEngine::execute(const Instruction& instr) {
   const uint64_t start = clock_.now();
   uint64_t end = start + 1;
   uint64_t issue_offset = 0;
+  NPUSIM_CHECK(!op->transpose || (load && op->count[2] == 1),
+               "{}: instruction {}: only 2-D loads can transpose", name(), instr.id);
+  uint8_t* const local_base = local;
   tlm::tlm_generic_payload payload;
   for (uint32_t i2 = 0; i2 < op->count[2]; ++i2) {
     for (uint32_t i1 = 0; i1 < op->count[1]; ++i1) {
       payload.set_command(load ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
       payload.set_address(op->dram_addr + i2 * op->dram_stride[1] + i1 * op->dram_stride[0]);
-      payload.set_data_ptr(local);
+      if (op->transpose) row_.resize(op->count[0]);
+      payload.set_data_ptr(op->transpose ? row_.data() : local);
       payload.set_data_length(op->count[0]);
       payload.set_streaming_width(op->count[0]);
       payload.set_byte_enable_ptr(nullptr);
@@ -35,6 +39,9 @@ void DmaEngine::execute(const Instruction& instr) {
       socket->b_transport(payload, delay);
       NPUSIM_CHECK(payload.is_response_ok(), "{}: instruction {}: memory error", name(), instr.id);
       end = std::max(end, start + clock_.to_cycles(delay));
+      if (op->transpose) {  // row i1 of the box becomes column i1 of the buffer
+        for (uint32_t j = 0; j < op->count[0]; ++j) local_base[uint64_t(j) * op->count[1] + i1] = row_[j];
+      }
       local += op->count[0];
       ++issue_offset;
     }

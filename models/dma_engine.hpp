@@ -1,7 +1,8 @@
 // DMA queue: copies strided boxes between off-chip memory and an on-chip buffer over a TLM-2.0
 // initiator socket. Timing rule: the engine issues one row (count[0] contiguous bytes) per cycle
 // as a TLM request; the memory serialises them on its bandwidth; the instruction completes when the
-// last row has completed, and the queue starts its next instruction then.
+// last row has completed, and the queue starts its next instruction then. A transposing load
+// writes each row as a column of the buffer (a 2-D transpose on the fly, same timing).
 #pragma once
 
 #include <tlm>
@@ -26,6 +27,7 @@ class DmaEngine : public ExecutionUnit {
 
  private:
   OnChipBuffers& buffers_;
+  std::vector<uint8_t> row_;  // one row of a transposing load
   uint64_t bytes_moved_ = 0;
 };
 

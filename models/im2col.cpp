@@ -6,7 +6,8 @@
 namespace npusim {
 
 void gather_activations(const ActivationView& v, const int8_t* slab, int m, int k, int8_t* out) {
-  const int window_row = v.kernel_w * v.slab_c;  // window elements per kernel row
+  const int row_k = v.kernel_w * v.window_c;     // window elements per kernel row
+  const int plane_k = v.kernel_h * row_k;        // window elements per kernel depth plane
   for (int row = 0; row < m; ++row) {
     const int pixel = v.m0 + row;
     const int oy = pixel / v.out_w, ox = pixel % v.out_w;
@@ -17,13 +18,16 @@ void gather_activations(const ActivationView& v, const int8_t* slab, int m, int 
     int e = v.k0;
     const int end = v.k0 + k;
     while (e < end) {
-      const int fy = e / window_row;
-      const int fx = (e % window_row) / v.slab_c;
-      const int c = e % v.slab_c;
-      const int run = std::min(v.slab_c - c, end - e);
+      const int fz = e / plane_k;
+      const int fy = (e % plane_k) / row_k;
+      const int fx = (e % row_k) / v.window_c;
+      const int c = e % v.window_c;
+      const int run = std::min(v.window_c - c, end - e);
+      const int z = v.origin_z + fz * v.dilation_d;
       const int y = y0 + fy * v.dilation_h, x = x0 + fx * v.dilation_w;
-      if (y >= 0 && y < v.slab_h && x >= 0 && x < v.slab_w) {
-        std::memcpy(dst, slab + (static_cast<int64_t>(y) * v.slab_w + x) * v.slab_c + c, run);
+      if (z >= 0 && z < v.slab_d && y >= 0 && y < v.slab_h && x >= 0 && x < v.slab_w) {
+        const int64_t pixel_index = (static_cast<int64_t>(z) * v.slab_h + y) * v.slab_w + x;
+        std::memcpy(dst, slab + pixel_index * v.slab_c + v.c0 + c, run);
       } else {
         std::memset(dst, 0, run);
       }

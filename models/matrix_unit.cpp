@@ -26,7 +26,7 @@ void MatrixUnit::execute(const Instruction& instr) {
                name(), instr.id, op->acc_addr);
   const auto& v = op->a;
   const auto* slab = reinterpret_cast<const int8_t*>(buffers_.bytes(
-      BufferId::kUnified, v.ub_addr, uint64_t(v.slab_h) * v.slab_w * v.slab_c, instr.id));
+      BufferId::kUnified, v.ub_addr, uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c, instr.id));
   a_.resize(static_cast<size_t>(op->m) * op->k);
   gather_activations(v, slab, op->m, op->k, a_.data());
 

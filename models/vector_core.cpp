@@ -12,18 +12,22 @@ namespace {
 
 struct CycleRule {
   const VectorUnitConfig& c;
-  uint64_t groups(uint64_t elements) const { return (elements + c.lanes - 1) / c.lanes; }
-  uint64_t operator()(const RequantOp& r) const {
-    return c.pipeline_latency_cycles + groups(uint64_t(r.m) * r.n);
-  }
-  uint64_t operator()(const ReluOp& r) const { return c.pipeline_latency_cycles + groups(r.elements); }
+  uint64_t g(uint64_t elements) const { return (elements + c.lanes - 1) / c.lanes; }
+  uint64_t latency() const { return c.pipeline_latency_cycles; }
+  uint64_t operator()(const RequantOp& r) const { return latency() + g(uint64_t(r.m) * r.n); }
+  uint64_t operator()(const LutOp& l) const { return latency() + g(l.elements); }
+  uint64_t operator()(const EltwiseOp& e) const { return latency() + uint64_t(e.rows) * g(e.cols); }
   uint64_t operator()(const PoolOp& p) const {
-    return c.pipeline_latency_cycles +
-           groups(uint64_t(p.out_h) * p.out_w * p.c) * p.window_h * p.window_w;
+    const uint64_t groups = g(uint64_t(p.out_h) * p.out_w * p.c);
+    const uint64_t window = uint64_t(p.window_d) * p.window_h * p.window_w;
+    return latency() + groups * window + (p.average ? c.transcendental_cycles * groups : 0);
   }
   uint64_t operator()(const SoftmaxOp& s) const {
     const uint64_t t = c.transcendental_cycles;
-    return c.pipeline_latency_cycles + uint64_t(s.rows) * (groups(s.length) * (1 + 2 * t) + t);
+    return latency() + uint64_t(s.rows) * (g(s.length) * (1 + 2 * t) + t);
+  }
+  uint64_t operator()(const LayerNormOp& l) const {
+    return latency() + uint64_t(l.rows) * (g(l.length) * 4 + c.transcendental_cycles);
   }
   uint64_t operator()(const DmaOp&) const { return unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return unsupported(); }
@@ -35,42 +39,90 @@ struct CycleRule {
 
 struct Executor {
   OnChipBuffers& b;
+  const Program& program;
   uint32_t id;
   int8_t* ub8(uint64_t addr, uint64_t bytes) const {
     return reinterpret_cast<int8_t*>(b.bytes(BufferId::kUnified, addr, bytes, id));
   }
+  const int8_t* table(int lut) const {
+    if (lut < 0) return nullptr;
+    NPUSIM_CHECK(size_t(lut) < program.luts.size() && program.luts[lut].size() == 256,
+                 "instruction {}: no table {}", id, lut);
+    return program.luts[lut].data();
+  }
   uint64_t operator()(const RequantOp& r) const {
+    NPUSIM_CHECK(size_t(r.table) < program.requant_tables.size() &&
+                     size_t(r.channel0) + r.n <= program.requant_tables[r.table].size(),
+                 "instruction {}: requant table {} too short", id, r.table);
+    const QuantMultiplier* scales = program.requant_tables[r.table].data() + r.channel0;
     const auto* acc = reinterpret_cast<const int32_t*>(b.bytes(
         BufferId::kAccumulator, r.acc_addr, (uint64_t(r.m - 1) * r.acc_ld + r.n) * 4, id));
-    const auto* bias = reinterpret_cast<const int32_t*>(
-        b.bytes(BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id));
+    const int32_t* bias = r.has_bias ? reinterpret_cast<const int32_t*>(b.bytes(
+                                           BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id))
+                                     : nullptr;
+    const int8_t* lut = table(r.lut);
     int8_t* out = ub8(r.out_ub_addr, uint64_t(r.m - 1) * r.out_ld + r.n);
     for (int i = 0; i < r.m; ++i) {
       const int32_t* a = acc + int64_t(i) * r.acc_ld;
       int8_t* o = out + int64_t(i) * r.out_ld;
-      for (int j = 0; j < r.n; ++j) o[j] = requantize(a[j] + bias[j], r.scale, r.relu);
+      for (int j = 0; j < r.n; ++j) {
+        o[j] = epilogue_value(a[j], bias ? bias[j] : 0, scales[j], r.lo, r.hi, lut);
+      }
     }
     return uint64_t(r.m) * r.n;
   }
-  uint64_t operator()(const ReluOp& r) const {
-    const int8_t* in = ub8(r.in_ub_addr, r.elements);
-    int8_t* out = ub8(r.out_ub_addr, r.elements);
-    for (uint64_t i = 0; i < r.elements; ++i) out[i] = std::max<int8_t>(in[i], 0);
-    return r.elements;
+  uint64_t operator()(const LutOp& l) const {
+    const int8_t* in = ub8(l.in_ub_addr, l.elements);
+    int8_t* out = ub8(l.out_ub_addr, l.elements);
+    const int8_t* lut = table(l.lut);
+    for (uint64_t i = 0; i < l.elements; ++i) out[i] = lut[in[i] + 128];
+    return l.elements;
+  }
+  uint64_t operator()(const EltwiseOp& e) const {
+    const int8_t* a = ub8(e.a_ub_addr, uint64_t(e.rows - 1) * e.a_ld + e.cols);
+    const int8_t* bb = e.kind == EltwiseKind::kRescale
+                           ? nullptr
+                           : ub8(e.b_ub_addr, uint64_t(e.rows - 1) * e.b_ld + e.cols);
+    int8_t* out = ub8(e.out_ub_addr, uint64_t(e.rows - 1) * e.out_ld + e.cols);
+    const int8_t* lut = table(e.lut);
+    for (int r = 0; r < e.rows; ++r) {
+      const int8_t* ar = a + int64_t(r) * e.a_ld;
+      int8_t* o = out + int64_t(r) * e.out_ld;
+      for (int c = 0; c < e.cols; ++c) {
+        int8_t v;
+        switch (e.kind) {
+          case EltwiseKind::kAdd: v = add_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.rb, e.lo, e.hi); break;
+          case EltwiseKind::kMul: v = mul_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.lo, e.hi); break;
+          case EltwiseKind::kRescale: v = saturate_round(ar[c] * e.ra, e.lo, e.hi); break;
+        }
+        o[c] = lut ? lut[v + 128] : v;
+      }
+    }
+    return uint64_t(e.rows) * e.cols;
   }
   uint64_t operator()(const PoolOp& p) const {
-    const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_h) * p.slab_w * p.c);
+    const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     int8_t* out = ub8(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
+    const int window = p.window_d * p.window_h * p.window_w;
+    std::vector<int32_t> acc(p.c);
     for (int oy = 0; oy < p.out_h; ++oy) {
       for (int ox = 0; ox < p.out_w; ++ox) {
-        int8_t* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
-        std::fill(o, o + p.c, INT8_MIN);
+        std::fill(acc.begin(), acc.end(), p.average ? 0 : -128);
+        int count = 0;
         const int y0 = p.origin_y + oy * p.stride_h, x0 = p.origin_x + ox * p.stride_w;
-        for (int y = std::max(y0, 0); y < std::min(y0 + p.window_h, p.slab_h); ++y) {
-          for (int x = std::max(x0, 0); x < std::min(x0 + p.window_w, p.slab_w); ++x) {
-            const int8_t* i = in + (int64_t(y) * p.slab_w + x) * p.c;
-            for (int c = 0; c < p.c; ++c) o[c] = std::max(o[c], i[c]);
-          }
+        for (int z = std::max(p.origin_z, 0); z < std::min(p.origin_z + p.window_d, p.slab_d); ++z)
+          for (int y = std::max(y0, 0); y < std::min(y0 + p.window_h, p.slab_h); ++y)
+            for (int x = std::max(x0, 0); x < std::min(x0 + p.window_w, p.slab_w); ++x) {
+              ++count;
+              const int8_t* i = in + ((int64_t(z) * p.slab_h + y) * p.slab_w + x) * p.c;
+              for (int c = 0; c < p.c; ++c) {
+                acc[c] = p.average ? acc[c] + i[c] : std::max<int32_t>(acc[c], i[c]);
+              }
+            }
+        int8_t* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
+        for (int c = 0; c < p.c; ++c) {
+          o[c] = p.average ? average_int8(acc[c], p.count_include_pad ? window : count)
+                           : static_cast<int8_t>(acc[c]);
         }
       }
     }
@@ -86,6 +138,18 @@ struct Executor {
     }
     return bytes;
   }
+  uint64_t operator()(const LayerNormOp& l) const {
+    const uint64_t bytes = uint64_t(l.rows) * l.length;
+    const int8_t* in = ub8(l.in_ub_addr, bytes);
+    int8_t* out = ub8(l.out_ub_addr, bytes);
+    const auto* params = reinterpret_cast<const float*>(
+        b.bytes(BufferId::kUnified, l.params_ub_addr, uint64_t(l.length) * 8, id));
+    for (int r = 0; r < l.rows; ++r) {
+      layernorm_int8(in + int64_t(r) * l.length, out + int64_t(r) * l.length, l.length,
+                     l.input_scale, params, params + l.length, l.epsilon, l.inv_output_scale);
+    }
+    return bytes;
+  }
   uint64_t operator()(const DmaOp&) const { return CycleRule::unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return CycleRule::unsupported(); }
 };
@@ -96,8 +160,8 @@ uint64_t vector_cycles(const VectorUnitConfig& config, const Operation& op) {
   return std::visit(CycleRule{config}, op);
 }
 
-uint64_t vector_execute(OnChipBuffers& buffers, const Instruction& instr) {
-  return std::visit(Executor{buffers, instr.id}, instr.op);
+uint64_t vector_execute(OnChipBuffers& buffers, const Program& program, const Instruction& instr) {
+  return std::visit(Executor{buffers, program, instr.id}, instr.op);
 }
 
 }  // namespace npusim

@@ -15,7 +15,7 @@ VectorUnit::VectorUnit(sc_core::sc_module_name name, const Program& program,
 void VectorUnit::execute(const Instruction& instr) {
   const uint64_t start = clock_.now();
   const uint64_t cycles = vector_cycles(config_, instr.op);
-  elements_ += vector_execute(buffers_, instr);
+  elements_ += vector_execute(buffers_, program_, instr);
   add_busy(instr, cycles);
   wait(clock_.cycles(cycles));
   scoreboard_.complete(instr.id, start, start + cycles);

@@ -11,6 +11,7 @@
 #include "arch/hw_config.hpp"
 #include "compiler/graph.hpp"
 #include "compiler/lowering.hpp"
+#include "compiler/quantize.hpp"
 #include "sim/simulate.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
@@ -80,25 +81,33 @@ std::optional<int> batch_option(const po::variables_map& vm) {
   return b;
 }
 
-// Loads, checks and compiles; a network that does not fit is a user-facing error.
+// Loads, checks, quantizes (calibrating on the run's input) and compiles; a network that does not
+// fit is a user-facing error.
 struct Compiled {
   HwConfig hw;
   Graph graph;
   Program program;
+  std::vector<int8_t> input;
 };
 
-Compiled load_and_compile(const po::variables_map& vm) {
+Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
+                          std::optional<int> batch, uint64_t seed) {
   Compiled c;
-  c.hw = load_hw_config(vm["hw"].as<std::string>());
-  c.graph = load_workload(vm["workload"].as<std::string>(), batch_option(vm));
-  materialize_parameters(c.graph, vm["seed"].as<uint64_t>());
+  c.hw = load_hw_config(hw_spec);
+  c.graph = load_workload(workload_spec, batch);
+  materialize_parameters(c.graph, seed);
+  optimize_graph(c.graph);
+  c.input = make_random_input(c.graph, seed);
+  quantize_graph(c.graph, c.input);
   CompileResult result = compile(c.graph, c.hw);
-  if (!result.ok) {
-    throw UserError(fmt::format("{} on {}: {}", vm["workload"].as<std::string>(),
-                                vm["hw"].as<std::string>(), result.reason));
-  }
+  if (!result.ok) throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
   return c;
+}
+
+Compiled load_and_compile(const po::variables_map& vm) {
+  return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
+                          batch_option(vm), vm["seed"].as<uint64_t>());
 }
 
 void add_target_options(po::options_description& o) {
@@ -147,8 +156,7 @@ int command_run(const std::vector<std::string>& args) {
   }
   Compiled c = load_and_compile(vm);
   const uint64_t seed = vm["seed"].as<uint64_t>();
-  const auto input = make_random_input(c.graph, seed);
-  SimulationResult r = simulate(c.hw, c.program, c.graph, input, fidelity);
+  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity);
   RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
   const std::string report = text_report(c.hw, c.program, r, run, vm.count("layers") > 0);
   std::cout << report;
@@ -194,14 +202,12 @@ int command_validate(const std::vector<std::string>& args) {
   std::cout << fmt::format("{}: valid hardware description '{}'\n", vm["hw"].as<std::string>(),
                            hw.name);
   if (vm.count("workload")) {
-    Graph g = load_workload(vm["workload"].as<std::string>(), batch_option(vm));
-    materialize_parameters(g, 1);
-    CompileResult result = compile(g, hw);
-    if (!result.ok) throw UserError(fmt::format("{}: {}", vm["workload"].as<std::string>(), result.reason));
-    std::cout << fmt::format("{}: valid network '{}' ({} layers, {} MACs at batch {}); it fits, "
-                             "{} instructions\n",
-                             vm["workload"].as<std::string>(), g.name, g.layers.size(),
-                             g.total_macs(), g.batch, result.program.instructions.size());
+    const std::string workload = vm["workload"].as<std::string>();
+    Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1);
+    std::cout << fmt::format("{}: valid network '{}' ({} layers after fusion, {} MACs at batch {}); "
+                             "it fits, {} instructions\n",
+                             workload, c.graph.name, c.graph.layers.size(), c.graph.total_macs(),
+                             c.graph.batch, c.program.instructions.size());
   }
   return 0;
 }

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "models/soc.hpp"
-#include "sim/reference.hpp"
+#include "compiler/reference.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -48,6 +48,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     LayerStats s;
     s.name = rec.name;
     s.op = rec.op;
+    s.fused = rec.fused;
     s.macs = rec.macs;
     s.tiling = rec.tiling;
     s.dram_read_bytes = rec.dram_read_bytes;
@@ -116,6 +117,7 @@ nlohmann::json stats_json(const HwConfig& hw, const Program& program, const Simu
   for (const auto& l : r.layers) {
     layers.push_back({{"name", l.name},
                       {"op", l.op},
+                      {"fused", l.fused},
                       {"cycles", l.cycles()},
                       {"start_cycle", l.start_cycle},
                       {"end_cycle", l.end_cycle},

@@ -16,7 +16,7 @@
 namespace npusim {
 
 struct LayerStats {
-  std::string name, op;
+  std::string name, op, fused;
   uint64_t macs = 0;
   uint64_t start_cycle = 0, end_cycle = 0;  // first instruction start, last completion
   uint64_t mxu_busy_cycles = 0, vpu_busy_cycles = 0, dma_busy_cycles = 0;

@@ -36,6 +36,26 @@ TEST(Arithmetic, RequantizeRoundsHalfAwayFromZeroAndSaturates) {
   }
 }
 
+TEST(Arithmetic, AverageAndElementwiseRoundHalfAwayFromZero) {
+  EXPECT_EQ(average_int8(5, 2), 3);    // 2.5 -> 3
+  EXPECT_EQ(average_int8(-5, 2), -3);  // -2.5 -> -3
+  EXPECT_EQ(average_int8(7, 3), 2);    // 2.33 -> 2
+  EXPECT_EQ(add_int8(10, 20, 0.5f, 0.25f, -128, 127), 10);  // 5 + 5
+  EXPECT_EQ(add_int8(100, 100, 1.0f, 1.0f, -128, 127), 127);
+  EXPECT_EQ(add_int8(-7, 0, 0.5f, 1.0f, 0, 127), 0);          // relu clamp
+  EXPECT_EQ(mul_int8(-3, 5, 0.1f, -128, 127), -2);            // -1.5 -> -2
+}
+
+TEST(Arithmetic, LayerNormNormalizesEachRow) {
+  int8_t in[4] = {-20, 0, 20, 40};
+  float gamma[4] = {1, 1, 1, 1}, beta[4] = {0, 0, 0, 0}, y[4];
+  layernorm_row(in, 4, 0.5f, gamma, beta, 0.0f, y);  // mean 10, std sqrt(500)
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], (in[i] - 10) / std::sqrt(500.0), 1e-5);
+  int8_t out[4];
+  layernorm_int8(in, out, 4, 0.5f, gamma, beta, 0.0f, 50.0f);  // output scale 1/50
+  EXPECT_EQ(out[0], static_cast<int8_t>(std::lround(-30 / std::sqrt(500.0) * 50)));
+}
+
 TEST(Arithmetic, SoftmaxIsAProbabilityOnScale127) {
   int8_t in[4] = {10, 20, 30, -128};
   int8_t out[4];

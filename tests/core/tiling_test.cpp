@@ -8,10 +8,18 @@
 
 #include "arch/hw_config.hpp"
 #include "compiler/lowering.hpp"
+#include "compiler/quantize.hpp"
 #include "support/json_reader.hpp"
 
 namespace npusim {
 namespace {
+
+// Parameters, fusion and int8 calibration on a random input, as `npusim run` does.
+void prepare(Graph& g) {
+  materialize_parameters(g, 1);
+  optimize_graph(g);
+  quantize_graph(g, make_random_input(g, 1));
+}
 
 Graph one_conv(int h, int w, int c, int filters, int kernel, int stride, const char* padding) {
   json j = {{"schema_version", 1},
@@ -25,7 +33,7 @@ Graph one_conv(int h, int w, int c, int filters, int kernel, int stride, const c
                {"padding", padding},
                {"activation", "relu"}}}}};
   Graph g = parse_workload(j, "test");
-  materialize_parameters(g, 1);
+  prepare(g);
   return g;
 }
 
@@ -142,7 +150,7 @@ TEST(Tiling, LayerThatCannotFitSaysWhichBufferAndWhatToChange) {
 TEST(Tiling, ProgramHasExplicitDependencies) {
   HwConfig hw = load_hw_config("edge");
   Graph g = load_workload("mnist-cnn", std::nullopt);
-  materialize_parameters(g, 1);
+  prepare(g);
   CompileResult r = compile(g, hw);
   ASSERT_TRUE(r.ok);
   // Every MATMUL waits for the DMA that brought its input slab; every REQUANT for a MATMUL.

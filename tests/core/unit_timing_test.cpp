@@ -22,10 +22,18 @@ TEST(UnitTiming, VectorUnitRules) {
   PoolOp p;
   p.out_h = 13, p.out_w = 13, p.c = 32, p.window_h = 2, p.window_w = 2;
   EXPECT_EQ(vector_cycles(c, p), 4u + 169 * 4);  // 5408 outputs = 169 groups, 4 compares each
+  p.average = true;                                // plus one divide (4 cycles) per group
+  EXPECT_EQ(vector_cycles(c, p), 4u + 169 * 4 + 169 * 4);
+  LayerNormOp ln;
+  ln.rows = 3, ln.length = 40;  // per row: 2 groups * 4 passes + 4 for the reciprocal root
+  EXPECT_EQ(vector_cycles(c, ln), 4u + 3 * 12);
+  EltwiseOp e;
+  e.rows = 5, e.cols = 40;  // 5 rows of 2 groups
+  EXPECT_EQ(vector_cycles(c, e), 14u);
   SoftmaxOp s;
   s.rows = 2, s.length = 10;  // per row: 1 group * (1 + 2*4) + 4 = 13
   EXPECT_EQ(vector_cycles(c, s), 4u + 2 * 13);
-  ReluOp r;
+  LutOp r;
   r.elements = 33;  // 2 groups
   EXPECT_EQ(vector_cycles(c, r), 6u);
 }
@@ -45,10 +53,10 @@ TEST(UnitTiming, OffChipMemorySharesItsBandwidth) {
 
 TEST(UnitTiming, Im2colGathersWindowsWithPadding) {
   // A 3x3x2 slab holding 0..17; a 2x2 window, stride 1, origin (-1, -1) (one pixel of padding).
-  std::vector<int8_t> slab(18);
+  std::vector<int8_t> slab(18);  // 1 x 3 x 3 x 2
   std::iota(slab.begin(), slab.end(), 0);
   ActivationView v;
-  v.slab_h = 3, v.slab_w = 3, v.slab_c = 2;
+  v.slab_h = 3, v.slab_w = 3, v.slab_c = 2, v.window_c = 2;
   v.kernel_h = 2, v.kernel_w = 2;
   v.origin_y = -1, v.origin_x = -1;
   v.out_w = 4;
@@ -62,6 +70,26 @@ TEST(UnitTiming, Im2colGathersWindowsWithPadding) {
   std::vector<int8_t> b(5);
   gather_activations(v, slab.data(), 1, 5, b.data());
   EXPECT_EQ(b, (std::vector<int8_t>{3, 6, 7, 8, 9}));
+  // Group 1 of a grouped convolution: channel 1 only (c0 = 1, window_c = 1), pixel (1,1).
+  v.c0 = 1, v.window_c = 1, v.k0 = 0;
+  std::vector<int8_t> g(4);
+  gather_activations(v, slab.data(), 1, 4, g.data());
+  EXPECT_EQ(g, (std::vector<int8_t>{1, 3, 7, 9}));
+}
+
+TEST(UnitTiming, Im2colGathersAcrossDepth) {
+  // A 2 x 1 x 2 x 1 slab {0, 1 | 2, 3}; a 2x1x2 window at the origin covers all four.
+  std::vector<int8_t> slab = {0, 1, 2, 3};
+  ActivationView v;
+  v.slab_d = 2, v.slab_h = 1, v.slab_w = 2, v.slab_c = 1, v.window_c = 1;
+  v.kernel_d = 2, v.kernel_h = 1, v.kernel_w = 2;
+  v.out_w = 1;
+  std::vector<int8_t> a(4);
+  gather_activations(v, slab.data(), 1, 4, a.data());
+  EXPECT_EQ(a, (std::vector<int8_t>{0, 1, 2, 3}));
+  v.origin_z = 1;  // the second plane only; the window's second plane falls outside
+  gather_activations(v, slab.data(), 1, 4, a.data());
+  EXPECT_EQ(a, (std::vector<int8_t>{2, 3, 0, 0}));
 }
 
 }  // namespace

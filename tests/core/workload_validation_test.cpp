@@ -20,11 +20,11 @@ std::vector<std::string> errors_of(const std::string& text) {
 TEST(WorkloadValidation, ShapeInferenceOfTheZoo) {
   Graph g = load_workload("mnist-cnn", std::nullopt);
   ASSERT_EQ(g.layers.size(), 6u);
-  EXPECT_EQ(g.layers[0].out_shape, (TensorShape{26, 26, 32}));
-  EXPECT_EQ(g.layers[1].out_shape, (TensorShape{13, 13, 32}));
-  EXPECT_EQ(g.layers[2].out_shape, (TensorShape{1, 1, 5408}));
-  EXPECT_EQ(g.layers[3].out_shape, (TensorShape{1, 1, 128}));
-  EXPECT_EQ(g.layers[5].out_shape, (TensorShape{1, 1, 10}));
+  EXPECT_EQ(g.layers[0].out_shape, make_shape({26, 26, 32}));
+  EXPECT_EQ(g.layers[1].out_shape, make_shape({13, 13, 32}));
+  EXPECT_EQ(g.layers[2].out_shape, make_shape({5408}));
+  EXPECT_EQ(g.layers[3].out_shape, make_shape({128}));
+  EXPECT_EQ(g.layers[5].out_shape, make_shape({10}));
   // 26*26*32*9 + 5408*128 + 128*10
   EXPECT_EQ(g.total_macs(), 194688u + 692224u + 1280u);
   Graph mlp = load_workload("mlp-1000", 8);
@@ -40,10 +40,10 @@ TEST(WorkloadValidation, SamePaddingAndStrideFollowTensorFlow) {
                 "padding": "same"},
                {"name": "p", "op": "maxpool", "pool": [3, 3], "strides": [2, 2], "padding": "same"}]
   })"), "net.json");
-  EXPECT_EQ(g.layers[0].out_shape, (TensorShape{112, 112, 64}));
-  EXPECT_EQ(g.layers[0].pad_top, 2);     // total 5: 2 before, 3 after
-  EXPECT_EQ(g.layers[0].pad_bottom, 3);
-  EXPECT_EQ(g.layers[1].out_shape, (TensorShape{56, 56, 64}));
+  EXPECT_EQ(g.layers[0].out_shape, make_shape({112, 112, 64}));
+  EXPECT_EQ(g.layers[0].pads_begin[1], 2);  // total 5: 2 before, 3 after
+  EXPECT_EQ(g.layers[0].pads_end[1], 3);
+  EXPECT_EQ(g.layers[1].out_shape, make_shape({56, 56, 64}));
 }
 
 TEST(WorkloadValidation, BadGraphsReportEveryProblem) {
@@ -51,22 +51,46 @@ TEST(WorkloadValidation, BadGraphsReportEveryProblem) {
     "schema_version": 1,
     "input": {"name": "x", "shape": [8, 8, 3], "dtype": "float32"},
     "layers": [
-      {"name": "c1", "op": "conv2d", "filters": 4, "kernel": [9, 9]},
-      {"name": "d1", "op": "dense", "inputs": ["x"], "units": 10},
       {"name": "z", "op": "transpose"},
-      {"name": "m", "op": "maxpool", "inputs": ["nope"], "pool": [2, 2], "size": 3}
+      {"name": "m", "op": "maxpool", "inputs": ["x"], "pool": [2, 2], "size": 3},
+      {"name": "a", "op": "add", "inputs": ["x"]}
     ]
   })");
   std::vector<std::string> expected = {
       "net.json: /input/dtype: expected one of \"int8\", got \"float32\"",
-      "net.json: /layers/0: impossible shape: a 9x9 window (dilation 1x1) does not fit the 8x8x3 "
-      "input with padding 0,0,0,0",
-      "net.json: /layers/1: dense needs a flat input, 'x' is 8x8x3: add a flatten layer before it",
-      "net.json: /layers/2/op: expected one of \"conv2d\", \"dense\", \"maxpool\", \"relu\", "
-      "\"flatten\", \"softmax\", got \"transpose\"",
-      "net.json: /layers/3/inputs/0: unknown tensor 'nope' (tensors defined before this layer: x)",
-      "net.json: /layers/3/size: unknown key \"size\" (known keys here: inputs, name, op, output, "
-      "padding, pads, pool, strides)",
+      "net.json: /layers/0/op: expected one of \"conv2d\", \"conv3d\", \"dense\", \"matmul\", "
+      "\"maxpool\", \"avgpool\", \"global_avgpool\", \"relu\", \"relu6\", \"clip\", "
+      "\"sigmoid\", \"tanh\", \"gelu\", \"add\", \"mul\", \"concat\", \"flatten\", "
+      "\"reshape\", \"softmax\", \"layernorm\", \"batchnorm\", got \"transpose\"",
+      "net.json: /layers/1/size: unknown key \"size\" (known keys here: inputs, name, op, output, "
+      "output_scale, padding, pads, pool, strides)",
+      "net.json: /layers/2/inputs: expected a list of 2 tensor names",
+  };
+  EXPECT_EQ(errors, expected);
+}
+
+TEST(WorkloadValidation, ShapeProblemsNameTheLayer) {
+  auto errors = errors_of(R"({
+    "schema_version": 1,
+    "input": {"name": "x", "shape": [8, 8, 3]},
+    "layers": [
+      {"name": "c1", "op": "conv2d", "filters": 4, "kernel": [9, 9]},
+      {"name": "d1", "op": "dense", "inputs": ["x"], "units": 10},
+      {"name": "after", "op": "relu", "inputs": ["c1"]},
+      {"name": "m", "op": "maxpool", "inputs": ["nope"], "pool": [2, 2]},
+      {"name": "g", "op": "conv2d", "inputs": ["x"], "filters": 4, "kernel": [1, 1], "groups": 2},
+      {"name": "mm", "op": "matmul", "inputs": ["d1", "x"]},
+      {"name": "bn", "op": "batchnorm", "inputs": ["x"]}
+    ]
+  })");
+  std::vector<std::string> expected = {
+      "net.json: /layers/0: impossible shape: a 1x9x9 window (dilation 1x1x1) does not fit the "
+      "8x8x3 input with padding 0,0,0 / 0,0,0",
+      "net.json: /layers/3: unknown tensor 'nope' (tensors defined before this layer: d1, x)",
+      "net.json: /layers/4: groups (2) must divide the input channels (3) and the filters (4)",
+      "net.json: /layers/5: matmul inner dimensions differ: 8x8x10 x 8x8x3",
+      "net.json: /layers/6: batchnorm must directly follow a conv or dense layer without "
+      "activation whose output nothing else reads (it is folded into that layer)",
   };
   EXPECT_EQ(errors, expected);
 }
@@ -86,7 +110,7 @@ TEST(WorkloadValidation, ParametersAreDeterministicPerSeedAndName) {
   materialize_parameters(c, 8);
   EXPECT_EQ(a.layers[0].weights, b.layers[0].weights);
   EXPECT_NE(a.layers[0].weights, c.layers[0].weights);
-  EXPECT_NE(a.layers[0].weights, std::vector<int8_t>(a.layers[0].weights.size(), 0));
+  EXPECT_NE(a.layers[0].weights, std::vector<float>(a.layers[0].weights.size(), 0.0f));
   EXPECT_EQ(make_random_input(a, 3), make_random_input(b, 3));
 }
 

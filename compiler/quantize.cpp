@@ -1,0 +1,257 @@
+#include "compiler/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/reference.hpp"
+#include "support/error.hpp"
+
+namespace npusim {
+
+namespace {
+
+int readers_of(const Graph& g, const std::string& tensor) {
+  int n = 0;
+  for (const auto& l : g.layers) n += static_cast<int>(std::count(l.inputs.begin(), l.inputs.end(), tensor));
+  n += static_cast<int>(std::count(g.outputs.begin(), g.outputs.end(), tensor));
+  return n;
+}
+
+Layer* producer_of(Graph& g, const std::string& tensor) {
+  for (auto& l : g.layers) {
+    if (l.output == tensor) return &l;
+  }
+  return nullptr;
+}
+
+// y = gamma (x - mean) / sqrt(var + eps) + beta folded into the weights and bias of the producer.
+void fold_batch_norm(Layer& conv, const Layer& bn) {
+  const int n = conv.filters;
+  for (int j = 0; j < n; ++j) {
+    const float f = bn.gamma[j] / std::sqrt(bn.variance[j] + bn.epsilon);
+    for (size_t i = j; i < conv.weights.size(); i += n) conv.weights[i] *= f;
+    conv.bias[j] = (conv.bias[j] - bn.mean[j]) * f + bn.beta[j];
+  }
+  conv.use_bias = true;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0.0f;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// The scale that maps the largest magnitude to 127 (or the user's fixed scale).
+float choose_scale(float largest, const Layer& l) {
+  if (l.fixed_output_scale > 0.0f) return l.fixed_output_scale;
+  return largest > 0.0f ? largest / 127.0f : 1.0f / 127.0f;
+}
+
+// 256-entry table: int8 code at in_scale -> activation -> int8 code at out_scale.
+std::vector<int8_t> make_lut(const Layer& l, float in_scale, float out_scale) {
+  std::vector<int8_t> lut(256);
+  for (int q = -128; q <= 127; ++q) {
+    const float y = apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max);
+    lut[q + 128] = saturate_round(y / out_scale);
+  }
+  return lut;
+}
+
+float lut_output_scale(const Layer& l, float in_scale) {
+  float m = 0.0f;
+  for (int q = -128; q <= 127; ++q) {
+    m = std::max(m, std::fabs(apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max)));
+  }
+  return choose_scale(m, l);
+}
+
+bool clamp_only(Activation a) {
+  return a == Activation::kNone || a == Activation::kRelu || a == Activation::kRelu6 ||
+         a == Activation::kClip;
+}
+
+// Output scale, clamps and table of a layer whose real pre-activation values are `real`.
+// Clamp-only activations saturate in the requantization; others requantize to an intermediate
+// scale and go through a table.
+float set_output_quantization(Layer& l, const std::vector<float>& real) {
+  if (clamp_only(l.activation)) {
+    float largest = 0.0f;
+    for (float x : real) {
+      largest = std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
+    }
+    l.out_scale = choose_scale(largest, l);
+    float lo = -128.0f, hi = 127.0f;
+    if (l.activation == Activation::kRelu) lo = 0.0f;
+    if (l.activation == Activation::kRelu6) lo = 0.0f, hi = std::round(6.0f / l.out_scale);
+    if (l.activation == Activation::kClip) {
+      lo = std::round(l.clip_min / l.out_scale);
+      hi = std::round(l.clip_max / l.out_scale);
+    }
+    l.clamp_lo = static_cast<int8_t>(std::clamp(lo, -128.0f, 127.0f));
+    l.clamp_hi = static_cast<int8_t>(std::clamp(hi, -128.0f, 127.0f));
+    l.lut.clear();
+    l.mid_scale = l.out_scale;
+    return l.out_scale;
+  }
+  Layer plain = l;
+  plain.fixed_output_scale = 0.0f;
+  l.mid_scale = choose_scale(max_abs(real), plain);
+  l.out_scale = lut_output_scale(l, l.mid_scale);
+  l.lut = make_lut(l, l.mid_scale, l.out_scale);
+  l.clamp_lo = -128;
+  l.clamp_hi = 127;
+  return l.mid_scale;
+}
+
+QuantMultiplier multiplier(double m) {
+  return quant_multiplier_from_real(std::clamp(m, 1e-12, 32767.0));
+}
+
+// Conv / dense / matmul: weights per output channel, bias on the accumulator's scale, output
+// scale calibrated on the real accumulator values.
+Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tensor8*>& in) {
+  const int n = l.out_shape.last();
+  std::vector<double> acc_scale(n);
+  if (l.has_weights()) {
+    l.qweights.resize(l.weights.size());
+    for (int j = 0; j < n; ++j) {
+      float m = 0.0f;
+      for (size_t i = j; i < l.weights.size(); i += n) m = std::max(m, std::fabs(l.weights[i]));
+      const float sw = m > 0.0f ? m / 127.0f : 1.0f;
+      for (size_t i = j; i < l.weights.size(); i += n) l.qweights[i] = saturate_round(l.weights[i] / sw);
+      acc_scale[j] = double(l.in_scales[0]) * sw;
+    }
+  } else {
+    std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]) * l.in_scales[1]);
+  }
+  l.qbias.assign(n, 0);
+  for (int j = 0; j < n && !l.bias.empty(); ++j) {
+    l.qbias[j] = static_cast<int32_t>(std::clamp(std::round(l.bias[j] / acc_scale[j]), -2e9, 2e9));
+  }
+  const std::vector<int32_t> acc = reference_accumulate(l, batch, in);
+  std::vector<float> real(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const int j = static_cast<int>(i % n);
+    real[i] = static_cast<float>((double(acc[i]) + l.qbias[j]) * acc_scale[j]);
+  }
+  const float requant_scale = set_output_quantization(l, real);
+  l.requant.resize(n);
+  for (int j = 0; j < n; ++j) l.requant[j] = multiplier(acc_scale[j] / requant_scale);
+  return reference_epilogue(l, acc);
+}
+
+}  // namespace
+
+void optimize_graph(Graph& g) {
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    Layer& l = g.layers[i];
+    const bool bn = l.kind == OpKind::kBatchNorm;
+    const bool act = l.kind == OpKind::kActivation;
+    if (!bn && !act) continue;
+    Layer* p = producer_of(g, l.inputs[0]);
+    if (p == nullptr || p->activation != Activation::kNone || readers_of(g, l.inputs[0]) != 1) {
+      NPUSIM_CHECK(!bn, "batch norm {} cannot be folded (finalize_graph checks this)", l.name);
+      continue;
+    }
+    if (bn) {
+      NPUSIM_CHECK(p->has_weights(), "batch norm {} follows {}", l.name, p->name);
+      fold_batch_norm(*p, l);
+    } else {
+      const bool fusable = p->kind == OpKind::kConv || p->kind == OpKind::kDense ||
+                           p->kind == OpKind::kMatMul || p->kind == OpKind::kAdd;
+      if (!fusable || p->fixed_output_scale > 0.0f) continue;
+      p->activation = l.activation;
+      p->clip_min = l.clip_min;
+      p->clip_max = l.clip_max;
+      p->fixed_output_scale = l.fixed_output_scale;
+    }
+    p->fused.push_back(l.name);
+    p->output = l.output;
+    p->out_shape = l.out_shape;
+    g.layers.erase(g.layers.begin() + static_cast<long>(i));
+    --i;
+  }
+}
+
+void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
+  NPUSIM_CHECK(!g.quantized, "graph {} quantized twice", g.name);
+  std::map<std::string, Tensor8> tensors{{g.input_name, calibration_input}};
+  std::map<std::string, float> scales{{g.input_name, g.input_scale}};
+  for (auto& l : g.layers) {
+    std::vector<const Tensor8*> in;
+    l.in_scales.clear();
+    for (const auto& name : l.inputs) {
+      in.push_back(&tensors.at(name));
+      l.in_scales.push_back(scales.at(name));
+    }
+    Tensor8 y;
+    switch (l.kind) {
+      case OpKind::kConv:
+      case OpKind::kDense:
+      case OpKind::kMatMul: y = quantize_matrix_layer(l, g.batch, in); break;
+      case OpKind::kAdd:
+      case OpKind::kMul: {
+        const Tensor8 &a = *in[0], &b = *in[1];
+        std::vector<float> real(a.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          real[i] = l.kind == OpKind::kAdd ? a[i] * l.in_scales[0] + b[i] * l.in_scales[1]
+                                           : a[i] * l.in_scales[0] * b[i] * l.in_scales[1];
+        }
+        const float s = set_output_quantization(l, real);
+        l.input_ratios = l.kind == OpKind::kAdd
+                             ? std::vector<float>{l.in_scales[0] / s, l.in_scales[1] / s}
+                             : std::vector<float>{l.in_scales[0] * l.in_scales[1] / s};
+        y = reference_layer(l, g.batch, in);
+        break;
+      }
+      case OpKind::kConcat: {
+        l.out_scale = l.fixed_output_scale > 0.0f
+                          ? l.fixed_output_scale
+                          : *std::max_element(l.in_scales.begin(), l.in_scales.end());
+        l.input_ratios.clear();
+        for (float s : l.in_scales) l.input_ratios.push_back(s / l.out_scale);
+        y = reference_layer(l, g.batch, in);
+        break;
+      }
+      case OpKind::kActivation:
+        l.out_scale = lut_output_scale(l, l.in_scales[0]);
+        l.lut = make_lut(l, l.in_scales[0], l.out_scale);
+        y = reference_layer(l, g.batch, in);
+        break;
+      case OpKind::kSoftmax:
+        l.out_scale = kSoftmaxOutputScale;
+        y = reference_layer(l, g.batch, in);
+        break;
+      case OpKind::kLayerNorm: {
+        const Tensor8& x = *in[0];
+        const int n = l.out_shape.last();
+        std::vector<float> row(n);
+        float largest = 0.0f;
+        for (size_t r = 0; r < x.size(); r += n) {
+          layernorm_row(&x[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
+                        row.data());
+          largest = std::max(largest, max_abs(row));
+        }
+        l.out_scale = choose_scale(largest, l);
+        y = reference_layer(l, g.batch, in);
+        break;
+      }
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool:
+      case OpKind::kReshape:
+        l.out_scale = l.in_scales[0];
+        y = reference_layer(l, g.batch, in);
+        break;
+      case OpKind::kBatchNorm:
+        NPUSIM_CHECK(false, "batch norm {} left after optimize_graph", l.name);
+    }
+    scales[l.output] = l.out_scale;
+    tensors[l.output] = std::move(y);
+  }
+  g.quantized = true;
+}
+
+}  // namespace npusim

@@ -1,0 +1,20 @@
+// Graph passes before lowering:
+//   optimize_graph: folds batch norms into the preceding conv / dense, and fuses an activation
+//     into the conv / dense / matmul / add that feeds it (it then runs in that layer's epilogue on
+//     the vector unit instead of as a pass of its own over memory).
+//   quantize_graph: int8 with per-output-channel weight scales, int32 biases, and activation
+//     scales calibrated on a calibration batch (the run's input) or given by the workload.
+// docs/quantization.md states the rules.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/graph.hpp"
+
+namespace npusim {
+
+void optimize_graph(Graph& graph);
+void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
+
+}  // namespace npusim

@@ -1,0 +1,92 @@
+// Graph passes: batch-norm folding, activation fusion, and int8 calibration.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "compiler/quantize.hpp"
+#include "compiler/reference.hpp"
+#include "support/json_reader.hpp"
+
+namespace npusim {
+namespace {
+
+Graph graph_of(const std::string& text) { return parse_workload(json::parse(text), "test"); }
+
+TEST(Passes, BatchNormFoldsIntoTheConvolution) {
+  Graph g = graph_of(R"({"schema_version": 1, "input": {"shape": [4, 4, 2]},
+    "layers": [{"name": "c", "op": "conv2d", "filters": 3, "kernel": [1, 1]},
+               {"name": "bn", "op": "batchnorm", "epsilon": 0.001},
+               {"name": "r", "op": "relu"}]})");
+  materialize_parameters(g, 3);
+  const Layer conv = g.layers[0], bn = g.layers[1];
+  optimize_graph(g);
+  ASSERT_EQ(g.layers.size(), 1u);
+  const Layer& f = g.layers[0];
+  EXPECT_EQ(f.output, "r");
+  EXPECT_EQ(f.activation, Activation::kRelu);
+  EXPECT_EQ(f.fused, (std::vector<std::string>{"bn", "r"}));
+  // Folded: w' = w * gamma / sqrt(var + eps), b' = (b - mean) * gamma / sqrt(var + eps) + beta.
+  for (int n = 0; n < 3; ++n) {
+    const float k = bn.gamma[n] / std::sqrt(bn.variance[n] + 0.001f);
+    for (int c = 0; c < 2; ++c) EXPECT_FLOAT_EQ(f.weights[c * 3 + n], conv.weights[c * 3 + n] * k);
+    EXPECT_FLOAT_EQ(f.bias[n], (conv.bias[n] - bn.mean[n]) * k + bn.beta[n]);
+  }
+}
+
+TEST(Passes, ActivationFusesOnlyWhenNothingElseReadsTheTensor) {
+  Graph g = graph_of(R"({"schema_version": 1, "input": {"shape": [8]},
+    "layers": [{"name": "d", "op": "dense", "units": 4},
+               {"name": "a", "op": "sigmoid"},
+               {"name": "e", "op": "dense", "inputs": ["d"], "units": 4}],
+    "outputs": ["a", "e"]})");
+  materialize_parameters(g, 1);
+  optimize_graph(g);
+  EXPECT_EQ(g.layers.size(), 3u) << "d is read twice: the sigmoid stays a layer of its own";
+}
+
+// The quantized network tracks the real-valued one: a two-layer MLP against float math.
+TEST(Passes, CalibratedInt8TracksTheRealNetwork) {
+  Graph g = graph_of(R"({"schema_version": 1, "batch": 16, "input": {"shape": [64], "scale": 0.03},
+    "layers": [{"name": "h", "op": "dense", "units": 32, "activation": "relu"},
+               {"name": "y", "op": "dense", "units": 8}]})");
+  materialize_parameters(g, 5);
+  optimize_graph(g);
+  const Graph real = g;
+  const Tensor8 x = make_random_input(g, 5);
+  quantize_graph(g, x);
+  const Tensor8 y = run_reference(g, x).at("y");
+  double err = 0.0, norm = 0.0;
+  for (int b = 0; b < 16; ++b) {
+    std::vector<float> h(32);
+    for (int j = 0; j < 32; ++j) {
+      float s = real.layers[0].bias[j];
+      for (int i = 0; i < 64; ++i) s += x[b * 64 + i] * 0.03f * real.layers[0].weights[i * 32 + j];
+      h[j] = std::max(s, 0.0f);
+    }
+    for (int j = 0; j < 8; ++j) {
+      float s = real.layers[1].bias[j];
+      for (int i = 0; i < 32; ++i) s += h[i] * real.layers[1].weights[i * 8 + j];
+      err += std::pow(y[b * 8 + j] * g.layers[1].out_scale - s, 2);
+      norm += s * s;
+    }
+  }
+  EXPECT_LT(std::sqrt(err / norm), 0.05) << "relative RMS error of int8 vs float";
+}
+
+// Every tensor of the operator-coverage network carries information after calibration.
+TEST(Passes, CalibrationKeepsEveryTensorInformative) {
+  Graph g = parse_workload(parse_json_file(std::string(NPUSIM_TEST_DATA) + "/../../e2e/data/all_ops.json"),
+                           "all_ops.json");
+  materialize_parameters(g, 1);
+  optimize_graph(g);
+  const Tensor8 x = make_random_input(g, 1);
+  quantize_graph(g, x);
+  for (const auto& [name, t] : run_reference(g, x)) {
+    std::set<int8_t> distinct(t.begin(), t.end());
+    EXPECT_GE(distinct.size(), std::min<size_t>(t.size() / 4, 8)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace npusim

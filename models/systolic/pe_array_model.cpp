@@ -248,8 +248,9 @@ void PeArrayModel::drop_finished_tiles() {
 
 bool PeArrayModel::array_idle(const State& state) const {
   if (state.load_tile >= 0 || state.stream_tile >= 0) return false;
+  // Tiles not yet started (issued later) have nothing in the array.
   for (const TileProgress& p : state.progress) {
-    if (p.writes_left > 0 || !p.streaming_done) return false;
+    if (p.started && (p.writes_left > 0 || !p.streaming_done)) return false;
   }
   return true;
 }

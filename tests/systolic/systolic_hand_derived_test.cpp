@@ -97,13 +97,17 @@ TEST(SystolicHandDerived, WeightStationarySingleBuffered4x4) {
 }
 
 // Issuing later than the array is ready leaves it idle: tile B issued at 40 starts its load at
-// 40, streams at 44, done 55; busy counts only its own 15 cycles.
+// 40, streams at 44, done 55; busy counts only its own 15 cycles. Bank 0 (A's) was free long
+// before, so the next issue is B's port free, 44.
 TEST(SystolicHandDerived, IdleArrayBetweenTiles) {
   for (const Fidelity fidelity : {Fidelity::kPe, Fidelity::kFast}) {
     SCOPED_TRACE(to_string(fidelity));
     auto model = make_array_model({4, 4, Dataflow::kWeightStationary, true}, fidelity);
     expect_timing(IntProduct({4, 4, 4}, 0).run(*model, 0), 0, 15, 4, 15);
     expect_timing(IntProduct({4, 4, 4}, 1).run(*model, 40), 40, 55, 44, 15);
+    // An idle array skips the quiet cycles (the pe model does not step them one by one).
+    const uint64_t late = uint64_t{1} << 40;
+    expect_timing(IntProduct({4, 4, 4}, 2).run(*model, late), late, late + 15, late + 4, 15);
   }
 }
 

@@ -50,6 +50,7 @@ def membench_command(explicit):
         os.path.join(ROOT, "build*/dram/npusim_membench"))
     if not exes:
         sys.exit("membench_agreement: no npusim_membench found; build one or pass --membench")
+    exes = [e for e in exes if not any(k in e.lower() for k in ("asan", "sanit", "debug"))] or exes
     return [max(exes, key=os.path.getmtime)]
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Speed of the DRAM model: simulated memory cycles and requests per second of CPU time (and of
-# wall time) for a few membench patterns, next to DRAMsim3's and Ramulator 2's speeds measured
+# Speed of the DRAM model: simulated memory cycles and requests per second of CPU time and of
+# wall time for a few membench patterns, next to DRAMsim3's and Ramulator 2's speeds measured
 # the same way (DRAM_REFERENCE.md section 5).
 #
 # Usage: bench/membench_speed.sh [requests]           (default 2000000; idle patterns use 1/10)
@@ -18,9 +18,9 @@ if [[ -n "${NPUSIM:-}" ]]; then
 elif [[ -x "$root/build/sim/npusim" ]] && "$root/build/sim/npusim" membench --help >/dev/null 2>&1; then
   run=("$root/build/sim/npusim" membench)
 else
-  # The most recently built stand-alone driver of any build directory.
+  # The most recently built stand-alone driver of any optimized build directory.
   exe="$(ls -t "$root"/build*/models/dram/npusim_membench "$root"/build*/dram/npusim_membench \
-           2>/dev/null | head -n 1 || true)"
+           2>/dev/null | grep -v -i -e asan -e sanit -e debug | head -n 1 || true)"
   run=()
   [[ -n "$exe" ]] && run=("$exe")
   if [[ ${#run[@]} -eq 0 ]]; then
@@ -29,8 +29,8 @@ else
   fi
 fi
 echo "# ${run[*]}  --memory $memory   ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
-printf '%-18s %3s %9s %12s %8s %14s %14s %14s %9s\n' pattern ch requests sim_cycles cpu_s \
-  "Mcycles/cpu_s" "Mreq/cpu_s" "Mreq/wall_s" "GB/s"
+printf '%-18s %3s %9s %12s %8s %14s %14s %14s %14s %9s\n' pattern ch requests sim_cycles cpu_s \
+  "Mcycles/cpu_s" "Mreq/cpu_s" "Mcycles/wall_s" "Mreq/wall_s" "GB/s"
 for channels in 1 8; do
   for pattern in seq-read random-read seq-mix-2r1w idle-random-read; do
     n="$requests"
@@ -39,10 +39,10 @@ for channels in 1 8; do
       python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-print("%-18s %3d %9d %12d %8.3f %14.2f %14.2f %14.2f %9.2f" % (
+print("%-18s %3d %9d %12d %8.3f %14.2f %14.2f %14.2f %14.2f %9.2f" % (
     d["pattern"], d["channels"], d["requests"], d["sim_cycles"], d["cpu_seconds"],
     d["sim_cycles_per_cpu_second"] / 1e6, d["requests_per_cpu_second"] / 1e6,
-    d["requests_per_second"] / 1e6, d["bandwidth_gbps"]))'
+    d["sim_cycles_per_second"] / 1e6, d["requests_per_second"] / 1e6, d["bandwidth_gbps"]))'
   done
 done
 cat <<'REF'

@@ -217,6 +217,65 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
   return cfg;
 }
 
+std::string memory_config_to_json_text(const MemoryConfig& c) {
+  const DramOrganization& g = c.org;
+  const DramTiming& t = c.timing;
+  const ControllerConfig& k = c.controller;
+  const DramEnergy& e = c.energy;
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["name"] = c.name;
+  j["description"] = c.description;
+  j["source"] = c.source;
+  j["organization"] = {{"channels", g.channels},
+                       {"pseudo_channels", g.pseudo_channels},
+                       {"bank_groups", g.bank_groups},
+                       {"banks_per_group", g.banks_per_group},
+                       {"rows", g.rows},
+                       {"columns", g.columns},
+                       {"bus_width_bits", g.bus_width_bits},
+                       {"burst_length", g.burst_length},
+                       {"devices_per_channel", g.devices_per_channel}};
+  j["tck_ns"] = t.tck_ns;
+  j["timing_cycles"] = {{"burst", t.burst_cycles},
+                        {"cl", t.cl},
+                        {"cwl", t.cwl},
+                        {"rcd_read", t.rcd_read},
+                        {"rcd_write", t.rcd_write},
+                        {"rp", t.rp},
+                        {"ras", t.ras},
+                        {"rc", t.rc},
+                        {"ccd_s", t.ccd_s},
+                        {"ccd_l", t.ccd_l},
+                        {"rrd_s", t.rrd_s},
+                        {"rrd_l", t.rrd_l},
+                        {"faw", t.faw},
+                        {"wr", t.wr},
+                        {"rtp", t.rtp},
+                        {"wtr_s", t.wtr_s},
+                        {"wtr_l", t.wtr_l},
+                        {"rtrs", t.rtrs},
+                        {"rfc", t.rfc},
+                        {"refi", t.refi}};
+  j["command_bus"] = {{"kind", t.dual_command_bus ? "dual" : "shared"},
+                      {"act_cycles", t.act_command_cycles},
+                      {"row_cycles", t.row_command_cycles},
+                      {"column_cycles", t.column_command_cycles}};
+  j["controller"] = {{"read_queue_entries", k.read_queue_entries},
+                     {"write_queue_entries", k.write_queue_entries},
+                     {"write_high_watermark", k.write_high_watermark},
+                     {"write_low_watermark", k.write_low_watermark},
+                     {"page_policy", k.page_policy == PagePolicy::kOpen ? "open" : "closed"},
+                     {"address_mapping", k.address_mapping},
+                     {"refresh", k.refresh},
+                     {"frontend_latency_cycles", k.frontend_latency_cycles},
+                     {"stepping", k.clock_by_clock ? "clock" : "event"}};
+  j["energy"] = {{"source", e.source},     {"vdd_v", e.vdd_v},        {"idd0_ma", e.idd0_ma},
+                 {"idd2n_ma", e.idd2n_ma}, {"idd3n_ma", e.idd3n_ma},  {"idd4r_ma", e.idd4r_ma},
+                 {"idd4w_ma", e.idd4w_ma}, {"idd5ab_ma", e.idd5ab_ma}};
+  return j.dump(2);
+}
+
 MemoryConfig load_memory_config(const std::string& path) {
   std::ifstream probe(path);
   if (!probe) throw UserError(fmt::format("{}: cannot open file", path));

@@ -114,6 +114,9 @@ struct MemoryConfig {
   double peak_bandwidth_gbps() const;
 };
 
+// The fully resolved config in the preset file format (parse_memory_config() reads it back).
+std::string memory_config_to_json_text(const MemoryConfig& config);
+
 // Reads and validates a preset file.
 MemoryConfig load_memory_config(const std::string& path);
 // Parses preset JSON text; `origin` names it in error messages.

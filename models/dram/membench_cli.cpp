@@ -86,6 +86,7 @@ nlohmann::ordered_json to_json(const MemoryConfig& cfg, const std::string& patte
                     {"read", s.read_energy_pj},       {"write", s.write_energy_pj},
                     {"refresh", s.refresh_energy_pj}, {"background", s.background_energy_pj}};
   j["average_power_mw"] = s.average_power_mw;
+  j["resolved_config"] = nlohmann::ordered_json::parse(memory_config_to_json_text(cfg));
   j["wall_seconds"] = r.wall_seconds;
   j["cpu_seconds"] = r.cpu_seconds;
   j["requests_per_second"] = r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0;

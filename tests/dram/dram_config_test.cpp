@@ -64,6 +64,20 @@ TEST(DramConfig, PresetDirectoryFollowsTheEnvironment) {
   EXPECT_EQ(memory_config_dir(), source_dir);
 }
 
+TEST(DramConfig, ResolvedConfigRoundTrips) {
+  for (const auto& name : list_memory_presets()) {
+    MemoryConfig a = resolve_memory_config(name);
+    a.org.channels = 2;
+    a.controller.page_policy = PagePolicy::kClosed;
+    const std::string text = memory_config_to_json_text(a);
+    MemoryConfig b = parse_memory_config(text, "resolved.json");
+    EXPECT_EQ(memory_config_to_json_text(b), text) << name;
+    EXPECT_EQ(b.org.channels, 2) << name;
+    EXPECT_EQ(b.controller.page_policy, PagePolicy::kClosed) << name;
+    EXPECT_DOUBLE_EQ(b.energy.act_pj, a.energy.act_pj) << name;
+  }
+}
+
 constexpr const char* kBadPreset = R"({
   "schema_version": 1,
   "name": "bad",

@@ -680,13 +680,30 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
     return fail(i,
                 fmt::format("dilations {}: only 1 is supported for pooling", dims_text(dilation)));
   }
-  if (attr_int(n, "ceil_mode", 0) != 0) {
-    return fail(i, "ceil_mode 1 is not supported (only floor rounding of the output size)");
-  }
   std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
   Window win;
   if (auto problem = resolve_window(n, in, kernel, dilation, win); !problem.empty()) {
     return fail(i, problem);
+  }
+  const bool count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+  if (attr_int(n, "ceil_mode", 0) != 0) {
+    // Rounding the output size up adds windows that hang over the end; as in PyTorch and ONNX
+    // Runtime, a window that would start in the end padding is dropped. The IR gets the overhang
+    // as extra end padding, which max pooling and an average without padding both ignore.
+    for (size_t a = 0; a < s; ++a) {
+      const int64_t padded = in[a] + win.pads_begin[a] + win.pads_end[a];
+      int64_t out_ceil = (padded - kernel[a] + win.strides[a] - 1) / win.strides[a] + 1;
+      if ((out_ceil - 1) * win.strides[a] >= in[a] + win.pads_begin[a]) --out_ceil;
+      const int64_t extra = (out_ceil - 1) * win.strides[a] + kernel[a] - padded;
+      if (extra <= 0) continue;
+      if (kind == OpKind::kAvgPool && count_include_pad) {
+        return fail(i,
+                    "ceil_mode 1 with count_include_pad 1 is not supported (the windows that "
+                    "hang over the end would count padding the model does not have)");
+      }
+      win.pads_end[a] += extra;
+      win.out[a] = out_ceil;
+    }
   }
   const std::string out = n.output(0);
   Value v;
@@ -698,7 +715,7 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
   l.strides = triple(win.strides, 1);
   l.pads_begin = triple(win.pads_begin, 0);
   l.pads_end = triple(win.pads_end, 0);
-  l.count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+  l.count_include_pad = count_include_pad;
   set_value(out, std::move(v));
 }
 

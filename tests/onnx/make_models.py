@@ -324,14 +324,23 @@ def pools(out_dir):
            pads=[1, 1, 1, 1])
     b.node("MaxPool", ["x"], ["max"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     b.node("Concat", ["avg_incl", "avg_excl", "max"], ["cat"], axis=1)
-    model = b.model("x", [3, 7, 7], ["cat", "max"])
+    # ceil_mode: 7 wide, kernel 2, stride 2 -> 4 windows, the last one hanging over by one.
+    b.node("MaxPool", ["x"], ["max_ceil"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    b.node("AveragePool", ["x"], ["avg_ceil"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    model = b.model("x", [3, 7, 7], ["cat", "max", "max_ceil", "avg_ceil"])
     x = b.rng.uniform(-1, 1, [1, 3, 7, 7]).astype(np.float32)
     p = [1, 1, 1, 1]
     mx = per_sample(lambda s: pool(s, [3, 3], [2, 2], p, "max"), x)
     cat = np.concatenate([per_sample(lambda s: pool(s, [3, 3], [2, 2], p, "avg", True), x),
                           per_sample(lambda s: pool(s, [3, 3], [2, 2], p, "avg", False), x),
                           mx], axis=1)
-    save(out_dir, b, model, x, {"cat": cat, "max": mx})
+    # The overhanging windows see one input column / row: the same as one pixel of end padding
+    # that max ignores and the average does not count.
+    ceil_pads = [0, 0, 1, 1]
+    max_ceil = per_sample(lambda s: pool(s, [2, 2], [2, 2], ceil_pads, "max"), x)
+    avg_ceil = per_sample(lambda s: pool(s, [2, 2], [2, 2], ceil_pads, "avg", False), x)
+    save(out_dir, b, model, x, {"cat": cat, "max": mx, "max_ceil": max_ceil,
+                                "avg_ceil": avg_ceil})
 
 
 def activations(out_dir):

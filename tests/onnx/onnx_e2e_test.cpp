@@ -130,7 +130,7 @@ TEST(OnnxCliErrors, CorruptFileExitsTwo) {
 const auto kModels =
     testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}}, Case{"flatten_dense", {"y"}},
                     Case{"conv_grouped", {"y"}}, Case{"conv_depthwise", {"y"}},
-                    Case{"conv3d", {"y"}}, Case{"pools", {"cat", "max"}},
+                    Case{"conv3d", {"y"}}, Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
                     Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {

@@ -238,7 +238,13 @@ TEST(OnnxImport, PoolsCountIncludePadAndChannelConcat) {
   EXPECT_EQ(cat.kind, OpKind::kConcat);
   EXPECT_EQ(cat.inputs, (std::vector<std::string>{"avg_incl", "avg_excl", "max"}));
   EXPECT_EQ(cat.out_shape.dims, (std::vector<int>{4, 4, 9}));
-  EXPECT_EQ(g.outputs, (std::vector<std::string>{"cat", "max"}));
+  EXPECT_EQ(g.outputs, (std::vector<std::string>{"cat", "max", "max_ceil", "avg_ceil"}));
+  // ceil_mode on 7 with kernel 2, stride 2: 4 windows, the overhang as one pixel of end padding.
+  for (const char* name : {"max_ceil", "avg_ceil"}) {
+    EXPECT_EQ(layer(g, name).pads_end, (std::array<int, 3>{0, 1, 1})) << name;
+    EXPECT_EQ(layer(g, name).out_shape.dims, (std::vector<int>{4, 4, 3})) << name;
+  }
+  EXPECT_FALSE(layer(g, "avg_ceil").count_include_pad);
 }
 
 TEST(OnnxImport, ActivationsClipAndTheErfGeluPattern) {

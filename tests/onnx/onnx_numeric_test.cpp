@@ -101,7 +101,7 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxNumeric,
                          testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}},
                                          Case{"flatten_dense", {"y"}}, Case{"conv_grouped", {"y"}},
                                          Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
-                                         Case{"pools", {"cat", "max"}},
+                                         Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
                                          Case{"activations", {"relu6", "clip", "sum"}},
                                          Case{"sequence", {"y"}}),
                          [](const testing::TestParamInfo<Case>& param_info) {

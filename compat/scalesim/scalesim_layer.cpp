@@ -140,6 +140,38 @@ int64_t LayerModel::filter_lanes(int64_t fr, int64_t fc, int64_t i) const {
   return 0;
 }
 
+namespace {
+// Kinks of span(max(a, i - x), min(b, i - y)), clamped at 0 (see ifmap_lanes and friends).
+void ramp_breakpoints(int64_t a, int64_t x, int64_t b, int64_t y, std::vector<int64_t>& out) {
+  for (int64_t p : {a + x, b + y, a + y, b + x + 1}) out.push_back(p);
+}
+}  // namespace
+
+void LayerModel::row_breakpoints(int64_t fr, int64_t fc, std::vector<int64_t>& out) const {
+  const int64_t ru = rows_used(fr);
+  const int64_t cu = cols_used(fc);
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary:
+      ramp_breakpoints(0, t_ - 1, ru - 1, 0, out);  // ifmap
+      ramp_breakpoints(0, t_ - 1, cu - 1, 0, out);  // filter
+      break;
+    case Dataflow::kWeightStationary:
+      ramp_breakpoints(0, r_ + t_ - 1, ru - 1, r_, out);  // ifmap
+      out.push_back(r_ - ru);                             // filter block
+      out.push_back(r_);
+      break;
+    case Dataflow::kInputStationary:
+      out.push_back(r_ - ru);                             // ifmap block
+      out.push_back(r_);
+      ramp_breakpoints(0, r_ + t_ - 1, ru - 1, r_, out);  // filter
+      break;
+  }
+  // ofmap: span(max(0, a - h + 1), min(cu - 1, a)) with a = i - d
+  const int64_t d = dataflow_ == Dataflow::kOutputStationary ? (t_ - 1) + (r_ - ru) : 2 * r_ - 1;
+  const int64_t h = dataflow_ == Dataflow::kOutputStationary ? ru : t_;
+  ramp_breakpoints(0, d + h - 1, cu - 1, d, out);
+}
+
 bool LayerModel::ifmap_is_dense_and_distinct() const {
   return (ifmap_h_ - filter_h_) % stride_h_ == 0 && (ifmap_w_ - filter_w_) % stride_w_ == 0 &&
          (ofmap_h_ == 1 || stride_h_ >= filter_h_) && (ofmap_w_ == 1 || stride_w_ >= filter_w_);

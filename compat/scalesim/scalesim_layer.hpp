@@ -76,6 +76,10 @@ class LayerModel {
   int64_t ifmap_lanes(int64_t fr, int64_t fc, int64_t i) const;
   int64_t filter_lanes(int64_t fr, int64_t fc, int64_t i) const;
 
+  // Appends the demand-row indices of fold (fr, fc) at which ofmap_writes, ifmap_lanes or
+  // filter_lanes may change slope: between two consecutive ones each is affine in i.
+  void row_breakpoints(int64_t fr, int64_t fc, std::vector<int64_t>& out) const;
+
   // True when no IFMAP window element falls outside the IFMAP (so no request is -1) and the
   // windows do not overlap (so distinct (m, k) have distinct addresses): GEMMs, 1x1 convolutions
   // with stride 1, and the like.

@@ -21,6 +21,27 @@ CalcReadEstimator::CalcReadEstimator(int64_t sram_words, int64_t offset, int64_t
   stamp_.assign(static_cast<size_t>(domain), 0);
 }
 
+void CalcReadEstimator::request_new_rows(int64_t count, int64_t rows, int64_t cycle) {
+  if (count == 0 || rows == 0) return;
+  if (!seen_first_) {
+    seen_first_ = true;
+    first_request_cycle_ = cycle;
+  }
+  int64_t done = 0;  // rows applied so far
+  while (true) {
+    // Row (done + need - 1) is the one whose requests complete the current epoch.
+    const int64_t need = ceil_div(epoch_words_ - in_epoch_, count);
+    if (done + need > rows) break;
+    done += need;
+    in_epoch_ += need * count;
+    while (in_epoch_ >= epoch_words_) {
+      completions_.push_back(cycle + done - 1);
+      in_epoch_ -= epoch_words_;
+    }
+  }
+  in_epoch_ += (rows - done) * count;
+}
+
 DramActivity CalcReadEstimator::finish() const {
   DramActivity out;
   if (unique_without_walk_ >= 0 || completions_.empty()) {
@@ -194,6 +215,21 @@ int64_t WriteBuffer::service_row(int64_t cycle, int64_t writes) {
     }
   }
   return current;
+}
+
+int64_t WriteBuffer::bulk_rows(int64_t cycle, int64_t writes, int64_t rows) {
+  if (writes == 0) return rows;
+  int64_t k = 0;
+  if (cycle < drain_end_cycle_) {
+    // Rows still inside the running drain must leave at least one free word.
+    k = std::min({rows, drain_end_cycle_ - cycle, (free_words_ - 1) / writes});
+  } else {
+    // Rows after it must not bring the occupancy above the drain half.
+    k = free_words_ >= active_words_ ? std::min(rows, (free_words_ - active_words_) / writes) : 0;
+  }
+  k = std::max<int64_t>(k, 0);
+  store(k * writes);
+  return k;
 }
 
 void WriteBuffer::finish(int64_t last_cycle) {

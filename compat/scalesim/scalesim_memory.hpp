@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "support/error.hpp"
+
 namespace npusim::scalesim {
 
 struct DramActivity {
@@ -64,10 +66,19 @@ class CalcReadEstimator {
       in_epoch_ -= epoch_words_;
     }
   }
+  // `rows` consecutive rows of `count` new requests each, issued in cycles cycle, cycle+1, ...
+  void request_new_rows(int64_t count, int64_t rows, int64_t cycle);
   // Used when the whole operand is known to hold fewer distinct addresses than one epoch: the
   // request stream need not be walked.
   void set_unique_without_walk(int64_t unique) { unique_without_walk_ = unique; }
   int64_t epoch_words() const { return epoch_words_; }
+  int64_t in_epoch() const { return in_epoch_; }
+  int64_t completions() const { return static_cast<int64_t>(completions_.size()); }
+  // New requests known not to complete an epoch; their cycles do not matter.
+  void add_new_untimed(int64_t count) {
+    in_epoch_ += count;
+    NPUSIM_CHECK(in_epoch_ < epoch_words_, "CALC estimator: untimed requests complete an epoch");
+  }
 
   DramActivity finish() const;
 
@@ -147,6 +158,9 @@ class WriteBuffer {
   // `writes` words arrive in the demand row issued at `cycle`; returns the cycle the row
   // completes (cycle + stall).
   int64_t service_row(int64_t cycle, int64_t writes);
+  // How many of `rows` consecutive rows of `writes` words, issued from `cycle` on one per cycle,
+  // start no drain and stall nowhere; stores that many and returns the number (0: none).
+  int64_t bulk_rows(int64_t cycle, int64_t writes, int64_t rows);
   // Drains everything left, starting at `last_cycle`.
   void finish(int64_t last_cycle);
   const DramActivity& dram() const { return dram_; }

@@ -119,6 +119,7 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
   bool walk_filter = false;
   bool count_ifmap = false;
   bool count_filter = false;
+  bool os_filter_blocks = false;
   if (user) {
     ifmap_user.emplace(ifmap_words, config.user_bandwidth_words, lm.ifmap_offset(),
                        lm.ifmap_words(), lm.ifmap_prefetch_order());
@@ -136,10 +137,24 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
     count_ifmap = walk_ifmap && lm.ifmap_is_dense_and_distinct() &&
                   lm.ifmap_repeat_distance() >= ifmap_epoch;
     count_filter = walk_filter && lm.filter_repeat_distance() >= filter_epoch;
+    // os re-reads each column fold's K x cu weight block once per row fold. A block smaller
+    // than an epoch: its first pass is all new; if an epoch completes during that pass at
+    // request p, the next pass brings the p+1 requests before it back as new, and nothing else
+    // is new until the next block (no further epoch can complete on one block).
+    os_filter_blocks = walk_filter && !count_filter &&
+                       lm.dataflow() == Dataflow::kOutputStationary;
+    if (os_filter_blocks) count_filter = true;
     ifmap_calc.emplace(ifmap_words, lm.ifmap_offset(),
                        walk_ifmap && !count_ifmap ? lm.ifmap_words() : 0);
     filter_calc.emplace(filter_words, lm.filter_offset(),
                         walk_filter && !count_filter ? lm.filter_words() : 0);
+  }
+  const int64_t filter_epoch_words = user ? 0 : filter_calc->epoch_words();
+  // Whether this fold's FILTER requests are counted (all new) in the CALC estimate.
+  bool filter_counts = count_filter;
+  int64_t block_start_in_epoch = 0;
+  int64_t block_start_completions = 0;
+  if (!user) {
     if (!walk_ifmap) ifmap_calc->set_unique_without_walk(lm.ifmap_footprint());
     if (!walk_filter) filter_calc->set_unique_without_walk(lm.filter_footprint());
   }
@@ -149,44 +164,112 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
   int64_t stalls = 0;
   int64_t last_out = 0;
   int64_t g = 0;
+  // One demand row, request by request.
+  const auto step = [&](int64_t fr, int64_t fc, int64_t i) {
+    const int64_t cycle = g + stalls;
+    int64_t ifmap_out = cycle + 1;
+    int64_t filter_out = cycle + 1;
+    if (user) {
+      ifmap_out = ifmap_user->service_row(
+          cycle, [&](auto&& fn) { lm.for_each_ifmap(fr, fc, i, fn); });
+      filter_out = filter_user->service_row(
+          cycle, [&](auto&& fn) { lm.for_each_filter(fr, fc, i, fn); });
+    } else {
+      if (count_ifmap) {
+        ifmap_calc->request_new(lm.ifmap_lanes(fr, fc, i), cycle);
+      } else if (walk_ifmap) {
+        lm.for_each_ifmap(fr, fc, i, [&](int64_t a) { ifmap_calc->request(a, cycle); });
+      }
+      if (filter_counts) {
+        filter_calc->request_new(lm.filter_lanes(fr, fc, i), cycle);
+      } else if (walk_filter && !count_filter) {
+        lm.for_each_filter(fr, fc, i, [&](int64_t a) { filter_calc->request(a, cycle); });
+      }
+    }
+    const int64_t writes = lm.ofmap_writes(fr, fc, i);
+    const int64_t ofmap_out = writes > 0 ? ofmap_buffer.service_row(cycle, writes) : cycle;
+
+    if (g == ifmap_rows.first) res.ifmap.sram_start_cycle = ifmap_out;
+    if (g == ifmap_rows.last) res.ifmap.sram_stop_cycle = ifmap_out;
+    if (g == filter_rows.first) res.filter.sram_start_cycle = filter_out;
+    if (g == filter_rows.last) res.filter.sram_stop_cycle = filter_out;
+    if (g == ofmap_rows.first) res.ofmap.sram_start_cycle = ofmap_out;
+    if (g == ofmap_rows.last) res.ofmap.sram_stop_cycle = ofmap_out;
+
+    if (observer) (*observer)(RowTiming{g, cycle, ifmap_out, filter_out, ofmap_out});
+    const int64_t stall =
+        std::max({ifmap_out - cycle - 1, filter_out - cycle - 1, ofmap_out - cycle});
+    stalls += stall;
+    last_out = ofmap_out;
+    ++g;
+  };
+
+  // In CALC mode without per-address walks, runs of identical rows (same number of writes and
+  // requests) that trigger no drain and no stall are applied in one step. Rows whose timing is
+  // reported (first / last requests, the last row) always go through `step`.
+  const bool runs = !user && !observer && (count_ifmap || !walk_ifmap) &&
+                    (count_filter || !walk_filter);
+  const int64_t special[] = {ifmap_rows.first,  ifmap_rows.last,  filter_rows.first,
+                             filter_rows.last,  ofmap_rows.first, ofmap_rows.last,
+                             lm.demand_rows() - 1};
+  std::vector<int64_t> cuts;
   for (int64_t fc = 0; fc < lm.col_folds(); ++fc) {
     for (int64_t fr = 0; fr < lm.row_folds(); ++fr) {
-      for (int64_t i = 0; i < l; ++i, ++g) {
-        const int64_t cycle = g + stalls;
-        int64_t ifmap_out = cycle + 1;
-        int64_t filter_out = cycle + 1;
-        if (user) {
-          ifmap_out = ifmap_user->service_row(
-              cycle, [&](auto&& fn) { lm.for_each_ifmap(fr, fc, i, fn); });
-          filter_out = filter_user->service_row(
-              cycle, [&](auto&& fn) { lm.for_each_filter(fr, fc, i, fn); });
+      if (os_filter_blocks) {
+        if (lm.k() * lm.cols_used(fc) >= filter_epoch_words) {
+          filter_counts = true;  // a repeat is an epoch or more away: every request is new
         } else {
-          if (count_ifmap) {
-            ifmap_calc->request_new(lm.ifmap_lanes(fr, fc, i), cycle);
-          } else if (walk_ifmap) {
-            lm.for_each_ifmap(fr, fc, i, [&](int64_t a) { ifmap_calc->request(a, cycle); });
+          if (fr == 0) {
+            block_start_in_epoch = filter_calc->in_epoch();
+            block_start_completions = filter_calc->completions();
+          } else if (fr == 1 && filter_calc->completions() > block_start_completions) {
+            filter_calc->add_new_untimed(filter_epoch_words - block_start_in_epoch);
           }
-          if (count_filter) {
-            filter_calc->request_new(lm.filter_lanes(fr, fc, i), cycle);
-          } else if (walk_filter) {
-            lm.for_each_filter(fr, fc, i, [&](int64_t a) { filter_calc->request(a, cycle); });
-          }
+          filter_counts = fr == 0;
         }
-        const int64_t writes = lm.ofmap_writes(fr, fc, i);
-        const int64_t ofmap_out = writes > 0 ? ofmap_buffer.service_row(cycle, writes) : cycle;
-
-        if (g == ifmap_rows.first) res.ifmap.sram_start_cycle = ifmap_out;
-        if (g == ifmap_rows.last) res.ifmap.sram_stop_cycle = ifmap_out;
-        if (g == filter_rows.first) res.filter.sram_start_cycle = filter_out;
-        if (g == filter_rows.last) res.filter.sram_stop_cycle = filter_out;
-        if (g == ofmap_rows.first) res.ofmap.sram_start_cycle = ofmap_out;
-        if (g == ofmap_rows.last) res.ofmap.sram_stop_cycle = ofmap_out;
-
-        if (observer) (*observer)(RowTiming{g, cycle, ifmap_out, filter_out, ofmap_out});
-        const int64_t stall =
-            std::max({ifmap_out - cycle - 1, filter_out - cycle - 1, ofmap_out - cycle});
-        stalls += stall;
-        last_out = ofmap_out;
+      }
+      if (!runs) {
+        for (int64_t i = 0; i < l; ++i) step(fr, fc, i);
+        continue;
+      }
+      const int64_t base = g;
+      cuts.clear();
+      lm.row_breakpoints(fr, fc, cuts);
+      for (int64_t sp : special) {
+        if (sp >= base && sp < base + l) {
+          cuts.push_back(sp - base);
+          cuts.push_back(sp - base + 1);
+        }
+      }
+      cuts.push_back(0);
+      cuts.push_back(l);
+      for (auto& x : cuts) x = std::clamp<int64_t>(x, 0, l);
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      for (size_t ci = 0; ci + 1 < cuts.size(); ++ci) {
+        int64_t i = cuts[ci];
+        const int64_t end = cuts[ci + 1];
+        // Between breakpoints every per-row count is affine in i: equal ends mean constant.
+        const int64_t w = lm.ofmap_writes(fr, fc, i);
+        const int64_t li = count_ifmap ? lm.ifmap_lanes(fr, fc, i) : 0;
+        const int64_t lf = filter_counts ? lm.filter_lanes(fr, fc, i) : 0;
+        const bool constant = end - i >= 2 && w == lm.ofmap_writes(fr, fc, end - 1) &&
+                              li == (count_ifmap ? lm.ifmap_lanes(fr, fc, end - 1) : 0) &&
+                              lf == (filter_counts ? lm.filter_lanes(fr, fc, end - 1) : 0);
+        while (i < end) {
+          const int64_t cycle = g + stalls;
+          const int64_t run = constant ? ofmap_buffer.bulk_rows(cycle, w, end - i) : 0;
+          if (run == 0) {
+            step(fr, fc, i);
+            ++i;
+            continue;
+          }
+          if (count_ifmap) ifmap_calc->request_new_rows(li, run, cycle);
+          if (filter_counts) filter_calc->request_new_rows(lf, run, cycle);
+          last_out = cycle + run - 1;
+          g += run;
+          i += run;
+        }
       }
     }
   }

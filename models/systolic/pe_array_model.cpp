@@ -78,10 +78,15 @@ PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
 }
 
 const PeArrayModel::TileData& PeArrayModel::tile_data(int tile) const {
-  NPUSIM_CHECK(tile >= first_tile_ && tile < first_tile_ + static_cast<int>(tiles_.size()),
-               "systolic pe: tile {} is not live (live: {}..{})", tile, first_tile_,
-               first_tile_ + static_cast<int>(tiles_.size()) - 1);
-  return tiles_[tile - first_tile_];
+  const size_t offset = static_cast<size_t>(tile - first_tile_);
+  if (tile < first_tile_ || offset >= tiles_.size()) fail_tile_not_live(tile);
+  return tiles_[offset];
+}
+
+void PeArrayModel::fail_tile_not_live(int tile) const {
+  fail_check(__FILE__, __LINE__, "tile is live",
+             fmt::format("systolic pe: tile {} is not live (live: {}..{})", tile, first_tile_,
+                         first_tile_ + static_cast<int>(tiles_.size()) - 1));
 }
 
 const PeArrayModel::TileData* PeArrayModel::ring_tile(const Token& entry) const {

@@ -119,6 +119,7 @@ class PeArrayModel final : public ArrayModel {
   TileTiming run_tile(TileData data);
   TileProgress& progress(State& state, int tile);
   const TileData& tile_data(int tile) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_tile_not_live(int tile) const;
   int bank_of(int tile) const;
   bool ready_for_next(State& state);
   void inject_stationary(State& state);

@@ -26,7 +26,8 @@ constexpr int kMaxOpset = 20;
 constexpr const char* kSupportedOps =
     "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf form of GELU, Softmax, "
     "LayerNormalization, BatchNormalization, MaxPool, AveragePool, GlobalAveragePool, "
-    "GlobalMaxPool, Concat, Flatten, Reshape, Identity, Dropout, Constant";
+    "GlobalMaxPool, ReduceMean (spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
+    "Identity, Dropout, Constant";
 
 // A constant tensor: an initializer or the output of a Constant node.
 struct Constant {
@@ -220,6 +221,10 @@ class OnnxImporter {
   void import_concat(int i);
   void import_flatten(int i);
   void import_reshape(int i);
+  void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
+  bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
+  void import_squeeze(int i, bool unsqueeze);
+  void import_reduce_mean(int i);
   void import_gemm(int i);
   void import_matmul(int i);
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
@@ -243,6 +248,7 @@ class OnnxImporter {
   std::set<int> skipped_nodes_;
   std::map<int, std::string> gelu_input_at_;  // last node of a GELU pattern -> its input x
   int64_t file_batch_ = 0;
+  int opset_ = kMaxOpset;
 };
 
 std::string OnnxImporter::where(int i) const {
@@ -270,6 +276,7 @@ void OnnxImporter::check_opset() {
                     "set (supported: opset {} to {})",
                     path_, kMinOpset, kMaxOpset));
   }
+  opset_ = static_cast<int>(opset);
   if (opset < kMinOpset || opset > kMaxOpset) {
     throw UserError(
         fmt::format("{}: opset {} is not supported (supported: {} to {}; convert the "
@@ -782,10 +789,7 @@ void OnnxImporter::import_softmax(int i) {
   const Node& n = g_.node(i);
   const Value* x = activation(i, 0);
   if (!x) return;
-  int opset = kMaxOpset;
-  for (const auto& o : model_.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
-  }
+  const int opset = opset_;
   const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;  // with the batch
   int64_t axis = attr_int(n, "axis", opset >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
@@ -1104,33 +1108,147 @@ void OnnxImporter::import_reshape(int i) {
                                "[N, {}]",
                                dims_text(target), elements, fmt::join(x->dims, ", ")));
   }
-  if (per_sample == x->dims) return alias(i, *x);
-  const std::string out = n.output(0);
+  reshape_value(i, *x, per_sample);
+}
+
+// A reshape of x to `per_sample` (batch excluded), from Reshape, Squeeze or Unsqueeze.
+void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample) {
+  if (per_sample == x.dims) return alias(i, x);
+  const std::string out = g_.node(i).output(0);
   if (per_sample.size() == 1) {
     Value v;
-    flatten_value(*x, v);
-    add_layer(i, OpKind::kReshape, {x->ir_name}, out);
+    flatten_value(x, v);
+    add_layer(i, OpKind::kReshape, {x.ir_name}, out);
     return set_value(out, std::move(v));
   }
   // Any other reshape keeps the row-major order; a channels-first map and the IR agree on that
   // order only when its channel or its spatial extent is 1.
   const bool x_order_ok =
-      x->flat_from.empty() && (!x->channels_first || x->dims[0] == 1 || product(x->dims, 1) == 1);
+      x.flat_from.empty() && (!x.channels_first || x.dims[0] == 1 || product(x.dims, 1) == 1);
   const bool out_channels_first = per_sample.size() >= 3;
   const bool out_order_ok =
       !out_channels_first || per_sample[0] == 1 || product(per_sample, 1) == 1;
   if (!x_order_ok || !out_order_ok || per_sample.size() > 4) {
-    return fail(i, fmt::format("reshaping [N, {}] to {} would reorder elements between ONNX's "
-                               "channels-first layout and npusim's channels-last layout; only "
-                               "flattening a feature map and reshaping (N, features) / (N, rows, "
-                               "features) tensors are supported",
-                               fmt::join(x->dims, ", "), dims_text(target)));
+    return fail(i, fmt::format("reshaping [N, {}] to [N, {}] would reorder elements between "
+                               "ONNX's channels-first layout and npusim's channels-last layout; "
+                               "only flattening a feature map and reshaping (N, features) / (N, "
+                               "rows, features) tensors are supported",
+                               fmt::join(x.dims, ", "), fmt::join(per_sample, ", ")));
   }
   Value v;
   v.dims = per_sample;
   v.channels_first = out_channels_first;
-  add_layer(i, OpKind::kReshape, {x->ir_name}, out).reshape_to = ir_dims(v);
+  add_layer(i, OpKind::kReshape, {x.ir_name}, out).reshape_to = ir_dims(v);
   set_value(out, std::move(v));
+}
+
+// The axes of Squeeze / Unsqueeze / ReduceMean: an attribute before `input_from_opset`, the
+// optional constant input 1 from then on. Returns false after reporting a problem.
+bool OnnxImporter::read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given) {
+  const Node& n = g_.node(i);
+  given = false;
+  if (opset_ < input_from_opset) {
+    if (const auto* a = find_attr(n, "axes")) {
+      axes.assign(a->ints().begin(), a->ints().end());
+      given = true;
+    }
+    return true;
+  }
+  if (n.input_size() < 2 || n.input(1).empty()) return true;
+  const Constant* c = constant(i, 1, "axes");
+  if (!c) return false;
+  if (!c->is_int || c->dims.size() > 1) {
+    fail(i, fmt::format("axes '{}' must be a 1-D integer tensor", n.input(1)));
+    return false;
+  }
+  axes = c->ints;
+  given = true;
+  return true;
+}
+
+// Normalises `axes` against `rank` (with the batch); the batch axis 0 may not be among them.
+std::string normalize_axes(std::vector<int64_t>& axes, int64_t rank) {
+  for (int64_t& a : axes) {
+    const int64_t original = a;
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank)
+      return fmt::format("axis {} is out of range for rank {}", original, rank);
+    if (a == 0) return "the batch axis 0 cannot be squeezed, unsqueezed or reduced";
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return "an axis appears twice";
+  return "";
+}
+
+void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  std::vector<int64_t> axes;
+  bool given;
+  if (!read_axes(i, 13, axes, given)) return;
+  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
+  if (unsqueeze && !given) return fail(i, "axes are required");
+  if (!given) {
+    for (int64_t a = 1; a < rank; ++a) {
+      if (x->dims[static_cast<size_t>(a - 1)] == 1) axes.push_back(a);
+    }
+  }
+  const int64_t out_rank = unsqueeze ? rank + static_cast<int64_t>(axes.size()) : rank;
+  if (auto problem = normalize_axes(axes, out_rank); !problem.empty()) return fail(i, problem);
+  std::vector<int64_t> dims;
+  if (unsqueeze) {
+    dims = x->dims;
+    for (int64_t a : axes) dims.insert(dims.begin() + (a - 1), 1);
+  } else {
+    for (int64_t a = 1; a < rank; ++a) {
+      const bool squeezed = std::binary_search(axes.begin(), axes.end(), a);
+      const int64_t d = x->dims[static_cast<size_t>(a - 1)];
+      if (squeezed && d != 1) {
+        return fail(i, fmt::format("axis {} has size {}, not 1", a, d));
+      }
+      if (!squeezed) dims.push_back(d);
+    }
+  }
+  if (dims.empty()) return fail(i, "the result would have no dimension besides the batch");
+  reshape_value(i, *x, dims);
+}
+
+// ReduceMean over every spatial axis of a feature map is a global average pool.
+void OnnxImporter::import_reduce_mean(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  std::vector<int64_t> axes;
+  bool given;
+  if (!read_axes(i, 18, axes, given)) return;
+  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
+  if (auto problem = normalize_axes(axes, rank); !problem.empty()) return fail(i, problem);
+  std::vector<int64_t> spatial;
+  for (int64_t a = 2; a < rank; ++a) spatial.push_back(a);
+  if (!spatial_input(*x) || !given || axes != spatial) {
+    return fail(i, fmt::format("axes {} on input [N, {}]: npusim averages over all the spatial "
+                               "axes of a channels-first feature map only (a global average "
+                               "pool, axes {})",
+                               dims_text(axes), fmt::join(x->dims, ", "), dims_text(spatial)));
+  }
+  const bool keepdims = attr_int(n, "keepdims", 1) != 0;
+  const std::string out = n.output(0);
+  std::string pooled = keepdims ? out : out + "_pooled";
+  while (!keepdims &&
+         (values_.count(pooled) || constants_.count(pooled) || consumers_.count(pooled))) {
+    pooled += "_";
+  }
+  Value v;
+  v.channels_first = true;
+  v.dims.assign(x->dims.size(), 1);
+  v.dims[0] = x->dims[0];
+  add_layer(i, OpKind::kAvgPool, {x->ir_name}, pooled).global_pool = true;
+  set_value(pooled, v);
+  if (keepdims) return;
+  Value flat;
+  flatten_value(v, flat);
+  add_layer(i, OpKind::kReshape, {pooled}, out);
+  set_value(out, std::move(flat));
 }
 
 void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
@@ -1314,6 +1432,9 @@ void OnnxImporter::import_node(int i) {
   if (op == "Concat") return import_concat(i);
   if (op == "Flatten") return import_flatten(i);
   if (op == "Reshape") return import_reshape(i);
+  if (op == "Squeeze") return import_squeeze(i, false);
+  if (op == "Unsqueeze") return import_squeeze(i, true);
+  if (op == "ReduceMean") return import_reduce_mean(i);
   if (op == "Constant") return import_constant_node(i);
   if (op == "Identity" || op == "Dropout") {
     if (!extra_outputs_unused(i)) return;

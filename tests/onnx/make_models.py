@@ -405,6 +405,35 @@ def sequence(out_dir):
     save(out_dir, b, model, x, {"y": per_sample(run, x)}, check=False)
 
 
+def reduce_squeeze(out_dir):
+    """ReduceMean over H, W (keepdims 1 and 0) as global pools, Squeeze, Unsqueeze."""
+    b = Builder("reduce_squeeze", 16)
+    b.weight("W", [6, 4, 3, 3])
+    b.weight("B", [6], 0.1)
+    b.weight("W1", [3, 6])
+    b.weight("W2", [6, 3])
+    b.const("sq_axes", np.array([2, 3], np.int64))
+    b.const("us_axes", np.array([1], np.int64))
+    b.node("Conv", ["x", "W", "B"], ["conv"], pads=[1, 1, 1, 1])
+    b.node("Relu", ["conv"], ["r"])
+    b.node("ReduceMean", ["r"], ["gap"], axes=[2, 3], keepdims=1)
+    b.node("Squeeze", ["gap", "sq_axes"], ["sq"])
+    b.node("Gemm", ["sq", "W1"], ["y1"], transB=1)
+    b.node("ReduceMean", ["r"], ["mean"], axes=[-2, -1], keepdims=0)
+    b.node("Unsqueeze", ["mean", "us_axes"], ["us"])
+    b.node("MatMul", ["us", "W2"], ["y2"])
+    model = b.model("x", [4, 5, 5], ["y1", "y2"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [1, 4, 5, 5]).astype(np.float32)
+
+    def mean(s):
+        return relu(conv(s, i["W"], i["B"], [1, 1], [1, 1, 1, 1], [1, 1], 1)).mean(axis=(1, 2))
+
+    y1 = per_sample(lambda s: mean(s) @ i["W1"].T, x)
+    y2 = per_sample(lambda s: (mean(s) @ i["W2"])[None, :], x)
+    save(out_dir, b, model, x, {"y1": y1, "y2": y2})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -482,7 +511,7 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
-                  activations, sequence, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
+                  activations, sequence, reduce_squeeze, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, corrupt):
         build(out_dir)
 

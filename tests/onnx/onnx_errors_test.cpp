@@ -54,8 +54,9 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
                            ": node 'resize_1' (Resize): operator not supported (supported: Conv, "
                            "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf "
                            "form of GELU, Softmax, LayerNormalization, BatchNormalization, "
-                           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, Concat, "
-                           "Flatten, Reshape, Identity, Dropout, Constant)");
+                           "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean "
+                           "(spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, Identity, "
+                           "Dropout, Constant)");
   // The Relu reading the failed Resize stays quiet; the Concat on the height axis is named.
   EXPECT_EQ(errors[1], path +
                            ": node 'cat_h' (Concat): axis 2 on inputs of rank 4: npusim "

@@ -290,5 +290,25 @@ TEST(OnnxImport, SequenceLayerNormMatMulSoftmaxGeluReshape) {
   EXPECT_EQ(layer(g, "y").out_shape.dims, (std::vector<int>{5}));
 }
 
+TEST(OnnxImport, ReduceMeanSqueezeUnsqueeze) {
+  Graph g = import_onnx(model_path("reduce_squeeze"), std::nullopt);
+  // ReduceMean over H, W with keepdims: a global average pool [1, 1, 6].
+  EXPECT_EQ(layer(g, "gap").kind, OpKind::kAvgPool);
+  EXPECT_TRUE(layer(g, "gap").global_pool);
+  EXPECT_EQ(layer(g, "gap").out_shape.dims, (std::vector<int>{1, 1, 6}));
+  // Squeeze of the 1x1 axes: a flatten to [6]; the rows of the Gemm after it stay in place.
+  EXPECT_EQ(layer(g, "sq").kind, OpKind::kReshape);
+  EXPECT_EQ(layer(g, "sq").out_shape.dims, (std::vector<int>{6}));
+  EXPECT_EQ(layer(g, "y1").out_shape.dims, (std::vector<int>{3}));
+  // keepdims 0: the pool, then a flatten that carries the ONNX node's output name.
+  EXPECT_EQ(layer(g, "mean").kind, OpKind::kAvgPool);
+  EXPECT_EQ(layer(g, "mean_1").kind, OpKind::kReshape);
+  EXPECT_EQ(layer(g, "mean_1").output, "mean");
+  EXPECT_EQ(layer(g, "mean_1").out_shape.dims, (std::vector<int>{6}));
+  // Unsqueeze(axes [1]) of [N, 6]: [N, 1, 6], one row of 6 features.
+  EXPECT_EQ(layer(g, "us").reshape_to, (std::vector<int>{1, 6}));
+  EXPECT_EQ(layer(g, "y2").out_shape.dims, (std::vector<int>{1, 3}));
+}
+
 }  // namespace
 }  // namespace npusim

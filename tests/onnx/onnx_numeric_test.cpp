@@ -103,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxNumeric,
                                          Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
                                          Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
                                          Case{"activations", {"relu6", "clip", "sum"}},
-                                         Case{"sequence", {"y"}}),
+                                         Case{"sequence", {"y"}},
+                                         Case{"reduce_squeeze", {"y1", "y2"}}),
                          [](const testing::TestParamInfo<Case>& param_info) {
                            return std::string(param_info.param.model);
                          });

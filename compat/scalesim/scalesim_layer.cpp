@@ -65,27 +65,22 @@ LayerModel::LayerModel(const Config& config, const Layer& layer)
   col_folds_ = ceil_div(sc_, c_);
 
   // IFMAP address = base(m) + base(k) (HWC layout), valid while the window stays inside.
-  m_iy_.resize(m_);
-  m_ix_.resize(m_);
-  m_base_.resize(m_);
+  m_part_.resize(static_cast<size_t>(m_));
   for (int64_t m = 0; m < m_; ++m) {
     const int64_t iy = (m / ofmap_w_) * stride_h_;
     const int64_t ix = (m % ofmap_w_) * stride_w_;
-    m_iy_[m] = static_cast<int32_t>(iy);
-    m_ix_[m] = static_cast<int32_t>(ix);
-    m_base_[m] = (iy * ifmap_w_ + ix) * channels_;
+    m_part_[static_cast<size_t>(m)] = {static_cast<int32_t>(ifmap_h_ - 1 - iy),
+                                       static_cast<int32_t>(ifmap_w_ - 1 - ix),
+                                       (iy * ifmap_w_ + ix) * channels_};
   }
-  k_fy_.resize(k_);
-  k_fx_.resize(k_);
-  k_base_.resize(k_);
+  k_part_.resize(static_cast<size_t>(k_));
   for (int64_t k = 0; k < k_; ++k) {
     const int64_t fy = k / (filter_w_ * channels_);
     const int64_t rem = k % (filter_w_ * channels_);
     const int64_t fx = rem / channels_;
     const int64_t ch = rem % channels_;
-    k_fy_[k] = static_cast<int32_t>(fy);
-    k_fx_[k] = static_cast<int32_t>(fx);
-    k_base_[k] = fy * ifmap_w_ * channels_ + fx * channels_ + ch;
+    k_part_[static_cast<size_t>(k)] = {static_cast<int32_t>(fy), static_cast<int32_t>(fx),
+                                       fy * ifmap_w_ * channels_ + fx * channels_ + ch};
   }
 }
 

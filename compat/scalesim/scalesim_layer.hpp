@@ -50,10 +50,10 @@ class LayerModel {
   // Addresses as SCALE-Sim numbers them (offsets included); -1 for a window element that lies
   // outside the IFMAP (SCALE-Sim has no padding: the last windows may hang over the edge).
   int64_t ifmap_addr(int64_t m, int64_t k) const {
-    const int64_t y = m_iy_[m] + k_fy_[k];
-    const int64_t x = m_ix_[m] + k_fx_[k];
-    if (y >= ifmap_h_ || x >= ifmap_w_) return -1;
-    return ifmap_offset_ + m_base_[m] + k_base_[k];
+    const WindowPart& pm = m_part_[static_cast<size_t>(m)];
+    const WindowPart& pk = k_part_[static_cast<size_t>(k)];
+    if (pk.y > pm.y || pk.x > pm.x) return -1;
+    return ifmap_offset_ + pm.base + pk.base;
   }
   int64_t filter_addr(int64_t k, int64_t n) const { return filter_offset_ + n * k_ + k; }
   int64_t ifmap_offset() const { return ifmap_offset_; }
@@ -102,8 +102,14 @@ class LayerModel {
   int64_t ofmap_h_, ofmap_w_, m_, n_, k_;
   int64_t sr_, sc_, t_, row_folds_, col_folds_, cycles_per_fold_;
   int64_t ifmap_offset_, filter_offset_;
-  std::vector<int32_t> m_iy_, m_ix_, k_fy_, k_fx_;
-  std::vector<int64_t> m_base_, k_base_;
+  // IFMAP address of (m, k) = m part + k part; valid while the window offset (k part: fy, fx)
+  // stays within the room left below / right of the window origin (m part: H-1-iy, W-1-ix).
+  struct WindowPart {
+    int32_t y;
+    int32_t x;
+    int64_t base;
+  };
+  std::vector<WindowPart> m_part_, k_part_;
 };
 
 template <class Fn>

@@ -181,7 +181,7 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
                         : PagePolicy::kClosed;
     c.address_mapping = o.string_required("address_mapping").value_or("rorabgbachco");
     if (o.has("address_mapping")) {
-      std::string why = AddressMapper::check_spec(c.address_mapping);
+      std::string why = AddressMapper::check_spec(c.address_mapping, cfg.org);
       if (!why.empty()) diag.error(o.pointer_of("address_mapping"), why);
     }
     c.refresh = o.boolean("refresh", true);

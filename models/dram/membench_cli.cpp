@@ -158,9 +158,15 @@ int run(const std::vector<std::string>& args) {
     cfg.org.channels = int(channels);
   }
   if (!mapping.empty()) {
-    std::string why = AddressMapper::check_spec(mapping);
+    std::string why = AddressMapper::check_spec(mapping, cfg.org);
     if (!why.empty()) throw UserError("--mapping: " + why);
     cfg.controller.address_mapping = mapping;
+  } else if (channels != 0) {
+    std::string why = AddressMapper::check_spec(cfg.controller.address_mapping, cfg.org);
+    if (!why.empty()) {
+      throw UserError(fmt::format("--channels {}: the preset's address mapping does not fit: {}",
+                                  channels, why));
+    }
   }
   if (!page_policy.empty()) {
     if (page_policy != "open" && page_policy != "closed") {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "models/dram/address_mapping.hpp"
 #include "models/dram/membench_cli.hpp"
@@ -150,9 +151,52 @@ TEST(DramAddressMapping, FieldsFollowTheSpecAndRoundTrip) {
   EXPECT_EQ(a.channel, 6u);
   EXPECT_EQ(a.column, 17u);
   EXPECT_EQ(m.unmap(a), addr & ~uint64_t{63});
-  EXPECT_EQ(AddressMapper::check_spec("robabgchcora"), "");
-  EXPECT_EQ(AddressMapper::check_spec("rorobgbachco"),
+  EXPECT_EQ(AddressMapper::check_spec("robabgchcora", cfg.org), "");
+  EXPECT_EQ(AddressMapper::check_spec("rorobgbachco", cfg.org),
             "field \"ro\" appears twice in \"rorobgbachco\"");
+  EXPECT_EQ(AddressMapper::check_spec("robachco", cfg.org),
+            "field \"bg\" is missing in \"robachco\": expected fields ro, ch, ra or pc, bg, "
+            "ba, co from the most to the least significant bit, each optionally followed by a bit "
+            "count, then optionally ':' and XOR rules like \"ra^co0\" (e.g. \"rorabgbachco\" or "
+            "\"roco3babgraco2:ra^co0,bg^co1,ba^co3\")");
+  EXPECT_EQ(AddressMapper::check_spec("roraco2bgbachco4", cfg.org),
+            "\"roraco2bgbachco4\" gives field \"co\" 6 bits, but it has 5 (32 values)");
+  EXPECT_EQ(AddressMapper::check_spec("rorabgbachco:bg^bg1", cfg.org),
+            "bad XOR rule \"bg^bg1\" in \"rorabgbachco:bg^bg1\": expected "
+            "\"<target>^<source><bit>\" with two different fields, like \"ra^co0\"");
+}
+
+// Split fields and XOR rules (Ramulator 2's MOP4CLXOR) map every burst of a channel to a distinct
+// location and invert exactly.
+TEST(DramAddressMapping, SplitFieldsAndXorAreABijection) {
+  MemoryConfig cfg = resolve_memory_config("hbm2-pc");
+  cfg.org.channels = 1;
+  cfg.org.rows = 4;  // a small channel, enumerated completely
+  const std::string spec = "roco3babgraco2:ra^co0,bg^co1,ba^co3";
+  ASSERT_EQ(AddressMapper::check_spec(spec, cfg.org), "");
+  AddressMapper m(cfg.org, spec);
+  const uint64_t bursts = cfg.org.capacity_bytes() / uint64_t(cfg.org.access_bytes());
+  std::vector<uint8_t> seen(bursts, 0);
+  for (uint64_t i = 0; i < bursts; ++i) {
+    const uint64_t addr = i * uint64_t(cfg.org.access_bytes());
+    const DramAddress a = m.map(addr);
+    ASSERT_EQ(m.unmap(a), addr);
+    const uint64_t index =
+        ((((uint64_t(a.row) * 2 + a.pseudo_channel) * 4 + a.bank_group) * 4 + a.bank) * 32) +
+        a.column;
+    ASSERT_LT(index, bursts);
+    EXPECT_EQ(seen[index]++, 0) << "two addresses map to one location";
+  }
+  // DRAM_REFERENCE.md section 2, MOP4CLXOR: [6:5] col lo, [7] PC, [9:8] BG, [11:10] BA,
+  // [14:12] col hi; then PC ^= col[0], BG ^= col[2:1], BA ^= col[4:3].
+  const uint64_t addr =
+      (uint64_t{0b101} << 12) | (0b10u << 10) | (0b01u << 8) | (1u << 7) | (0b11u << 5);
+  const DramAddress a = m.map(addr);
+  const uint32_t col = (0b101u << 2) | 0b11u;
+  EXPECT_EQ(a.column, col);
+  EXPECT_EQ(a.pseudo_channel, 1u ^ (col & 1));
+  EXPECT_EQ(a.bank_group, 0b01u ^ ((col >> 1) & 3));
+  EXPECT_EQ(a.bank, 0b10u ^ ((col >> 3) & 3));
 }
 
 TEST(DramMembenchCli, BadInputIsExitCodeTwo) {

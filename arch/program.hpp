@@ -53,6 +53,7 @@ struct Program {
   uint64_t dram_bytes = 0;             // size of the off-chip address space used
   TensorPlacement input;
   std::vector<TensorPlacement> outputs;
+  std::vector<TensorPlacement> tensors;  // every layer's output, in layer order
   // The vector unit's parameter registers: per-channel requantization multipliers and int8
   // tables, referenced by index from REQUANT, LUT and ELTWISE instructions.
   std::vector<std::vector<QuantMultiplier>> requant_tables;

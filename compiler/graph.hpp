@@ -126,6 +126,9 @@ struct Graph {
   std::string input_name;
   TensorShape input_shape;
   float input_scale = 1.0f / 64;  // int8 inputs: real value = int8 value * scale
+  // ONNX models: tensors at the file boundary (--input, --save-outputs) are channels first
+  // (NCHW / NCDHW); inside, everything is channels last.
+  bool channels_first_io = false;
   std::vector<Layer> layers;
   std::vector<std::string> outputs;
   bool quantized = false;

@@ -715,6 +715,7 @@ CompileResult Lowering::run() {
     current_->end_instruction = static_cast<uint32_t>(program_.instructions.size());
   }
   for (const auto& name : graph_.outputs) program_.outputs.push_back(placement(name));
+  for (const auto& l : graph_.layers) program_.tensors.push_back(placement(l.output));
   return {true, std::move(program_), ""};
 }
 

@@ -13,6 +13,7 @@
 #include "compiler/lowering.hpp"
 #include "compiler/quantize.hpp"
 #include "sim/simulate.hpp"
+#include "sim/tensor_io.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
@@ -91,13 +92,14 @@ struct Compiled {
 };
 
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
-                          std::optional<int> batch, uint64_t seed) {
+                          std::optional<int> batch, uint64_t seed, const std::string& input_npy) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
+  c.input = input_npy.empty() ? make_random_input(c.graph, seed)
+                              : read_input_npy(input_npy, c.graph, batch.has_value());
   materialize_parameters(c.graph, seed);
   optimize_graph(c.graph);
-  c.input = make_random_input(c.graph, seed);
   quantize_graph(c.graph, c.input);
   CompileResult result = compile(c.graph, c.hw);
   if (!result.ok) throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
@@ -107,7 +109,8 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
 
 Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
-                          batch_option(vm), vm["seed"].as<uint64_t>());
+                          batch_option(vm), vm["seed"].as<uint64_t>(),
+                          vm.count("input") ? vm["input"].as<std::string>() : "");
 }
 
 void add_target_options(po::options_description& o) {
@@ -117,7 +120,10 @@ void add_target_options(po::options_description& o) {
       "network: a zoo name (npusim zoo) or a JSON graph file")(
       "batch", po::value<int>(), "batch size (overrides the workload's)")(
       "seed", po::value<uint64_t>()->default_value(1),
-      "seed of the pseudo-random weights and inputs");
+      "seed of the pseudo-random weights (and input, without --input)")(
+      "input", po::value<std::string>(),
+      "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models); int8 on "
+      "the graph's input scale, or float (quantized with a scale calibrated on it)");
 }
 
 // Writes `text` to `path` atomically: readers never see a half-written file.
@@ -139,7 +145,10 @@ int command_run(const std::vector<std::string>& args) {
                   "directory for stats.json, report.txt and config.resolved.json")(
       "fidelity", po::value<std::string>()->default_value("fast"),
       "matrix-unit model: fast (closed form, default) or pe (every PE, every cycle)")(
-      "layers", "print the per-layer table");
+      "layers", "print the per-layer table")(
+      "save-outputs", po::value<std::string>(),
+      "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
+      "save-intermediates", "with --save-outputs: also write every layer's output");
   po::variables_map vm;
   if (!parse("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
   const auto fidelity = parse_fidelity(vm["fidelity"].as<std::string>());
@@ -154,9 +163,31 @@ int command_run(const std::vector<std::string>& args) {
     // A previous result here would look like this run's if we failed: remove it first.
     std::filesystem::remove(out_dir / "stats.json", ec);
   }
+  std::string save_dir;
+  if (vm.count("save-outputs")) {
+    save_dir = vm["save-outputs"].as<std::string>();
+    std::error_code ec;
+    std::filesystem::create_directories(save_dir, ec);
+    if (ec || !std::filesystem::is_directory(save_dir)) {
+      throw UserError(fmt::format("--save-outputs '{}': cannot create directory", save_dir));
+    }
+  } else if (vm.count("save-intermediates")) {
+    throw UsageError("npusim run: --save-intermediates needs --save-outputs DIR");
+  }
   Compiled c = load_and_compile(vm);
   const uint64_t seed = vm["seed"].as<uint64_t>();
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity);
+  const bool intermediates = vm.count("save-intermediates") > 0;
+  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, intermediates);
+  if (!save_dir.empty()) {
+    for (size_t i = 0; i < c.program.outputs.size(); ++i) {
+      const auto& o = c.program.outputs[i];
+      write_tensor_npy(save_dir, c.graph, o.name, o.dims, o.batch, o.scale, r.outputs[i]);
+    }
+    for (size_t i = 0; i < r.tensors.size(); ++i) {
+      const auto& t = c.program.tensors[i];
+      write_tensor_npy(save_dir, c.graph, t.name, t.dims, t.batch, t.scale, r.tensors[i]);
+    }
+  }
   RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
   const std::string report = text_report(c.hw, c.program, r, run, vm.count("layers") > 0);
   std::cout << report;
@@ -203,7 +234,7 @@ int command_validate(const std::vector<std::string>& args) {
                            hw.name);
   if (vm.count("workload")) {
     const std::string workload = vm["workload"].as<std::string>();
-    Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1);
+    Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1, "");
     std::cout << fmt::format("{}: valid network '{}' ({} layers after fusion, {} MACs at batch {}); "
                              "it fits, {} instructions\n",
                              workload, c.graph.name, c.graph.layers.size(), c.graph.total_macs(),

@@ -14,7 +14,8 @@
 namespace npusim {
 
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
-                          const std::vector<int8_t>& input, systolic::Fidelity fidelity) {
+                          const std::vector<int8_t>& input, systolic::Fidelity fidelity,
+                          bool all_tensors) {
   const auto wall_start = std::chrono::steady_clock::now();
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
@@ -95,6 +96,11 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     r.outputs.push_back(std::move(sim));
   }
   r.check.bit_exact = exact;
+  for (size_t i = 0; all_tensors && i < program.tensors.size(); ++i) {
+    const TensorPlacement& t = program.tensors[i];
+    const uint8_t* base = soc.memory.contents().data() + t.dram_addr;
+    r.tensors.emplace_back(base, base + t.bytes());
+  }
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return r;

@@ -42,12 +42,15 @@ struct SimulationResult {
   uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
   std::vector<LayerStats> layers;
   std::vector<std::vector<int8_t>> outputs;  // per Program::outputs
+  std::vector<std::vector<int8_t>> tensors;  // per Program::tensors, when asked for
   FunctionalCheck check;
   double wall_seconds = 0.0;
 };
 
+// `all_tensors`: also read every layer's output back from simulated memory.
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
-                          const std::vector<int8_t>& input, systolic::Fidelity fidelity);
+                          const std::vector<int8_t>& input, systolic::Fidelity fidelity,
+                          bool all_tensors = false);
 
 struct RunDescription {
   std::string hw_name, workload_name, fidelity;

@@ -1,0 +1,119 @@
+#include "sim/tensor_io.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "arch/quant.hpp"
+#include "support/error.hpp"
+#include "support/npy.hpp"
+
+namespace npusim {
+
+namespace {
+
+// Channels-last sample dims [(D,) H, W, C] and the permutation to the file's layout.
+bool transposed(const Graph& g, const std::vector<int>& dims) {
+  return g.channels_first_io && (dims.size() == 3 || dims.size() == 4);
+}
+
+std::vector<int64_t> file_shape(const Graph& g, const std::vector<int>& dims, int batch) {
+  std::vector<int64_t> shape{batch};
+  if (transposed(g, dims)) {
+    shape.push_back(dims.back());
+    shape.insert(shape.end(), dims.begin(), dims.end() - 1);
+  } else {
+    shape.insert(shape.end(), dims.begin(), dims.end());
+  }
+  return shape;
+}
+
+// Index in the channels-last tensor of element `i` of the channels-first one (per sample).
+template <class T>
+std::vector<T> to_channels_last(const std::vector<T>& in, const std::vector<int>& dims, int batch) {
+  const uint64_t c = dims.back();
+  uint64_t spatial = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) spatial *= dims[i];
+  std::vector<T> out(in.size());
+  for (int b = 0; b < batch; ++b)
+    for (uint64_t ch = 0; ch < c; ++ch)
+      for (uint64_t p = 0; p < spatial; ++p)
+        out[(b * spatial + p) * c + ch] = in[(b * c + ch) * spatial + p];
+  return out;
+}
+
+template <class T>
+std::vector<T> to_channels_first(const std::vector<T>& in, const std::vector<int>& dims,
+                                 int batch) {
+  const uint64_t c = dims.back();
+  uint64_t spatial = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) spatial *= dims[i];
+  std::vector<T> out(in.size());
+  for (int b = 0; b < batch; ++b)
+    for (uint64_t ch = 0; ch < c; ++ch)
+      for (uint64_t p = 0; p < spatial; ++p)
+        out[(b * c + ch) * spatial + p] = in[(b * spatial + p) * c + ch];
+  return out;
+}
+
+}  // namespace
+
+std::vector<int8_t> read_input_npy(const std::string& path, Graph& g, bool batch_given) {
+  NpyArray a = read_npy(path);
+  const std::vector<int>& dims = g.input_shape.dims;
+  const std::vector<int64_t> expected_sample = [&] {
+    auto s = file_shape(g, dims, 1);
+    s.erase(s.begin());
+    return s;
+  }();
+  const std::vector<int64_t> got_sample(a.shape.empty() ? a.shape.begin() : a.shape.begin() + 1,
+                                        a.shape.end());
+  if (a.shape.empty() || got_sample != expected_sample) {
+    throw UserError(fmt::format("--input {}: expected an array of shape [batch, {}] ({} layout), "
+                                "got [{}]",
+                                path, fmt::join(expected_sample, ", "),
+                                g.channels_first_io ? "channels first" : "channels last",
+                                fmt::join(a.shape, ", ")));
+  }
+  const int file_batch = static_cast<int>(a.shape[0]);
+  if (batch_given && file_batch != g.batch) {
+    throw UserError(fmt::format("--input {}: holds a batch of {}, but --batch is {}", path,
+                                file_batch, g.batch));
+  }
+  if (file_batch < 1) throw UserError(fmt::format("--input {}: the batch is empty", path));
+  g.batch = file_batch;
+  std::vector<int8_t> q;
+  if (a.dtype == "int8") {
+    q = npy_to_int8(a, path);
+  } else {
+    const std::vector<float> x = npy_to_float32(a, path);
+    float largest = 0.0f;
+    for (float v : x) {
+      if (!std::isfinite(v)) throw UserError(fmt::format("--input {}: holds NaN or infinity", path));
+      largest = std::max(largest, std::fabs(v));
+    }
+    g.input_scale = largest > 0.0f ? largest / 127.0f : 1.0f / 127.0f;
+    q.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) q[i] = saturate_round(x[i] / g.input_scale);
+  }
+  return transposed(g, dims) ? to_channels_last(q, dims, g.batch) : q;
+}
+
+void write_tensor_npy(const std::string& dir, const Graph& g, const std::string& name,
+                      const std::vector<int>& dims, int batch, float scale,
+                      const std::vector<int8_t>& values) {
+  std::string file = name;
+  for (char& ch : file) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
+  }
+  std::vector<float> real(values.size());
+  for (size_t i = 0; i < values.size(); ++i) real[i] = static_cast<float>(values[i]) * scale;
+  if (transposed(g, dims)) real = to_channels_first(real, dims, batch);
+  write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
+                    file_shape(g, dims, batch), real);
+}
+
+}  // namespace npusim

@@ -231,6 +231,7 @@ class OnnxImporter {
                     const Constant* c, float beta);
   void import_constant_node(int i);
   void alias(int i, const Value& v);
+  int ir_readers(const std::string& ir_name);
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
@@ -505,7 +506,20 @@ void OnnxImporter::set_value(const std::string& name, Value v) {
   values_[name] = std::move(v);
 }
 
-void OnnxImporter::alias(int i, const Value& v) { values_[g_.node(i).output(0)] = v; }
+// The node passes its input on under a new name: its own read is not a read of the IR tensor.
+void OnnxImporter::alias(int i, const Value& v) {
+  --consumers_[g_.node(i).input(0)];
+  values_[g_.node(i).output(0)] = v;
+}
+
+// Readers of an IR tensor: nodes and graph outputs reading any ONNX name that refers to it.
+int OnnxImporter::ir_readers(const std::string& ir_name) {
+  int n = 0;
+  for (const auto& [name, v] : values_) {
+    if (v.ir_name == ir_name) n += consumers_[name];
+  }
+  return n;
+}
 
 bool OnnxImporter::extra_outputs_unused(int i) {
   const Node& n = g_.node(i);
@@ -881,7 +895,7 @@ void OnnxImporter::import_batch_norm(int i) {
   }
   const Layer* producer = x->layer >= 0 ? &graph_.layers[static_cast<size_t>(x->layer)] : nullptr;
   if (!producer || (producer->kind != OpKind::kConv && producer->kind != OpKind::kDense) ||
-      consumers_[n.input(0)] != 1 || graph_outputs_.count(n.input(0))) {
+      ir_readers(x->ir_name) != 1) {
     return fail(i, fmt::format("input '{}' must come from a Conv, Gemm or MatMul whose output "
                                "nothing else reads: npusim folds batch normalization into it",
                                n.input(0)));
@@ -939,11 +953,10 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
 // Add(x, constant) right after a Conv / Gemm / MatMul is that layer's bias.
 void OnnxImporter::fold_bias_add(int i, const Value& x, const Constant& c) {
   const Node& n = g_.node(i);
-  const std::string& x_name = n.input(is_constant(n.input(0)) ? 1 : 0);
   Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
-  const bool foldable =
-      producer && (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
-      consumers_[x_name] == 1 && !graph_outputs_.count(x_name) && producer->output == x.ir_name;
+  const bool foldable = producer &&
+                        (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
+                        ir_readers(x.ir_name) == 1 && producer->output == x.ir_name;
   if (!foldable) {
     return fail(i,
                 "Add of a constant is supported only as the bias of the Conv, Gemm or MatMul "

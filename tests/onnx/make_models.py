@@ -434,6 +434,29 @@ def reduce_squeeze(out_dir):
     save(out_dir, b, model, x, {"y1": y1, "y2": y2})
 
 
+def aliases(out_dir):
+    """Identity / Dropout between a conv and its batch norm, and an Identity as graph output."""
+    b = Builder("aliases", 17)
+    b.weight("W", [4, 2, 3, 3])
+    b.const("bn_scale", b.rng.uniform(0.5, 1.5, 4).astype(np.float32))
+    b.const("bn_bias", b.rng.uniform(-0.2, 0.2, 4).astype(np.float32))
+    b.const("bn_mean", b.rng.uniform(-0.2, 0.2, 4).astype(np.float32))
+    b.const("bn_var", b.rng.uniform(0.5, 2.0, 4).astype(np.float32))
+    b.node("Conv", ["x", "W"], ["conv"])
+    b.node("Identity", ["conv"], ["conv_id"])
+    b.node("BatchNormalization", ["conv_id", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"])
+    b.node("Dropout", ["bn"], ["drop"])
+    b.node("Relu", ["drop"], ["relu"])
+    b.node("Identity", ["relu"], ["y"])
+    model = b.model("x", [2, 6, 6], ["y"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [1, 2, 6, 6]).astype(np.float32)
+    y = per_sample(lambda s: relu(batchnorm(conv(s, i["W"], None, [1, 1], [0, 0, 0, 0], [1, 1], 1),
+                                            i["bn_scale"], i["bn_bias"], i["bn_mean"],
+                                            i["bn_var"], 1e-5)), x)
+    save(out_dir, b, model, x, {"y": y})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -496,6 +519,21 @@ def bad_opset(out_dir):
     save(out_dir, b, model, None, {}, check=False)
 
 
+def bad_bn_shared(out_dir):
+    """The conv output reaches a batch norm through an Identity and a Relu directly."""
+    b = Builder("bad_bn_shared", 18)
+    b.weight("W", [4, 2, 3, 3])
+    for k in ("scale", "bias", "mean", "var"):
+        b.const("bn_" + k, np.ones(4, np.float32))
+    b.node("Conv", ["x", "W"], ["conv"])
+    b.node("Identity", ["conv"], ["conv_id"])
+    b.node("BatchNormalization", ["conv_id", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"],
+           name="bn_shared")
+    b.node("Relu", ["conv"], ["relu"])
+    model = b.model("x", [2, 6, 6], ["bn", "relu"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
 def corrupt(out_dir):
     with open(os.path.join(out_dir, "corrupt_text.onnx"), "wb") as f:
         f.write(b"this is not an ONNX model\n\xff\xff\xff\xff")
@@ -511,8 +549,8 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
-                  activations, sequence, reduce_squeeze, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
-                  bad_opset, corrupt):
+                  activations, sequence, reduce_squeeze, aliases, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
+                  bad_opset, bad_bn_shared, corrupt):
         build(out_dir)
 
 

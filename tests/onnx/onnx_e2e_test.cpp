@@ -132,7 +132,7 @@ const auto kModels =
                     Case{"conv_grouped", {"y"}}, Case{"conv_depthwise", {"y"}},
                     Case{"conv3d", {"y"}}, Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
                     Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
-                    Case{"reduce_squeeze", {"y1", "y2"}});
+                    Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

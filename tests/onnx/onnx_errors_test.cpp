@@ -128,5 +128,14 @@ TEST(OnnxErrors, UnsupportedOpset) {
                                       "the model with onnx.version_converter)"});
 }
 
+TEST(OnnxErrors, BatchNormWhoseConvOutputHasAnotherReaderThroughAnAlias) {
+  const std::string path = model_path("bad_bn_shared");
+  EXPECT_EQ(
+      import_errors(path),
+      std::vector<std::string>{path + ": node 'bn_shared' (BatchNormalization): input 'conv_id' "
+                                      "must come from a Conv, Gemm or MatMul whose output nothing "
+                                      "else reads: npusim folds batch normalization into it"});
+}
+
 }  // namespace
 }  // namespace npusim

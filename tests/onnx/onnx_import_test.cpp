@@ -310,5 +310,18 @@ TEST(OnnxImport, ReduceMeanSqueezeUnsqueeze) {
   EXPECT_EQ(layer(g, "y2").out_shape.dims, (std::vector<int>{1, 3}));
 }
 
+TEST(OnnxImport, IdentityAndDropoutArePassedOn) {
+  Graph g = import_onnx(model_path("aliases"), std::nullopt);
+  // The batch norm reads the conv output through an Identity; Dropout vanishes; the graph
+  // output, an Identity of the Relu, keeps its name through a free reshape.
+  EXPECT_EQ(layer_names(g), (std::vector<std::string>{"conv", "bn", "relu", "y"}));
+  EXPECT_EQ(layer(g, "bn").inputs, (std::vector<std::string>{"conv"}));
+  EXPECT_EQ(layer(g, "relu").inputs, (std::vector<std::string>{"bn"}));
+  EXPECT_EQ(layer(g, "y").kind, OpKind::kReshape);
+  EXPECT_EQ(layer(g, "y").inputs, (std::vector<std::string>{"relu"}));
+  EXPECT_EQ(layer(g, "y").out_shape.dims, (std::vector<int>{4, 4, 4}));
+  EXPECT_EQ(g.outputs, (std::vector<std::string>{"y"}));
+}
+
 }  // namespace
 }  // namespace npusim

@@ -10,12 +10,12 @@ jobs="${NPUSIM_JOBS:-$(nproc)}"
 
 echo "== Release build and tests"
 "$root/scripts/build.sh" "$root/build"
-ctest --test-dir "$root/build" -j"$jobs" --output-on-failure --timeout 900
+ctest --test-dir "$root/build" -j"$jobs" --output-on-failure --timeout 900 --no-tests=error
 
 if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== ASan + UBSan build and tests"
   NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DNPUSIM_SANITIZE=ON
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" -j"$jobs" --output-on-failure --timeout 1800 \
-    -L "${NPUSIM_SANITIZE_LABEL:-.*}"
+    --no-tests=error
 fi

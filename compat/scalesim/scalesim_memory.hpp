@@ -49,8 +49,11 @@ class CalcReadEstimator {
     stamp_[static_cast<std::size_t>(idx)] = epoch_;
     if (++in_epoch_ == epoch_words_) {
       completions_.push_back(cycle);
-      ++epoch_;
       in_epoch_ = 0;
+      if (++epoch_ == 0) {  // 16-bit stamps keep the table in cache; renumber on wrap-around
+        std::fill(stamp_.begin(), stamp_.end(), uint16_t{0});
+        epoch_ = 1;
+      }
     }
   }
   // Used when no address can repeat within an epoch: all `count` requests are new.
@@ -86,8 +89,8 @@ class CalcReadEstimator {
   int64_t set_words_;
   int64_t epoch_words_;
   int64_t offset_;
-  std::vector<uint32_t> stamp_;
-  uint32_t epoch_ = 1;
+  std::vector<uint16_t> stamp_;  // epoch in which each address was last seen
+  uint16_t epoch_ = 1;
   int64_t in_epoch_ = 0;
   bool seen_first_ = false;
   int64_t first_request_cycle_ = 0;

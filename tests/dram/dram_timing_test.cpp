@@ -132,6 +132,15 @@ TEST_P(DramTimingGate, WriteToWriteSameGroupIsCcdL) {
   expect_gate(ch, Command::kWrite, 0, 7, kT0 + 200 + t_.read_to_read_l(), "tCCD_L (write)");
 }
 
+TEST_P(DramTimingGate, WriteToWriteOtherGroupIsCcdS) {
+  ChannelTiming ch = make();
+  const uint32_t b2 = other_group_bank(ch);
+  ch.issue(Command::kAct, 0, 7, kT0);
+  ch.issue(Command::kAct, b2, 7, kT0 + 100);
+  ch.issue(Command::kWrite, 0, 7, kT0 + 200);
+  expect_gate(ch, Command::kWrite, b2, 7, kT0 + 200 + t_.read_to_read_s(), "tCCD_S (write)");
+}
+
 TEST_P(DramTimingGate, ReadToWriteIsBusTurnaround) {
   ChannelTiming ch = make();
   ch.issue(Command::kAct, 0, 7, kT0);

@@ -1,13 +1,13 @@
 #include "compat/scalesim/scalesim_cli.hpp"
 
+#include <fmt/core.h>
+
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <boost/program_options.hpp>
-#include <fmt/core.h>
 
 #include "compat/scalesim/scalesim_config.hpp"
 #include "compat/scalesim/scalesim_report.hpp"
@@ -43,9 +43,9 @@ int run(const std::vector<std::string>& args) {
   options.add_options()("help,h", "print this help")(
       "config,c", po::value<std::string>(&config_path), "SCALE-Sim config file (.cfg)")(
       "topology,t", po::value<std::string>(&topology_path), "SCALE-Sim topology file (.csv)")(
-      "input-type,i", po::value<std::string>(&input_type),
-      "topology kind: conv (default) or gemm")(
-      "path,p", po::value<std::string>(&out_dir), "output directory (reports go to OUTDIR/<run_name>/)")(
+      "input-type,i", po::value<std::string>(&input_type), "topology kind: conv (default) or gemm")(
+      "path,p", po::value<std::string>(&out_dir),
+      "output directory (reports go to OUTDIR/<run_name>/)")(
       "quiet,q", "print only the location of the reports");
   po::variables_map vm;
   try {
@@ -101,8 +101,8 @@ int run(const std::vector<std::string>& args) {
     try {
       results.push_back(simulate_layer(config, layers[id]));
     } catch (const UserError& e) {
-      throw UserError(fmt::format("{}: layer {} ('{}'): {}", topology_path, id, layers[id].name,
-                                  e.what()));
+      throw UserError(
+          fmt::format("{}: layer {} ('{}'): {}", topology_path, id, layers[id].name, e.what()));
     }
     const LayerResult& r = results.back();
     total_cycles += r.total_cycles;
@@ -110,8 +110,7 @@ int run(const std::vector<std::string>& args) {
       std::cout << fmt::format(
           "Layer {} ({}): total cycles {}, stall cycles {}, overall util {:.2f}%, mapping "
           "efficiency {:.2f}%\n",
-          id, r.name, r.total_cycles, r.stall_cycles, r.overall_util_pct,
-          r.mapping_efficiency_pct);
+          id, r.name, r.total_cycles, r.stall_cycles, r.overall_util_pct, r.mapping_efficiency_pct);
     }
   }
   const double seconds =
@@ -121,8 +120,8 @@ int run(const std::vector<std::string>& args) {
   // complete.
   fs::create_directories(dir, ec);
   if (ec) {
-    throw UserError(fmt::format("{}: cannot create the output directory: {}", dir.string(),
-                                ec.message()));
+    throw UserError(
+        fmt::format("{}: cannot create the output directory: {}", dir.string(), ec.message()));
   }
   const std::pair<const char*, std::string> reports[] = {
       {"COMPUTE_REPORT.csv", compute_report(results)},

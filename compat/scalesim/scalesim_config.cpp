@@ -1,5 +1,7 @@
 #include "compat/scalesim/scalesim_config.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -8,8 +10,6 @@
 #include <optional>
 #include <sstream>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "support/error.hpp"
 
@@ -160,7 +160,8 @@ class ConfigReader {
       std::string line = trim(raw);
       if (line.empty() || line[0] == '#' || line[0] == ';') continue;
       // configparser continuation lines: indented text continues the previous value.
-      if (!section.empty() && !last_key.empty() && std::isspace(static_cast<unsigned char>(raw[0]))) {
+      if (!section.empty() && !last_key.empty() &&
+          std::isspace(static_cast<unsigned char>(raw[0]))) {
         auto& entry = ini_[section][last_key];
         entry.value += "\n" + line;
         continue;
@@ -184,14 +185,13 @@ class ConfigReader {
       }
       size_t sep = line.find_first_of(":=");
       if (sep == std::string::npos) {
-        errors_.push_back(
-            fmt::format("{}:{}: expected 'key = value' or 'key : value', got '{}'", path_,
-                        line_no, line));
+        errors_.push_back(fmt::format("{}:{}: expected 'key = value' or 'key : value', got '{}'",
+                                      path_, line_no, line));
         continue;
       }
       if (section.empty()) {
-        errors_.push_back(fmt::format("{}:{}: '{}' appears before any [section] header", path_,
-                                      line_no, line));
+        errors_.push_back(
+            fmt::format("{}:{}: '{}' appears before any [section] header", path_, line_no, line));
         continue;
       }
       std::string key = trim(line.substr(0, sep));

@@ -1,9 +1,9 @@
 #include "compat/scalesim/scalesim_layer.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstdint>
-
-#include <fmt/core.h>
 
 #include "support/error.hpp"
 
@@ -22,7 +22,8 @@ int64_t ofmap_size(int64_t in, int64_t filter, int64_t stride) {
 int64_t covered(int64_t in, int64_t filter, int64_t stride, int64_t out) {
   if (stride <= filter) return std::min(in, (out - 1) * stride + filter);
   int64_t total = 0;
-  for (int64_t o = 0; o < out; ++o) total += std::max<int64_t>(0, std::min(filter, in - o * stride));
+  for (int64_t o = 0; o < out; ++o)
+    total += std::max<int64_t>(0, std::min(filter, in - o * stride));
   return total;
 }
 }  // namespace
@@ -156,7 +157,7 @@ void LayerModel::row_breakpoints(int64_t fr, int64_t fc, std::vector<int64_t>& o
       out.push_back(r_);
       break;
     case Dataflow::kInputStationary:
-      out.push_back(r_ - ru);                             // ifmap block
+      out.push_back(r_ - ru);  // ifmap block
       out.push_back(r_);
       ramp_breakpoints(0, r_ + t_ - 1, ru - 1, r_, out);  // filter
       break;

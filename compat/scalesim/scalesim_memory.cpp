@@ -8,13 +8,14 @@ namespace npusim::scalesim {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-constexpr int64_t kReadPortLatency = 1;     // DRAM read port: response one cycle after request
+constexpr int64_t kReadPortLatency = 1;        // DRAM read port: response one cycle after request
 constexpr int64_t kCalcDefaultBandwidth = 10;  // words/cycle of the pre-cycle-0 CALC fill
-constexpr int64_t kCalcSetsPerHalf = 50;    // SCALE-Sim: 100 sets per SRAM, half of them active
+constexpr int64_t kCalcSetsPerHalf = 50;       // SCALE-Sim: 100 sets per SRAM, half of them active
 }  // namespace
 
 CalcReadEstimator::CalcReadEstimator(int64_t sram_words, int64_t offset, int64_t domain)
-    : set_words_(sram_words / 100), epoch_words_(kCalcSetsPerHalf * (sram_words / 100)),
+    : set_words_(sram_words / 100),
+      epoch_words_(kCalcSetsPerHalf * (sram_words / 100)),
       offset_(offset) {
   NPUSIM_CHECK(set_words_ > 0, "CALC read estimator: SRAM of {} words is below 100 words",
                sram_words);

@@ -11,7 +11,8 @@
 //   ceil(words/100) addresses; an active window of ceil(words/2) words' worth of sets is resident.
 //   A request outside the window slides it forward by one prefetch half (wrapping around), costs
 //   ceil(half/bw) DRAM lines issued right after the previous prefetch, and the request completes
-//   when that prefetch does (or one cycle after issue, if the prefetch landed earlier). The first window is fetched so that it ends at cycle -1.
+//   when that prefetch does (or one cycle after issue, if the prefetch landed earlier). The first
+//   window is fetched so that it ends at cycle -1.
 //
 // WriteBuffer (OFMAP SRAM, both modes): when more than half the buffer is occupied a drain of
 //   ceil(half/bw) lines starts, one line per cycle; the array stalls only if the buffer fills up

@@ -1,10 +1,10 @@
 #include "compat/scalesim/scalesim_report.hpp"
 
+#include <fmt/core.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/core.h>
 
 #include "support/error.hpp"
 
@@ -83,8 +83,7 @@ std::string bandwidth_report(const std::vector<LayerResult>& layers) {
     const auto& l = layers[id];
     out += line(id, {python_float(l.avg_sram_bw(l.ifmap)), python_float(l.avg_sram_bw(l.filter)),
                      python_float(l.avg_sram_bw(l.ofmap)), python_float(l.avg_dram_bw(l.ifmap)),
-                     python_float(l.avg_dram_bw(l.filter)),
-                     python_float(l.avg_dram_bw(l.ofmap))});
+                     python_float(l.avg_dram_bw(l.filter)), python_float(l.avg_dram_bw(l.ofmap))});
   }
   return out;
 }

@@ -1,9 +1,9 @@
 #include "compat/scalesim/scalesim_sim.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/core.h>
 
 #include "compat/scalesim/scalesim_layer.hpp"
 #include "compat/scalesim/scalesim_memory.hpp"
@@ -44,8 +44,7 @@ RowRange request_rows(const LayerModel& lm, HasRequest&& has_request) {
 
 }  // namespace
 
-LayerResult simulate_layer(const Config& config, const Layer& layer,
-                           const RowObserver* observer) {
+LayerResult simulate_layer(const Config& config, const Layer& layer, const RowObserver* observer) {
   const LayerModel lm(config, layer);
   LayerResult res;
   res.name = layer.name;
@@ -134,15 +133,14 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
     walk_filter = lm.filter_footprint() >= filter_epoch;
     // When an address can only come back after at least one epoch's worth of requests, every
     // request is new and only the number of requests per row matters.
-    count_ifmap = walk_ifmap && lm.ifmap_is_dense_and_distinct() &&
-                  lm.ifmap_repeat_distance() >= ifmap_epoch;
+    count_ifmap =
+        walk_ifmap && lm.ifmap_is_dense_and_distinct() && lm.ifmap_repeat_distance() >= ifmap_epoch;
     count_filter = walk_filter && lm.filter_repeat_distance() >= filter_epoch;
     // os re-reads each column fold's K x cu weight block once per row fold. A block smaller
     // than an epoch: its first pass is all new; if an epoch completes during that pass at
     // request p, the next pass brings the p+1 requests before it back as new, and nothing else
     // is new until the next block (no further epoch can complete on one block).
-    os_filter_blocks = walk_filter && !count_filter &&
-                       lm.dataflow() == Dataflow::kOutputStationary;
+    os_filter_blocks = walk_filter && !count_filter && lm.dataflow() == Dataflow::kOutputStationary;
     if (os_filter_blocks) count_filter = true;
     ifmap_calc.emplace(ifmap_words, lm.ifmap_offset(),
                        walk_ifmap && !count_ifmap ? lm.ifmap_words() : 0);
@@ -170,10 +168,10 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
     int64_t ifmap_out = cycle + 1;
     int64_t filter_out = cycle + 1;
     if (user) {
-      ifmap_out = ifmap_user->service_row(
-          cycle, [&](auto&& fn) { lm.for_each_ifmap(fr, fc, i, fn); });
-      filter_out = filter_user->service_row(
-          cycle, [&](auto&& fn) { lm.for_each_filter(fr, fc, i, fn); });
+      ifmap_out =
+          ifmap_user->service_row(cycle, [&](auto&& fn) { lm.for_each_ifmap(fr, fc, i, fn); });
+      filter_out =
+          filter_user->service_row(cycle, [&](auto&& fn) { lm.for_each_filter(fr, fc, i, fn); });
     } else {
       if (count_ifmap) {
         ifmap_calc->request_new(lm.ifmap_lanes(fr, fc, i), cycle);
@@ -207,10 +205,10 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
   // In CALC mode without per-address walks, runs of identical rows (same number of writes and
   // requests) that trigger no drain and no stall are applied in one step. Rows whose timing is
   // reported (first / last requests, the last row) always go through `step`.
-  const bool runs = !user && !observer && (count_ifmap || !walk_ifmap) &&
-                    (count_filter || !walk_filter);
-  const int64_t special[] = {ifmap_rows.first,  ifmap_rows.last,  filter_rows.first,
-                             filter_rows.last,  ofmap_rows.first, ofmap_rows.last,
+  const bool runs =
+      !user && !observer && (count_ifmap || !walk_ifmap) && (count_filter || !walk_filter);
+  const int64_t special[] = {ifmap_rows.first,    ifmap_rows.last,  filter_rows.first,
+                             filter_rows.last,    ofmap_rows.first, ofmap_rows.last,
                              lm.demand_rows() - 1};
   std::vector<int64_t> cuts;
   for (int64_t fc = 0; fc < lm.col_folds(); ++fc) {
@@ -279,8 +277,8 @@ LayerResult simulate_layer(const Config& config, const Layer& layer,
   NPUSIM_CHECK(res.compute_cycles == lm.demand_rows() - 1,
                "layer '{}': compute cycles {} differ from folds * cycles_per_fold - 1 = {}",
                layer.name, res.compute_cycles, lm.demand_rows() - 1);
-  res.overall_util_pct = static_cast<double>(res.macs * 100) /
-                         static_cast<double>(res.total_cycles * r * c);
+  res.overall_util_pct =
+      static_cast<double>(res.macs * 100) / static_cast<double>(res.total_cycles * r * c);
 
   ofmap_buffer.finish(res.total_cycles);
   const DramActivity ifmap_dram = user ? ifmap_user->finish() : ifmap_calc->finish();

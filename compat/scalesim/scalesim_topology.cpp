@@ -1,11 +1,11 @@
 #include "compat/scalesim/scalesim_topology.hpp"
 
+#include <fmt/core.h>
+
 #include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/core.h>
 
 #include "support/error.hpp"
 
@@ -36,9 +36,9 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-const char* const kConvFields[] = {"Layer name", "IFMAP Height", "IFMAP Width",
+const char* const kConvFields[] = {"Layer name",    "IFMAP Height", "IFMAP Width",
                                    "Filter Height", "Filter Width", "Channels",
-                                   "Num Filter", "Strides", "Column Stride"};
+                                   "Num Filter",    "Strides",      "Column Stride"};
 const char* const kGemmFields[] = {"Layer", "M", "N", "K"};
 
 }  // namespace
@@ -103,8 +103,8 @@ std::vector<Layer> parse_topology(const std::string& text, const std::string& pa
     }
     if (fields[0].empty()) {
       errors.push_back(fmt::format("{}:{}: field '{}': expected a layer name, got ''", path,
-                                   line_no, kind == TopologyKind::kConv ? kConvFields[0]
-                                                                        : kGemmFields[0]));
+                                   line_no,
+                                   kind == TopologyKind::kConv ? kConvFields[0] : kGemmFields[0]));
       ok = false;
     }
     if (!ok) continue;
@@ -137,9 +137,9 @@ std::vector<Layer> parse_topology(const std::string& text, const std::string& pa
       continue;
     }
     if (layer.filter_w > layer.ifmap_w) {
-      errors.push_back(fmt::format(
-          "{}:{}: field 'Filter Width': expected at most the IFMAP Width {}, got '{}'", path,
-          line_no, layer.ifmap_w, fields[4]));
+      errors.push_back(
+          fmt::format("{}:{}: field 'Filter Width': expected at most the IFMAP Width {}, got '{}'",
+                      path, line_no, layer.ifmap_w, fields[4]));
       continue;
     }
     // SCALE-Sim treats a layer whose name contains "DP" as depthwise: one layer per channel.

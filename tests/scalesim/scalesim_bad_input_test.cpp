@@ -147,7 +147,8 @@ TEST(ScalesimBadInput, EmptyTopology) {
 }
 
 TEST(ScalesimBadInput, GemmRowsWithoutTrailingCommaAreAccepted) {
-  const auto layers = parse_topology("Layer,M,N,K\nQKT,1024,1024,64\n", "g.csv", TopologyKind::kGemm);
+  const auto layers =
+      parse_topology("Layer,M,N,K\nQKT,1024,1024,64\n", "g.csv", TopologyKind::kGemm);
   ASSERT_EQ(layers.size(), 1u);
   EXPECT_EQ(layers[0].ifmap_h, 1024);  // M
   EXPECT_EQ(layers[0].ifmap_w, 64);    // K
@@ -169,9 +170,8 @@ class ScalesimCli : public ::testing::Test {
 };
 
 TEST_F(ScalesimCli, SuccessWritesThreeReportsUnderRunName) {
-  EXPECT_EQ(run({"-q", "-c", cfg_.string(), "-t", topo_.string(), "-i", "gemm", "-p",
-                 out_.string()}),
-            0);
+  EXPECT_EQ(
+      run({"-q", "-c", cfg_.string(), "-t", topo_.string(), "-i", "gemm", "-p", out_.string()}), 0);
   EXPECT_TRUE(fs::exists(out_ / "t" / "COMPUTE_REPORT.csv"));
   EXPECT_TRUE(fs::exists(out_ / "t" / "BANDWIDTH_REPORT.csv"));
   EXPECT_TRUE(fs::exists(out_ / "t" / "DETAILED_ACCESS_REPORT.csv"));
@@ -180,17 +180,14 @@ TEST_F(ScalesimCli, SuccessWritesThreeReportsUnderRunName) {
 
 TEST_F(ScalesimCli, BadTopologyExitsTwoAndLeavesNoReport) {
   // A previous successful run's reports must not survive a failed run into the same place.
-  ASSERT_EQ(run({"-q", "-c", cfg_.string(), "-t", topo_.string(), "-i", "gemm", "-p",
-                 out_.string()}),
-            0);
+  ASSERT_EQ(
+      run({"-q", "-c", cfg_.string(), "-t", topo_.string(), "-i", "gemm", "-p", out_.string()}), 0);
   write_text(topo_, "Layer, M, N, K,\nfc, 20, x, 28,\n");
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(run({"-q", "-c", cfg_.string(), "-t", topo_.string(), "-i", "gemm", "-p",
-                 out_.string()}),
-            2);
+  EXPECT_EQ(
+      run({"-q", "-c", cfg_.string(), "-t", topo_.string(), "-i", "gemm", "-p", out_.string()}), 2);
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("t.csv:2: field 'N': expected a positive integer, got 'x'"),
-            std::string::npos)
+  EXPECT_NE(err.find("t.csv:2: field 'N': expected a positive integer, got 'x'"), std::string::npos)
       << err;
   EXPECT_FALSE(fs::exists(out_ / "t" / "COMPUTE_REPORT.csv"));
   EXPECT_FALSE(fs::exists(out_ / "t" / "BANDWIDTH_REPORT.csv"));
@@ -200,8 +197,7 @@ TEST_F(ScalesimCli, BadTopologyExitsTwoAndLeavesNoReport) {
 TEST_F(ScalesimCli, UsageErrorsExitTwo) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(run({"-c", cfg_.string()}), 2);
-  EXPECT_EQ(run({"-c", cfg_.string(), "-t", topo_.string(), "-p", out_.string(), "-i", "lstm"}),
-            2);
+  EXPECT_EQ(run({"-c", cfg_.string(), "-t", topo_.string(), "-p", out_.string(), "-i", "lstm"}), 2);
   EXPECT_EQ(run({"--bogus"}), 2);
   EXPECT_EQ(run({"-c", (dir_.path() / "missing.cfg").string(), "-t", topo_.string(), "-p",
                  out_.string()}),

@@ -65,9 +65,8 @@ Expected expected(const Layer& l, Dataflow df, int64_t r, int64_t c) {
       break;
   }
   // Every row (column) of the operand is used exactly once over the folds.
-  e.mapping_efficiency_pct =
-      100.0 * static_cast<double>(sr) * static_cast<double>(sc) /
-      (static_cast<double>(r * c) * static_cast<double>(e.folds));
+  e.mapping_efficiency_pct = 100.0 * static_cast<double>(sr) * static_cast<double>(sc) /
+                             (static_cast<double>(r * c) * static_cast<double>(e.folds));
   return e;
 }
 
@@ -76,11 +75,15 @@ struct Topo {
   TopologyKind kind;
 };
 const Topo kTopologies[] = {
-    {"alexnet.csv", TopologyKind::kConv},      {"resnet18.csv", TopologyKind::kConv},
-    {"resnet50.csv", TopologyKind::kConv},     {"yolo_tiny.csv", TopologyKind::kConv},
+    {"alexnet.csv", TopologyKind::kConv},
+    {"resnet18.csv", TopologyKind::kConv},
+    {"resnet50.csv", TopologyKind::kConv},
+    {"yolo_tiny.csv", TopologyKind::kConv},
     {"transformer_short.csv", TopologyKind::kConv},
-    {"transformer_partial.csv", TopologyKind::kGemm}, {"gpt2.csv", TopologyKind::kGemm},
-    {"gnmt.csv", TopologyKind::kGemm},         {"ncf.csv", TopologyKind::kGemm},
+    {"transformer_partial.csv", TopologyKind::kGemm},
+    {"gpt2.csv", TopologyKind::kGemm},
+    {"gnmt.csv", TopologyKind::kGemm},
+    {"ncf.csv", TopologyKind::kGemm},
 };
 
 TEST(ScalesimFormula, EveryShippedLayerEveryDataflowSeveralArrays) {
@@ -107,9 +110,9 @@ TEST(ScalesimFormula, EveryShippedLayerEveryDataflowSeveralArrays) {
           EXPECT_EQ(res.ofmap.sram_accesses, e.ofmap_writes);
           EXPECT_NEAR(res.mapping_efficiency_pct, e.mapping_efficiency_pct,
                       1e-9 * e.mapping_efficiency_pct);
-          EXPECT_DOUBLE_EQ(res.overall_util_pct,
-                           100.0 * static_cast<double>(res.macs) /
-                               (static_cast<double>(res.total_cycles) * static_cast<double>(r * c)));
+          EXPECT_DOUBLE_EQ(res.overall_util_pct, 100.0 * static_cast<double>(res.macs) /
+                                                     (static_cast<double>(res.total_cycles) *
+                                                      static_cast<double>(r * c)));
           ++checked;
         }
       }

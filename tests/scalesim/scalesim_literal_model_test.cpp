@@ -113,7 +113,8 @@ Literal build(const Config& cfg, const Layer& l) {
       }
     }
     Mat ip, fp;
-    for (int64_t fr = 0; fr < cdiv(m, r); ++fr) append(ip, block(it, 0, t, fr * r, used(m, fr, r), t, r));
+    for (int64_t fr = 0; fr < cdiv(m, r); ++fr)
+      append(ip, block(it, 0, t, fr * r, used(m, fr, r), t, r));
     for (int64_t fc = 0; fc < cdiv(n, c); ++fc)
       append(fp, block(filter, 0, t, fc * c, used(n, fc, c), t, c));
     lit.ifmap_prefetch = diagonal(ip);
@@ -481,16 +482,15 @@ void run_random_cases(BandwidthMode mode, uint32_t seed, int cases) {
       l.channels = pick(1, 4), l.num_filters = pick(1, 20);
       l.stride_h = pick(1, 3), l.stride_w = pick(1, 3);
     }
-    Config cfg = testing::make_config(dataflows[pick(0, 2)], pick(1, 10), pick(1, 10),
-                                      pick(1, 2), mode, pick(1, 9));
+    Config cfg = testing::make_config(dataflows[pick(0, 2)], pick(1, 10), pick(1, 10), pick(1, 2),
+                                      mode, pick(1, 9));
     cfg.ofmap_sram_kb = pick(1, 2);
     SCOPED_TRACE(::testing::Message()
                  << "case " << i << ": " << dataflow_name(cfg.dataflow) << " " << cfg.array_rows
-                 << "x" << cfg.array_cols << " kB " << cfg.ifmap_sram_kb << "/"
-                 << cfg.ofmap_sram_kb << " bw " << cfg.user_bandwidth_words << " layer "
-                 << l.ifmap_h << "x" << l.ifmap_w << " f" << l.filter_h << "x" << l.filter_w
-                 << " c" << l.channels << " n" << l.num_filters << " s" << l.stride_h << ","
-                 << l.stride_w);
+                 << "x" << cfg.array_cols << " kB " << cfg.ifmap_sram_kb << "/" << cfg.ofmap_sram_kb
+                 << " bw " << cfg.user_bandwidth_words << " layer " << l.ifmap_h << "x" << l.ifmap_w
+                 << " f" << l.filter_h << "x" << l.filter_w << " c" << l.channels << " n"
+                 << l.num_filters << " s" << l.stride_h << "," << l.stride_w);
     expect_same(simulate_layer(cfg, l), literal_run(cfg, l));
     if (::testing::Test::HasFailure()) return;
   }
@@ -534,11 +534,10 @@ TEST(ScalesimLiteralModel, RunsOfRowsMatchRowByRow) {
       l.channels = pick(1, 16), l.num_filters = pick(1, 64);
       l.stride_h = pick(1, 2), l.stride_w = pick(1, 2);
     }
-    Config cfg = testing::make_config(dataflows[pick(0, 2)], pick(1, 64), pick(1, 64),
-                                      pick(1, 8));
+    Config cfg = testing::make_config(dataflows[pick(0, 2)], pick(1, 64), pick(1, 64), pick(1, 8));
     cfg.ofmap_sram_kb = pick(1, 4);
-    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << dataflow_name(cfg.dataflow)
-                                      << " " << cfg.array_rows << "x" << cfg.array_cols);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << dataflow_name(cfg.dataflow) << " "
+                                      << cfg.array_rows << "x" << cfg.array_cols);
     expect_all_same(simulate_layer(cfg, l), simulate_layer(cfg, l, &ignore));
     if (::testing::Test::HasFailure()) return;
   }
@@ -550,8 +549,8 @@ TEST(ScalesimLiteralModel, ReferenceGemmAllModes) {
   l.name = "gemm";
   l.ifmap_h = 20, l.ifmap_w = 28, l.filter_h = 1, l.filter_w = 28, l.channels = 1;
   l.num_filters = 12;
-  for (auto df : {Dataflow::kOutputStationary, Dataflow::kWeightStationary,
-                  Dataflow::kInputStationary}) {
+  for (auto df :
+       {Dataflow::kOutputStationary, Dataflow::kWeightStationary, Dataflow::kInputStationary}) {
     for (auto mode : {BandwidthMode::kCalc, BandwidthMode::kUser}) {
       for (int64_t size : {3, 8, 5}) {
         const Config cfg = testing::make_config(df, size, 8, 1, mode, 4);

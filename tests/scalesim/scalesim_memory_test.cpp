@@ -1,7 +1,7 @@
 // SCALE-Sim's memory models on hand-derived request streams (docs/scalesim.md, "Memory models").
-#include <gtest/gtest.h>
-
 #include "compat/scalesim/scalesim_memory.hpp"
+
+#include <gtest/gtest.h>
 
 namespace npusim::scalesim {
 namespace {

@@ -29,9 +29,9 @@ class ScalesimReference : public ::testing::TestWithParam<std::string> {};
 TEST_P(ScalesimReference, ReportsAreByteIdentical) {
   const std::string run = GetParam();
   TempDir out("ref");
-  const int rc = run_cli({"-q", "-c", (kData / (run + ".cfg")).string(), "-t",
-                          (kData / "gemm_20x12x28.csv").string(), "-i", "gemm", "-p",
-                          out.path().string()});
+  const int rc =
+      run_cli({"-q", "-c", (kData / (run + ".cfg")).string(), "-t",
+               (kData / "gemm_20x12x28.csv").string(), "-i", "gemm", "-p", out.path().string()});
   ASSERT_EQ(rc, 0);
   for (const char* report :
        {"COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv", "DETAILED_ACCESS_REPORT.csv"}) {
@@ -52,8 +52,7 @@ std::vector<int64_t> trace_cycles(const fs::path& path) {
 TEST_P(ScalesimReference, EveryDemandRowCompletesInTheSameCycleAsInSramTraces) {
   const std::string run = GetParam();
   const Config config = read_config((kData / (run + ".cfg")).string());
-  const auto layers =
-      read_topology((kData / "gemm_20x12x28.csv").string(), TopologyKind::kGemm);
+  const auto layers = read_topology((kData / "gemm_20x12x28.csv").string(), TopologyKind::kGemm);
   ASSERT_EQ(layers.size(), 1u);
   std::vector<int64_t> ifmap, filter, ofmap;
   const RowObserver observer = [&](const RowTiming& t) {

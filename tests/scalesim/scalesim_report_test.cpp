@@ -1,7 +1,7 @@
 // Number formatting of the reports: SCALE-Sim prints with Python's str(), so npusim must too.
-#include <gtest/gtest.h>
-
 #include "compat/scalesim/scalesim_report.hpp"
+
+#include <gtest/gtest.h>
 
 namespace npusim::scalesim {
 namespace {

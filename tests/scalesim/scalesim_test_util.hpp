@@ -1,13 +1,13 @@
 // Helpers shared by the SCALE-Sim compatibility tests.
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "compat/scalesim/scalesim_config.hpp"
 

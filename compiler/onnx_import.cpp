@@ -353,6 +353,7 @@ void OnnxImporter::read_input() {
   v.channels_first = rank >= 4;
   diag_.throw_if_errors();
   graph_.input_name = in.name();
+  graph_.channels_first_io = true;  // --input and --save-outputs speak ONNX's layout
   graph_.input_shape.dims = ir_dims(v);
   graph_.batch = batch_override_ ? *batch_override_ : file_batch_ > 0 ? int(file_batch_) : 1;
   values_[in.name()] = std::move(v);

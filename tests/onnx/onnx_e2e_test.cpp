@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "onnx_test_models.hpp"
@@ -36,21 +37,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.model; }
 
 class OnnxEndToEnd : public testing::TestWithParam<Case> {};
 
-// The flags this test drives; until `npusim run` has them there is nothing to compare.
-bool cli_has_io_flags(std::string* help) {
-  CommandResult r = run_npusim("run --help");
-  *help = r.out + r.err;
-  return help->find("--input") != std::string::npos &&
-         help->find("--save-outputs") != std::string::npos;
-}
-
 TEST_P(OnnxEndToEnd, OutputsMatchNumpyWithinTolerance) {
   const Case c = GetParam();
-  std::string help;
-  if (!cli_has_io_flags(&help)) {
-    GTEST_SKIP() << "waits for `npusim run --input x.npy --save-outputs DIR` (issue 5, the "
-                    "lead's quantizer and CLI); `npusim run --help` does not list them yet";
-  }
   const std::string data = std::string(NPUSIM_ONNX_MODELS) + "/" + c.model;
   auto out_dir = fresh_dir(std::string("onnx-") + c.model);
   const int64_t batch = load_array(c.model, "input").shape.at(0);
@@ -81,13 +69,6 @@ TEST_P(OnnxEndToEnd, OutputsMatchNumpyWithinTolerance) {
   std::filesystem::remove_all(out_dir);
 }
 
-// Until load_workload dispatches .onnx paths to import_onnx, it reads them as JSON.
-bool onnx_dispatch_missing(const CommandResult& r) {
-  return r.exit_code == 2 && r.err.find("malformed JSON") != std::string::npos;
-}
-constexpr const char* kDispatchSkip =
-    "waits for load_workload (compiler/graph.cpp) to dispatch .onnx paths to import_onnx";
-
 class OnnxCli : public testing::TestWithParam<Case> {};
 
 // Random input (--seed), int8: the simulated outputs equal the functional reference bit for bit.
@@ -96,7 +77,6 @@ TEST_P(OnnxCli, RunsBitExactAgainstTheReference) {
   auto out_dir = fresh_dir(std::string("onnx-cli-") + c.model);
   CommandResult r =
       run_npusim("run --hw edge --workload " + model_path(c.model) + " --out " + out_dir.string());
-  if (onnx_dispatch_missing(r)) GTEST_SKIP() << kDispatchSkip;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("outputs match the reference bit for bit"), std::string::npos) << r.out;
   auto stats = nlohmann::json::parse(slurp(out_dir / "stats.json"));
@@ -106,7 +86,6 @@ TEST_P(OnnxCli, RunsBitExactAgainstTheReference) {
 
 TEST(OnnxCliErrors, BadModelExitsTwoNamingTheNodes) {
   CommandResult r = run_npusim("run --hw edge --workload " + model_path("bad_ops"));
-  if (onnx_dispatch_missing(r)) GTEST_SKIP() << kDispatchSkip;
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(model_path("bad_ops") +
                        ": node 'resize_1' (Resize): operator not supported (supported: Conv"),
@@ -119,7 +98,6 @@ TEST(OnnxCliErrors, BadModelExitsTwoNamingTheNodes) {
 
 TEST(OnnxCliErrors, CorruptFileExitsTwo) {
   CommandResult r = run_npusim("run --hw edge --workload " + model_path("corrupt_truncated"));
-  if (onnx_dispatch_missing(r)) GTEST_SKIP() << kDispatchSkip;
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(model_path("corrupt_truncated") +
                        ": not a valid ONNX model (protobuf parse failed)"),

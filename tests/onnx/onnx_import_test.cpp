@@ -33,6 +33,7 @@ TEST(OnnxImport, CnnLayersShapesAndAttributes) {
   EXPECT_EQ(g.batch, 1);  // the model's batch dimension is symbolic ("N")
   EXPECT_EQ(g.input_name, "x");
   EXPECT_EQ(g.input_shape.dims, (std::vector<int>{12, 12, 3}));  // NCHW [N,3,12,12] -> HWC
+  EXPECT_TRUE(g.channels_first_io);
   EXPECT_EQ(layer_names(g),
             (std::vector<std::string>{"conv1", "bn1", "relu1", "conv2", "bn2", "residual", "relu2",
                                       "pool", "conv3", "relu3", "gap", "flat", "fc", "probs"}));

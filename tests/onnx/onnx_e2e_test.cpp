@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "onnx_test_models.hpp"

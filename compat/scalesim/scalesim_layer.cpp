@@ -216,6 +216,75 @@ std::vector<int64_t> row_major_order(int64_t mp, int64_t np, Elem&& elem) {
 }
 }  // namespace
 
+namespace {
+// Position of (row, col) of an mp x np matrix walked as diagonal_order() walks it.
+int64_t diagonal_position(int64_t mp, int64_t np, int64_t row, int64_t col) {
+  const int64_t d = row + col;
+  // Elements on the diagonals before d: sum over e < d of min(e, mp-1) + 1 - max(0, e-np+1).
+  const int64_t upper = d <= mp ? d * (d + 1) / 2 : mp * (mp + 1) / 2 + (d - mp) * mp;
+  const int64_t cut = d > np ? (d - np) * (d - np + 1) / 2 : 0;
+  return upper - cut + (std::min(d, mp - 1) - row);
+}
+}  // namespace
+
+LayerModel::Span LayerModel::ifmap_prefetch_span(int64_t fr, int64_t fc, int64_t i) const {
+  Span span;
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary: {  // lane r: row fr*T + i - r, col r
+      const int64_t lo = std::max<int64_t>(0, i - t_ + 1);
+      const int64_t hi = std::min(rows_used(fr) - 1, i);
+      if (hi < lo) return span;
+      span.first = diagonal_position(row_folds_ * t_, r_, fr * t_ + i - lo, lo);
+      span.count = hi - lo + 1;
+      return span;
+    }
+    case Dataflow::kWeightStationary: {  // lane r: row fr*T + i - R - r, col r
+      const int64_t lo = std::max<int64_t>(0, i - r_ - t_ + 1);
+      const int64_t hi = std::min(rows_used(fr) - 1, i - r_);
+      if (hi < lo) return span;
+      span.first = diagonal_position(row_folds_ * t_, r_, fr * t_ + i - r_ - lo, lo);
+      span.count = hi - lo + 1;
+      return span;
+    }
+    case Dataflow::kInputStationary: {  // row fc*K + k, cols 0..cu-1
+      if (i >= r_ || r_ - 1 - i >= rows_used(fr)) return span;
+      span.first = (fc * k_ + fr * r_ + (r_ - 1 - i)) * c_;
+      span.count = cols_used(fc);
+      return span;
+    }
+  }
+  return span;
+}
+
+LayerModel::Span LayerModel::filter_prefetch_span(int64_t fr, int64_t fc, int64_t i) const {
+  Span span;
+  switch (dataflow_) {
+    case Dataflow::kOutputStationary: {  // lane c: row fc*T + i - c, col c
+      const int64_t lo = std::max<int64_t>(0, i - t_ + 1);
+      const int64_t hi = std::min(cols_used(fc) - 1, i);
+      if (hi < lo) return span;
+      span.first = diagonal_position(col_folds_ * t_, c_, fc * t_ + i - lo, lo);
+      span.count = hi - lo + 1;
+      return span;
+    }
+    case Dataflow::kWeightStationary: {  // row fc*K + k, cols 0..cu-1
+      if (i >= r_ || r_ - 1 - i >= rows_used(fr)) return span;
+      span.first = (fc * k_ + fr * r_ + (r_ - 1 - i)) * c_;
+      span.count = cols_used(fc);
+      return span;
+    }
+    case Dataflow::kInputStationary: {  // lane r: row fr*T + i - R - r, col r
+      const int64_t lo = std::max<int64_t>(0, i - r_ - t_ + 1);
+      const int64_t hi = std::min(rows_used(fr) - 1, i - r_);
+      if (hi < lo) return span;
+      span.first = diagonal_position(row_folds_ * t_, r_, fr * t_ + i - r_ - lo, lo);
+      span.count = hi - lo + 1;
+      return span;
+    }
+  }
+  return span;
+}
+
 std::vector<int64_t> LayerModel::ifmap_prefetch_order() const {
   switch (dataflow_) {
     case Dataflow::kOutputStationary:  // per row fold: T x R block of IFMAP^T, diagonal

@@ -94,6 +94,15 @@ class LayerModel {
   // matrix", flattened, -1 for padding).
   std::vector<int64_t> ifmap_prefetch_order() const;
   std::vector<int64_t> filter_prefetch_order() const;
+  // Where the requests of demand row i sit in that order: positions first, first+1, ...,
+  // first+count-1, in lane order (a demand row reads one anti-diagonal, or one row, of the
+  // prefetch matrix). For the IFMAP only when ifmap_is_dense_and_distinct().
+  struct Span {
+    int64_t first = 0;
+    int64_t count = 0;
+  };
+  Span ifmap_prefetch_span(int64_t fr, int64_t fc, int64_t i) const;
+  Span filter_prefetch_span(int64_t fr, int64_t fc, int64_t i) const;
 
  private:
   Dataflow dataflow_;

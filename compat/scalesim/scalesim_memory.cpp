@@ -83,7 +83,8 @@ DramActivity CalcReadEstimator::finish() const {
 }
 
 UserReadBuffer::UserReadBuffer(int64_t sram_words, int64_t bandwidth_words, int64_t offset,
-                               int64_t domain, const std::vector<int64_t>& prefetch_order)
+                               int64_t domain, const std::vector<int64_t>& prefetch_order,
+                               bool by_position)
     : offset_(offset), bandwidth_(bandwidth_words) {
   active_words_ = ceil_div(sram_words, 2);
   prefetch_words_ = sram_words - active_words_;
@@ -91,25 +92,32 @@ UserReadBuffer::UserReadBuffer(int64_t sram_words, int64_t bandwidth_words, int6
   const int64_t set_words = ceil_div(sram_words, 100);
   // Set s holds valid elements [s*set_words, (s+1)*set_words) of the prefetch order; the last
   // set holds the remainder and may be empty.
-  std::vector<uint32_t> counts(static_cast<size_t>(domain) + 1, 0);
   int64_t valid = 0;
-  for (int64_t a : prefetch_order) {
-    if (a < 0) continue;
-    ++counts[static_cast<size_t>(a - offset_)];
-    ++valid;
-  }
+  for (int64_t a : prefetch_order) valid += a >= 0;
   num_sets_ = valid / set_words + 1;
-  set_begin_.assign(static_cast<size_t>(domain) + 1, 0);
-  for (size_t i = 0; i < static_cast<size_t>(domain); ++i)
-    set_begin_[i + 1] = set_begin_[i] + counts[i];
-  set_ids_.assign(static_cast<size_t>(valid), 0);
-  std::vector<uint32_t> fill(set_begin_.begin(), set_begin_.end() - 1);
-  int64_t j = 0;
-  for (int64_t a : prefetch_order) {
-    if (a < 0) continue;
-    const size_t idx = static_cast<size_t>(a - offset_);
-    set_ids_[fill[idx]++] = static_cast<uint32_t>(j / set_words);
-    ++j;
+  if (by_position) {
+    set_of_position_.assign(prefetch_order.size(), UINT32_MAX);
+    int64_t j = 0;
+    for (size_t p = 0; p < prefetch_order.size(); ++p) {
+      if (prefetch_order[p] >= 0) set_of_position_[p] = static_cast<uint32_t>(j++ / set_words);
+    }
+  } else {
+    std::vector<uint32_t> counts(static_cast<size_t>(domain) + 1, 0);
+    for (int64_t a : prefetch_order) {
+      if (a >= 0) ++counts[static_cast<size_t>(a - offset_)];
+    }
+    set_begin_.assign(static_cast<size_t>(domain) + 1, 0);
+    for (size_t i = 0; i < static_cast<size_t>(domain); ++i)
+      set_begin_[i + 1] = set_begin_[i] + counts[i];
+    set_ids_.assign(static_cast<size_t>(valid), 0);
+    std::vector<uint32_t> fill(set_begin_.begin(), set_begin_.end() - 1);
+    int64_t j = 0;
+    for (int64_t a : prefetch_order) {
+      if (a < 0) continue;
+      const size_t idx = static_cast<size_t>(a - offset_);
+      set_ids_[fill[idx]++] = static_cast<uint32_t>(j / set_words);
+      ++j;
+    }
   }
   active_sets_ = std::min(ceil_div(active_words_, set_words), num_sets_);
   prefetch_sets_ = std::min(ceil_div(prefetch_words_, set_words), num_sets_ - active_sets_);

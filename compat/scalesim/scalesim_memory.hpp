@@ -101,9 +101,28 @@ class CalcReadEstimator {
 
 class UserReadBuffer {
  public:
-  // `prefetch_order`: the operand in SCALE-Sim's prefetch order, -1 for padding.
+  // `prefetch_order`: the operand in SCALE-Sim's prefetch order, -1 for padding. With
+  // `by_position`, every address appears once in it and requests are given as positions in it
+  // (service_positions); otherwise they are given as addresses (service_row).
   UserReadBuffer(int64_t sram_words, int64_t bandwidth_words, int64_t offset, int64_t domain,
-                 const std::vector<int64_t>& prefetch_order);
+                 const std::vector<int64_t>& prefetch_order, bool by_position = false);
+
+  // Services one demand row whose requests are prefetch-order positions first, first+1, ...,
+  // first+count-1 (in lane order); returns the cycle its data is available.
+  int64_t service_positions(int64_t cycle, int64_t first, int64_t count) {
+    if (!started_) start(cycle);
+    int64_t out = cycle + 1;  // hit latency 1
+    for (int64_t p = first; p < first + count; ++p) {
+      const int64_t s = set_of_position_[static_cast<std::size_t>(p)];
+      int guard = 0;
+      while (!in_window(s)) {
+        new_prefetch();
+        out = std::max(out, last_prefetch_cycle_);
+        check_progress(++guard, p);
+      }
+    }
+    return out;
+  }
 
   // Services one demand row issued at `cycle`; returns the cycle its data is available.
   template <class ForEach>
@@ -127,13 +146,14 @@ class UserReadBuffer {
   void start(int64_t cycle);
   void new_prefetch();
   void check_progress(int guard, int64_t address) const;
+  bool in_window(int64_t s) const {
+    return window_start_ < window_end_ ? (s >= window_start_ && s < window_end_)
+                                       : (s >= window_start_ || s < window_end_);
+  }
   bool hit(int64_t idx) const {
     for (uint32_t p = set_begin_[static_cast<std::size_t>(idx)];
          p < set_begin_[static_cast<std::size_t>(idx) + 1]; ++p) {
-      const int64_t s = set_ids_[p];
-      if (window_start_ < window_end_ ? (s >= window_start_ && s < window_end_)
-                                      : (s >= window_start_ || s < window_end_))
-        return true;
+      if (in_window(set_ids_[p])) return true;
     }
     return false;
   }
@@ -148,6 +168,7 @@ class UserReadBuffer {
   int64_t prefetch_sets_;
   std::vector<uint32_t> set_begin_;  // CSR: address index -> set ids holding it
   std::vector<uint32_t> set_ids_;
+  std::vector<uint32_t> set_of_position_;  // by_position: prefetch position -> set id
   bool started_ = false;
   int64_t window_start_ = 0;
   int64_t window_end_ = 0;

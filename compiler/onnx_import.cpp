@@ -27,7 +27,7 @@ constexpr const char* kSupportedOps =
     "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf form of GELU, Softmax, "
     "LayerNormalization, BatchNormalization, MaxPool, AveragePool, GlobalAveragePool, "
     "GlobalMaxPool, ReduceMean (spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
-    "Identity, Dropout, Constant";
+    "Pad (before a Conv), Identity, Dropout, Constant";
 
 // A constant tensor: an initializer or the output of a Constant node.
 struct Constant {
@@ -50,6 +50,9 @@ struct Value {
   std::vector<int64_t> flat_from;  // set when this is a flattened channels-first map [C,(D,)H,W]
                                    // with C > 1 and H*W > 1: the IR holds (D,)H,W,C order
   int layer = -1;                  // producing IR layer; -1 for the graph input
+  // Set on the output of a Pad: zero padding (begins, then ends, per spatial axis) that the Conv
+  // reading it adds to its own pads. The IR tensor is the unpadded one; `dims` are padded.
+  std::vector<int64_t> pending_pads;
 };
 
 std::string dims_text(const std::vector<int64_t>& dims) {
@@ -197,7 +200,7 @@ class OnnxImporter {
   void finish_outputs();
 
   // Operand access: an activation, a constant, or an error (returns null and records it).
-  const Value* activation(int i, int input_index);
+  const Value* activation(int i, int input_index, bool padded_ok = false);
   const Constant* constant(int i, int input_index, const std::string& role);
   const Constant* optional_constant(int i, int input_index, const std::string& role);
   bool is_constant(const std::string& name) const { return constants_.count(name) != 0; }
@@ -225,6 +228,7 @@ class OnnxImporter {
   bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
   void import_squeeze(int i, bool unsqueeze);
   void import_reduce_mean(int i);
+  void import_pad(int i);
   void import_gemm(int i);
   void import_matmul(int i);
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
@@ -446,11 +450,19 @@ void OnnxImporter::find_gelu_patterns() {
   }
 }
 
-const Value* OnnxImporter::activation(int i, int input_index) {
+const Value* OnnxImporter::activation(int i, int input_index, bool padded_ok) {
   const Node& n = g_.node(i);
   const std::string& name = n.input(input_index);
   auto it = values_.find(name);
-  if (it != values_.end()) return &it->second;
+  if (it != values_.end()) {
+    if (!padded_ok && !it->second.pending_pads.empty()) {
+      fail(i, fmt::format("input {} ('{}') comes from a Pad; npusim supports Pad only as zero "
+                          "padding folded into the Conv that reads it",
+                          input_index, name));
+      return nullptr;
+    }
+    return &it->second;
+  }
   if (is_constant(name)) {
     fail(i, fmt::format("input {} ('{}') is a constant; npusim expects a run-time tensor here "
                         "(constant folding is not supported)",
@@ -614,7 +626,7 @@ std::string spatial_input_problem(const Value& x) {
 
 void OnnxImporter::import_conv(int i) {
   const Node& n = g_.node(i);
-  const Value* x = activation(i, 0);
+  const Value* x = activation(i, 0, true);
   if (!x) return;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   const Constant* w = constant(i, 1, "weights");
@@ -660,6 +672,10 @@ void OnnxImporter::import_conv(int i) {
   v.channels_first = true;
   v.dims.push_back(cout);
   v.dims.insert(v.dims.end(), win.out.begin(), win.out.end());
+  for (size_t a = 0; a < x->pending_pads.size() / 2; ++a) {
+    win.pads_begin[a] += x->pending_pads[a];
+    win.pads_end[a] += x->pending_pads[x->pending_pads.size() / 2 + a];
+  }
   Layer& l = add_layer(i, OpKind::kConv, {x->ir_name}, out);
   l.filters = static_cast<int>(cout);
   l.groups = static_cast<int>(groups);
@@ -1265,6 +1281,48 @@ void OnnxImporter::import_reduce_mean(int i) {
   set_value(out, std::move(flat));
 }
 
+// Zero padding of the spatial axes of a feature map, folded into the Conv that reads it.
+void OnnxImporter::import_pad(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
+  const std::string mode = attr_string(n, "mode", "constant");
+  if (mode != "constant") {
+    return fail(i, fmt::format("mode '{}': only constant (zero) padding is supported", mode));
+  }
+  if (n.input_size() > 3 && !n.input(3).empty()) return fail(i, "the axes input is not supported");
+  const Constant* pads = constant(i, 1, "pads");
+  if (!pads) return;
+  const size_t rank = x->dims.size() + 1, s = rank - 2;
+  if (!pads->is_int || pads->ints.size() != 2 * rank) {
+    return fail(i, fmt::format("pads '{}' must be {} integers (begins, then ends, per axis)",
+                               n.input(1), 2 * rank));
+  }
+  const auto& p = pads->ints;
+  if (p[0] != 0 || p[1] != 0 || p[rank] != 0 || p[rank + 1] != 0 ||
+      std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) {
+    return fail(i, fmt::format("pads {}: only non-negative padding of the spatial axes is "
+                               "supported",
+                               dims_text(p)));
+  }
+  if (const Constant* value = optional_constant(i, 2, "constant_value")) {
+    if (value->is_int || value->values.size() != 1 || value->values[0] != 0.0f) {
+      return fail(i, "constant_value must be 0 (npusim folds Pad into a Conv's zero padding)");
+    }
+  } else if (n.input_size() > 2 && !n.input(2).empty()) {
+    return;
+  }
+  Value v = *x;
+  v.pending_pads.assign(2 * s, 0);
+  for (size_t a = 0; a < s; ++a) {
+    v.pending_pads[a] = p[2 + a];
+    v.pending_pads[s + a] = p[rank + 2 + a];
+    v.dims[1 + a] += p[2 + a] + p[rank + 2 + a];
+  }
+  alias(i, v);
+}
+
 void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
                                 const Constant* c, float beta) {
   const Node& n = g_.node(i);
@@ -1403,7 +1461,7 @@ void OnnxImporter::import_node(int i) {
   if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
   if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
     auto x = values_.find(it->second);
-    if (x == values_.end()) {
+    if (x == values_.end() || !x->second.pending_pads.empty()) {
       return fail(i, fmt::format("GELU input '{}' is not a run-time tensor", it->second));
     }
     const std::string out = n.output(0);
@@ -1449,6 +1507,7 @@ void OnnxImporter::import_node(int i) {
   if (op == "Squeeze") return import_squeeze(i, false);
   if (op == "Unsqueeze") return import_squeeze(i, true);
   if (op == "ReduceMean") return import_reduce_mean(i);
+  if (op == "Pad") return import_pad(i);
   if (op == "Constant") return import_constant_node(i);
   if (op == "Identity" || op == "Dropout") {
     if (!extra_outputs_unused(i)) return;
@@ -1481,6 +1540,10 @@ void OnnxImporter::finish_outputs() {
       continue;
     }
     const Value& v = it->second;
+    if (!v.pending_pads.empty()) {
+      diag_.error(where, "comes from a Pad, which npusim supports only before a Conv");
+      continue;
+    }
     if (!v.flat_from.empty()) {
       diag_.error(where,
                   "is a flattened channels-first feature map; npusim flattens in H, W, C "

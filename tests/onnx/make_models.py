@@ -457,6 +457,23 @@ def aliases(out_dir):
     save(out_dir, b, model, x, {"y": y})
 
 
+def pad_conv(out_dir):
+    """Pad (zeros, as tf2onnx emits for SAME convs) folded into the Conv after it."""
+    b = Builder("pad_conv", 19)
+    b.weight("W", [5, 3, 3, 3])
+    b.weight("B", [5], 0.1)
+    b.const("pads", np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64))
+    b.node("Pad", ["x", "pads"], ["padded"])
+    b.node("Conv", ["padded", "W", "B"], ["y"], strides=[2, 2], pads=[0, 1, 0, 0])
+    model = b.model("x", [3, 7, 7], ["y"])
+    x = b.rng.uniform(-1, 1, [1, 3, 7, 7]).astype(np.float32)
+    # Pad (top 1, left 2, bottom 2, right 1) then the conv's own (left 1): zero padding of
+    # top 1, left 3, bottom 2, right 1 around the input.
+    y = per_sample(lambda s: conv(s, b.inits["W"], b.inits["B"], [2, 2], [1, 3, 2, 1], [1, 1],
+                                  1), x)
+    save(out_dir, b, model, x, {"y": y})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -534,6 +551,17 @@ def bad_bn_shared(out_dir):
     save(out_dir, b, model, None, {}, check=False)
 
 
+def bad_pad(out_dir):
+    """A Pad before a Relu, and reflect padding."""
+    b = Builder("bad_pad", 20)
+    b.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    b.node("Pad", ["x", "pads"], ["padded"], name="pad_zero")
+    b.node("Relu", ["padded"], ["y"], name="relu_of_pad")
+    b.node("Pad", ["x", "pads"], ["reflected"], name="pad_reflect", mode="reflect")
+    model = b.model("x", [3, 4, 4], ["y", "reflected"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
 def corrupt(out_dir):
     with open(os.path.join(out_dir, "corrupt_text.onnx"), "wb") as f:
         f.write(b"this is not an ONNX model\n\xff\xff\xff\xff")
@@ -549,8 +577,8 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
-                  activations, sequence, reduce_squeeze, aliases, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
-                  bad_opset, bad_bn_shared, corrupt):
+                  activations, sequence, reduce_squeeze, aliases, pad_conv, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
+                  bad_opset, bad_bn_shared, bad_pad, corrupt):
         build(out_dir)
 
 

@@ -55,8 +55,8 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
                            "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf "
                            "form of GELU, Softmax, LayerNormalization, BatchNormalization, "
                            "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean "
-                           "(spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, Identity, "
-                           "Dropout, Constant)");
+                           "(spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, Pad (before a "
+                           "Conv), Identity, Dropout, Constant)");
   // The Relu reading the failed Resize stays quiet; the Concat on the height axis is named.
   EXPECT_EQ(errors[1], path +
                            ": node 'cat_h' (Concat): axis 2 on inputs of rank 4: npusim "
@@ -135,6 +135,16 @@ TEST(OnnxErrors, BatchNormWhoseConvOutputHasAnotherReaderThroughAnAlias) {
       std::vector<std::string>{path + ": node 'bn_shared' (BatchNormalization): input 'conv_id' "
                                       "must come from a Conv, Gemm or MatMul whose output nothing "
                                       "else reads: npusim folds batch normalization into it"});
+}
+
+TEST(OnnxErrors, PadOnlyAsZeroPaddingBeforeAConv) {
+  const std::string path = model_path("bad_pad");
+  EXPECT_EQ(import_errors(path),
+            (std::vector<std::string>{
+                path + ": node 'relu_of_pad' (Relu): input 0 ('padded') comes from a Pad; npusim "
+                       "supports Pad only as zero padding folded into the Conv that reads it",
+                path + ": node 'pad_reflect' (Pad): mode 'reflect': only constant (zero) "
+                       "padding is supported"}));
 }
 
 }  // namespace

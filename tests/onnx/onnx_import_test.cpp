@@ -324,5 +324,17 @@ TEST(OnnxImport, IdentityAndDropoutArePassedOn) {
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"y"}));
 }
 
+TEST(OnnxImport, PadFoldsIntoTheConvAfterIt) {
+  Graph g = import_onnx(model_path("pad_conv"), std::nullopt);
+  ASSERT_EQ(g.layers.size(), 1u);
+  const Layer& c = layer(g, "y");
+  EXPECT_EQ(c.inputs, (std::vector<std::string>{"x"}));
+  // Pad: top 1, left 2, bottom 2, right 1; the conv's own: left 1.
+  EXPECT_EQ(c.pads_begin, (std::array<int, 3>{0, 1, 3}));
+  EXPECT_EQ(c.pads_end, (std::array<int, 3>{0, 2, 1}));
+  // H (7 + 1 + 2 - 3) / 2 + 1 = 4, W (7 + 3 + 1 - 3) / 2 + 1 = 5.
+  EXPECT_EQ(c.out_shape.dims, (std::vector<int>{4, 5, 5}));
+}
+
 }  // namespace
 }  // namespace npusim

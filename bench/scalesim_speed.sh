@@ -52,7 +52,7 @@ for cfg in google eyeriss scale; do
     layers=$(sed -E 's/.*: ([0-9]+) layers.*/\1/' <<<"${line}")
     cycles=$(sed -E 's/.* ([0-9]+) cycles.*/\1/' <<<"${line}")
     awk -v c="${cfg}" -v t="${topo}" -v l="${layers}" -v n="${cycles}" -v s="${start}" \
-        -v e="${end}" 'BEGIN { w = e - s; printf "%-12s %-20s %6d %14d %10.3f %16.3e\n",
+        -v e="${end}" 'BEGIN { w = e - s; printf "%-12s %-20s %6d %14s %10.3f %16.3e\n",
                               c, t, l, n, w, n / w }'
   done
 done

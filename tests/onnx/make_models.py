@@ -474,6 +474,31 @@ def pad_conv(out_dir):
     save(out_dir, b, model, x, {"y": y})
 
 
+def opset11(out_dir):
+    """Opset 11 forms: Squeeze axes as an attribute, Softmax's default axis 1 (all trailing axes),
+    Clip bounds as inputs."""
+    b = Builder("opset11", 21)
+    b.weight("W", [6, 2, 3, 3])
+    b.weight("fc_W", [6, 4], 8.0)
+    b.const("lo", np.array(-0.2, np.float32))
+    b.const("hi", np.array(0.3, np.float32))
+    b.node("Conv", ["x", "W"], ["conv"], pads=[1, 1, 1, 1])
+    b.node("Clip", ["conv", "lo", "hi"], ["clip"])
+    b.node("ReduceMean", ["clip"], ["gap"], axes=[2, 3])
+    b.node("Squeeze", ["gap"], ["sq"], axes=[2, 3])
+    b.node("Gemm", ["sq", "fc_W"], ["fc"])
+    b.node("Softmax", ["fc"], ["y"])
+    model = b.model("x", [2, 5, 5], ["y"], opset=11)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [1, 2, 5, 5]).astype(np.float32)
+
+    def run(s):
+        t = np.clip(conv(s, i["W"], None, [1, 1], [1, 1, 1, 1], [1, 1], 1), -0.2, 0.3)
+        return softmax(t.mean(axis=(1, 2)) @ i["fc_W"])
+
+    save(out_dir, b, model, x, {"y": per_sample(run, x)})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -577,7 +602,8 @@ def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
-                  activations, sequence, reduce_squeeze, aliases, pad_conv, bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
+                  activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
+                  bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, corrupt):
         build(out_dir)
 

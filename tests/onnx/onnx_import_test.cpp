@@ -336,5 +336,14 @@ TEST(OnnxImport, PadFoldsIntoTheConvAfterIt) {
   EXPECT_EQ(c.out_shape.dims, (std::vector<int>{4, 5, 5}));
 }
 
+TEST(OnnxImport, Opset11AttributeFormsAndSoftmaxDefaultAxis) {
+  Graph g = import_onnx(model_path("opset11"), std::nullopt);
+  EXPECT_EQ(layer(g, "clip").activation, Activation::kClip);
+  EXPECT_TRUE(layer(g, "gap").global_pool);
+  EXPECT_EQ(layer(g, "sq").out_shape.dims, (std::vector<int>{6}));
+  EXPECT_EQ(layer(g, "y").kind, OpKind::kSoftmax);
+  EXPECT_EQ(layer(g, "y").out_shape.dims, (std::vector<int>{4}));
+}
+
 }  // namespace
 }  // namespace npusim

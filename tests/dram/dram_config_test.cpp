@@ -12,6 +12,7 @@
 #include "models/dram/address_mapping.hpp"
 #include "models/dram/membench_cli.hpp"
 #include "support/error.hpp"
+#include "support/json_reader.hpp"
 
 namespace npusim::dram {
 namespace {
@@ -197,6 +198,28 @@ TEST(DramAddressMapping, SplitFieldsAndXorAreABijection) {
   EXPECT_EQ(a.pseudo_channel, 1u ^ (col & 1));
   EXPECT_EQ(a.bank_group, 0b01u ^ ((col >> 1) & 3));
   EXPECT_EQ(a.bank, 0b10u ^ ((col >> 3) & 3));
+}
+
+TEST(DramMembenchCli, PrintsTheAgreedJsonKeys) {
+  ::testing::internal::CaptureStdout();
+  const int rc = run_membench_cli(
+      {"--memory", "hbm2", "--channels", "2", "--pattern", "mix-2r1w", "--requests", "3000"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  const json j = json::parse(out);
+  for (const char* key :
+       {"bandwidth_gbps", "peak_bandwidth_gbps", "avg_read_latency_cycles",
+        "p50_read_latency_cycles", "p99_read_latency_cycles", "row_hit_rate", "act_commands",
+        "ref_commands", "energy_pj_per_bit", "sim_cycles", "resolved_config"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["requests"], 3000);
+  EXPECT_EQ(j["reads"].get<int>() + j["writes"].get<int>(), 3000);
+  EXPECT_EQ(j["peak_bandwidth_gbps"], 64.0);
+  EXPECT_GT(j["bandwidth_gbps"].get<double>(), 0.0);
+  EXPECT_LE(j["bandwidth_gbps"].get<double>(), 64.0);
+  EXPECT_LE(j["p50_read_latency_cycles"].get<double>(), j["p99_read_latency_cycles"].get<double>());
+  EXPECT_EQ(j["resolved_config"]["organization"]["channels"], 2);
 }
 
 TEST(DramMembenchCli, BadInputIsExitCodeTwo) {

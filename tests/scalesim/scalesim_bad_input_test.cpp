@@ -156,6 +156,24 @@ TEST(ScalesimBadInput, GemmRowsWithoutTrailingCommaAreAccepted) {
   EXPECT_EQ(layers[0].num_filters, 1024);  // N
 }
 
+TEST(ScalesimTopology, ColumnStrideAndDepthwiseLayers) {
+  // A 9th field is the column stride; a name containing "DP" is a depthwise layer, run as one
+  // single-channel layer per channel, named <name>Channel_<i>.
+  const auto layers = parse_topology(
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+      "Strides,\n"
+      "c1, 9, 11, 3, 3, 4, 8, 2, 3,\n"
+      "dw_DP, 8, 8, 3, 3, 3, 1, 1,\n",
+      "t.csv", TopologyKind::kConv);
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0].stride_h, 2);
+  EXPECT_EQ(layers[0].stride_w, 3);
+  EXPECT_EQ(layers[1].name, "dw_DPChannel_0");
+  EXPECT_EQ(layers[3].name, "dw_DPChannel_2");
+  EXPECT_EQ(layers[3].channels, 1);
+  EXPECT_EQ(layers[3].stride_w, 1);
+}
+
 class ScalesimCli : public ::testing::Test {
  protected:
   TempDir dir_{"cli"};

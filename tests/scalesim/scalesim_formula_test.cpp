@@ -6,6 +6,7 @@
 //   is: ceil(K/R)*ceil(M/C)*(2R+C+N-2) - 1
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -129,6 +130,23 @@ TEST(ScalesimFormula, AlexNetConv1WeightStationary32x32) {
   const LayerResult res = simulate_layer(config, layers.at(0));
   EXPECT_EQ(res.total_cycles, 112283);
   EXPECT_EQ(res.stall_cycles, 0);
+}
+
+TEST(ScalesimFormula, ResNet18Conv3ReReadsItsIfmapOncePerColumnFold) {
+  // Reported by real SCALE-Sim runs (../shared/SCALESIM_CONVENTIONS.md): conv3_x of ResNet-18,
+  // ws on 32x32 with 64 kB SRAMs, CALC: the IFMAP does not fit half the SRAM, and every SRAM
+  // read is a DRAM read: M*K*col_folds = 26*26 * 3*3*128 * 4 = 3115008.
+  const auto layers = read_topology((kWorkloads / "resnet18.csv").string(), TopologyKind::kConv);
+  const Config config = testing::make_config(Dataflow::kWeightStationary, 32, 32, 64);
+  for (const char* name : {"Conv3_1b", "Conv3_2a", "Conv3_2b"}) {
+    const auto it =
+        std::find_if(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; });
+    ASSERT_NE(it, layers.end()) << name;
+    const LayerResult res = simulate_layer(config, *it);
+    EXPECT_EQ(res.ifmap.sram_accesses, 3115008) << name;
+    EXPECT_EQ(res.ifmap.dram_accesses, res.ifmap.sram_accesses) << name;
+    EXPECT_EQ(res.filter.dram_accesses, 3 * 3 * 128 * 128) << name;  // fits: read once
+  }
 }
 
 TEST(ScalesimFormula, CeilOutputSizeOfResNet18Conv1) {

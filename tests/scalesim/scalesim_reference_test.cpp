@@ -66,7 +66,7 @@ TEST_P(ScalesimReference, EveryDemandRowCompletesInTheSameCycleAsInSramTraces) {
   EXPECT_EQ(ofmap, trace_cycles(kData / run / "layer0" / "OFMAP_SRAM_TRACE.csv"));
 }
 
-INSTANTIATE_TEST_SUITE_P(RealRuns, ScalesimReference,
+INSTANTIATE_TEST_SUITE_P(ScalesimRealRuns, ScalesimReference,
                          ::testing::Values("trace_a8x8_os_calc_s1-1-1", "trace_a8x8_ws_calc_s1-1-1",
                                            "trace_a8x8_is_calc_s1-1-1",
                                            "trace_a8x8_os_user4_s1-1-1",

@@ -96,7 +96,7 @@ class LayerModel {
   std::vector<int64_t> filter_prefetch_order() const;
   // Where the requests of demand row i sit in that order: positions first, first+1, ...,
   // first+count-1, in lane order (a demand row reads one anti-diagonal, or one row, of the
-  // prefetch matrix). For the IFMAP only when ifmap_is_dense_and_distinct().
+  // prefetch matrix), padding included.
   struct Span {
     int64_t first = 0;
     int64_t count = 0;

@@ -83,25 +83,22 @@ DramActivity CalcReadEstimator::finish() const {
 }
 
 UserReadBuffer::UserReadBuffer(int64_t sram_words, int64_t bandwidth_words, int64_t offset,
-                               int64_t domain, const std::vector<int64_t>& prefetch_order,
-                               bool by_position)
-    : offset_(offset), bandwidth_(bandwidth_words) {
+                               int64_t domain, std::vector<int64_t> prefetch_order, bool distinct)
+    : offset_(offset), bandwidth_(bandwidth_words), distinct_(distinct) {
   active_words_ = ceil_div(sram_words, 2);
   prefetch_words_ = sram_words - active_words_;
   fetch_lines_ = ceil_div(static_cast<int64_t>(prefetch_order.size()), bandwidth_);
   const int64_t set_words = ceil_div(sram_words, 100);
   // Set s holds valid elements [s*set_words, (s+1)*set_words) of the prefetch order; the last
   // set holds the remainder and may be empty.
+  set_of_position_.assign(prefetch_order.size(), kNoSet);
   int64_t valid = 0;
-  for (int64_t a : prefetch_order) valid += a >= 0;
+  for (size_t p = 0; p < prefetch_order.size(); ++p) {
+    if (prefetch_order[p] >= 0) set_of_position_[p] = static_cast<uint32_t>(valid++ / set_words);
+  }
   num_sets_ = valid / set_words + 1;
-  if (by_position) {
-    set_of_position_.assign(prefetch_order.size(), UINT32_MAX);
-    int64_t j = 0;
-    for (size_t p = 0; p < prefetch_order.size(); ++p) {
-      if (prefetch_order[p] >= 0) set_of_position_[p] = static_cast<uint32_t>(j++ / set_words);
-    }
-  } else {
+  if (!distinct_) {
+    // Address -> every set holding it (CSR).
     std::vector<uint32_t> counts(static_cast<size_t>(domain) + 1, 0);
     for (int64_t a : prefetch_order) {
       if (a >= 0) ++counts[static_cast<size_t>(a - offset_)];
@@ -111,13 +108,12 @@ UserReadBuffer::UserReadBuffer(int64_t sram_words, int64_t bandwidth_words, int6
       set_begin_[i + 1] = set_begin_[i] + counts[i];
     set_ids_.assign(static_cast<size_t>(valid), 0);
     std::vector<uint32_t> fill(set_begin_.begin(), set_begin_.end() - 1);
-    int64_t j = 0;
-    for (int64_t a : prefetch_order) {
-      if (a < 0) continue;
-      const size_t idx = static_cast<size_t>(a - offset_);
-      set_ids_[fill[idx]++] = static_cast<uint32_t>(j / set_words);
-      ++j;
+    for (size_t p = 0; p < prefetch_order.size(); ++p) {
+      if (prefetch_order[p] < 0) continue;
+      const size_t idx = static_cast<size_t>(prefetch_order[p] - offset_);
+      set_ids_[fill[idx]++] = set_of_position_[p];
     }
+    order_ = std::move(prefetch_order);
   }
   active_sets_ = std::min(ceil_div(active_words_, set_words), num_sets_);
   prefetch_sets_ = std::min(ceil_div(prefetch_words_, set_words), num_sets_ - active_sets_);
@@ -144,8 +140,9 @@ void UserReadBuffer::new_prefetch() {
 
 void UserReadBuffer::check_progress(int guard, int64_t address) const {
   NPUSIM_CHECK(guard <= num_sets_ + 1,
-               "USER read buffer: address {} never enters the active window ({} sets)", address,
-               num_sets_);
+               "USER read buffer: the request at prefetch position {} never enters the active "
+               "window ({} sets)",
+               address, num_sets_);
 }
 
 DramActivity UserReadBuffer::finish() const {

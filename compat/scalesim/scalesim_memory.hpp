@@ -101,42 +101,29 @@ class CalcReadEstimator {
 
 class UserReadBuffer {
  public:
-  // `prefetch_order`: the operand in SCALE-Sim's prefetch order, -1 for padding. With
-  // `by_position`, every address appears once in it and requests are given as positions in it
-  // (service_positions); otherwise they are given as addresses (service_row).
+  // `prefetch_order`: the operand in SCALE-Sim's prefetch order, -1 for padding. Requests are
+  // given as positions in that order. `distinct`: no address appears twice in it (GEMM-like
+  // operands); otherwise an address may also hit through another position holding it.
   UserReadBuffer(int64_t sram_words, int64_t bandwidth_words, int64_t offset, int64_t domain,
-                 const std::vector<int64_t>& prefetch_order, bool by_position = false);
+                 std::vector<int64_t> prefetch_order, bool distinct);
 
   // Services one demand row whose requests are prefetch-order positions first, first+1, ...,
-  // first+count-1 (in lane order); returns the cycle its data is available.
+  // first+count-1 (in lane order; padding positions are not requests); returns the cycle its
+  // data is available.
   int64_t service_positions(int64_t cycle, int64_t first, int64_t count) {
     if (!started_) start(cycle);
     int64_t out = cycle + 1;  // hit latency 1
     for (int64_t p = first; p < first + count; ++p) {
-      const int64_t s = set_of_position_[static_cast<std::size_t>(p)];
+      const uint32_t s = set_of_position_[static_cast<std::size_t>(p)];
+      if (s == kNoSet) continue;  // a window element outside the IFMAP: no request
       int guard = 0;
-      while (!in_window(s)) {
+      // Its own set is usually in the window; a repeated address may be in another one.
+      while (!in_window(s) && (distinct_ || !hit(order_[static_cast<std::size_t>(p)] - offset_))) {
         new_prefetch();
-        out = std::max(out, last_prefetch_cycle_);
+        out = std::max(out, last_prefetch_cycle_);  // waits for the prefetch to land
         check_progress(++guard, p);
       }
     }
-    return out;
-  }
-
-  // Services one demand row issued at `cycle`; returns the cycle its data is available.
-  template <class ForEach>
-  int64_t service_row(int64_t cycle, ForEach&& for_each_address) {
-    if (!started_) start(cycle);
-    int64_t out = cycle + 1;  // hit latency 1
-    for_each_address([&](int64_t address) {
-      int guard = 0;
-      while (!hit(address - offset_)) {
-        new_prefetch();
-        out = std::max(out, last_prefetch_cycle_);  // waits for the prefetch to land
-        check_progress(++guard, address);
-      }
-    });
     return out;
   }
 
@@ -168,7 +155,10 @@ class UserReadBuffer {
   int64_t prefetch_sets_;
   std::vector<uint32_t> set_begin_;  // CSR: address index -> set ids holding it
   std::vector<uint32_t> set_ids_;
-  std::vector<uint32_t> set_of_position_;  // by_position: prefetch position -> set id
+  static constexpr uint32_t kNoSet = UINT32_MAX;
+  bool distinct_;
+  std::vector<int64_t> order_;             // prefetch order (kept when !distinct_)
+  std::vector<uint32_t> set_of_position_;  // prefetch position -> set id
   bool started_ = false;
   int64_t window_start_ = 0;
   int64_t window_end_ = 0;

@@ -119,13 +119,12 @@ LayerResult simulate_layer(const Config& config, const Layer& layer, const RowOb
   bool count_ifmap = false;
   bool count_filter = false;
   bool os_filter_blocks = false;
-  bool ifmap_by_position = false;
   if (user) {
-    // Operands whose addresses are all distinct are looked up by prefetch position: a demand
-    // row's requests are consecutive positions, so no address table is needed.
-    ifmap_by_position = lm.ifmap_is_dense_and_distinct();
+    // Requests are looked up by their position in the prefetch order (a demand row reads
+    // consecutive positions); IFMAPs with overlapping windows also by address.
     ifmap_user.emplace(ifmap_words, config.user_bandwidth_words, lm.ifmap_offset(),
-                       lm.ifmap_words(), lm.ifmap_prefetch_order(), ifmap_by_position);
+                       lm.ifmap_words(), lm.ifmap_prefetch_order(),
+                       lm.ifmap_is_dense_and_distinct());
     filter_user.emplace(filter_words, config.user_bandwidth_words, lm.filter_offset(),
                         lm.filter_words(), lm.filter_prefetch_order(), true);
   } else {
@@ -172,13 +171,8 @@ LayerResult simulate_layer(const Config& config, const Layer& layer, const RowOb
     int64_t ifmap_out = cycle + 1;
     int64_t filter_out = cycle + 1;
     if (user) {
-      if (ifmap_by_position) {
-        const LayerModel::Span span = lm.ifmap_prefetch_span(fr, fc, i);
-        ifmap_out = ifmap_user->service_positions(cycle, span.first, span.count);
-      } else {
-        ifmap_out =
-            ifmap_user->service_row(cycle, [&](auto&& fn) { lm.for_each_ifmap(fr, fc, i, fn); });
-      }
+      const LayerModel::Span ispan = lm.ifmap_prefetch_span(fr, fc, i);
+      ifmap_out = ifmap_user->service_positions(cycle, ispan.first, ispan.count);
       const LayerModel::Span span = lm.filter_prefetch_span(fr, fc, i);
       filter_out = filter_user->service_positions(cycle, span.first, span.count);
     } else {

@@ -96,9 +96,19 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   {
     ObjectReader r = top.object("data_types");
     auto& d = c.data_types;
-    d.activation = read_type(r, "activation", d.activation, {"int8"});
-    d.weight = read_type(r, "weight", d.weight, {"int8"});
-    d.accumulator = read_type(r, "accumulator", d.accumulator, {"int32"});
+    d.activation = read_type(r, "activation", d.activation, {"int8", "bf16"});
+    d.weight = read_type(r, "weight", d.weight, {"int8", "bf16"});
+    const DataType default_acc = d.activation == DataType::kBf16 ? DataType::kFp32 : DataType::kInt32;
+    d.accumulator = read_type(r, "accumulator", default_acc, {"int32", "fp32"});
+    if (r.present() && d.weight != d.activation) {
+      diag.error("/data_types/weight", fmt::format("expected the activation type (\"{}\"), got \"{}\"",
+                                                   to_string(d.activation), to_string(d.weight)));
+    }
+    if (r.present() && d.accumulator != default_acc) {
+      diag.error("/data_types/accumulator",
+                 fmt::format("expected \"{}\" for {} operands, got \"{}\"", to_string(default_acc),
+                             to_string(d.activation), to_string(d.accumulator)));
+    }
     r.finish();
   }
   top.finish();

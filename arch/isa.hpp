@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "arch/activation.hpp"
 #include "arch/quant.hpp"
 
 namespace npusim {
@@ -32,6 +33,7 @@ struct DmaOp {
   uint32_t count[3] = {0, 1, 1};
   uint64_t dram_stride[2] = {0, 0};
   bool transpose = false;
+  int transpose_element_bytes = 1;  // a transposing load moves elements of this size
   uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }
 };
 
@@ -66,9 +68,10 @@ struct MatmulOp {
   bool accumulate = false;
 };
 
-// Vector unit epilogue: acc (int32, M x N) + bias[n] -> requantize with the per-channel
+// Vector unit epilogue. int8: acc (int32, M x N) + bias[n] -> requantize with the per-channel
 // multipliers table[channel0 + n] -> saturate to [lo, hi] -> optional 256-entry table -> int8 in
 // the unified buffer. Tables are the vector unit's parameter registers, loaded with the layer.
+// bf16: acc (fp32) + bias[n] (fp32) -> activation -> bf16. Leading dimensions are in elements.
 struct RequantOp {
   uint64_t acc_addr = 0;
   int acc_ld = 0;
@@ -81,6 +84,8 @@ struct RequantOp {
   int channel0 = 0;
   int8_t lo = -128, hi = 127;
   int lut = -1;      // Program::luts, or none
+  Activation activation = Activation::kNone;  // bf16
+  float clip_min = 0.0f, clip_max = 6.0f;
 };
 
 // Vector unit: max or average pooling of a channels-last slab in the unified buffer; the output
@@ -114,12 +119,15 @@ struct LayerNormOp {
   float input_scale = 1.0f, inv_output_scale = 1.0f, epsilon = 1e-5f;
 };
 
-// Vector unit: an int8 -> int8 table on every element (activations: relu, sigmoid, gelu, ...).
+// Vector unit: an activation on every element (relu, sigmoid, gelu, ...): an int8 -> int8 table,
+// or the function itself in fp32 on bf16 data.
 struct LutOp {
   uint64_t in_ub_addr = 0;
   uint64_t out_ub_addr = 0;
   uint64_t elements = 0;
   int lut = 0;
+  Activation activation = Activation::kNone;  // bf16
+  float clip_min = 0.0f, clip_max = 6.0f;
 };
 
 // Vector unit: elementwise over rows x cols: add (a*ra + b*rb), mul (a*b*ra) or rescale (a*ra),
@@ -133,6 +141,8 @@ struct EltwiseOp {
   float ra = 1.0f, rb = 1.0f;
   int8_t lo = -128, hi = 127;
   int lut = -1;
+  Activation activation = Activation::kNone;  // bf16
+  float clip_min = 0.0f, clip_max = 6.0f;
 };
 
 using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,

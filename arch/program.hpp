@@ -7,6 +7,7 @@
 
 #include "arch/isa.hpp"
 #include "arch/quant.hpp"
+#include "arch/types.hpp"
 
 namespace npusim {
 
@@ -17,11 +18,13 @@ struct TensorPlacement {
   int batch = 1;
   std::vector<int> dims;  // one sample
   float scale = 1.0f;
-  uint64_t bytes() const {
+  int element_bytes = 1;
+  uint64_t elements() const {
     uint64_t n = static_cast<uint64_t>(batch);
     for (int d : dims) n *= static_cast<uint64_t>(d);
     return n;
   }
+  uint64_t bytes() const { return elements() * element_bytes; }
 };
 
 struct LayerRecord {
@@ -45,6 +48,7 @@ struct DramSegment {
 
 struct Program {
   std::string network;
+  DataType dtype = DataType::kInt8;  // activations and weights: int8 or bf16
   int batch = 1;
   int matrix_units = 1;
   std::vector<Instruction> instructions;

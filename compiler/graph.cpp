@@ -50,40 +50,6 @@ const char* to_string(OpKind kind) {
   return "?";
 }
 
-const char* to_string(Activation a) {
-  switch (a) {
-    case Activation::kNone: return "none";
-    case Activation::kRelu: return "relu";
-    case Activation::kRelu6: return "relu6";
-    case Activation::kClip: return "clip";
-    case Activation::kSigmoid: return "sigmoid";
-    case Activation::kTanh: return "tanh";
-    case Activation::kGelu: return "gelu";
-  }
-  return "?";
-}
-
-std::optional<Activation> parse_activation(const std::string& text) {
-  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
-                       Activation::kSigmoid, Activation::kTanh, Activation::kGelu}) {
-    if (text == to_string(a)) return a;
-  }
-  return std::nullopt;
-}
-
-float apply_activation(Activation a, float x, float clip_min, float clip_max) {
-  switch (a) {
-    case Activation::kNone: return x;
-    case Activation::kRelu: return x > 0.0f ? x : 0.0f;
-    case Activation::kRelu6: return std::min(std::max(x, 0.0f), 6.0f);
-    case Activation::kClip: return std::min(std::max(x, clip_min), clip_max);
-    case Activation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case Activation::kTanh: return std::tanh(x);
-    case Activation::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-  }
-  return x;
-}
-
 int Layer::input_channels_per_group() const {
   return in_shapes.empty() ? 0 : in_shapes[0].last() / std::max(groups, 1);
 }
@@ -648,30 +614,90 @@ void fill(std::vector<float>& v, size_t n, SplitMix64& rng, float lo, float hi) 
   for (auto& x : v) x = rng.uniform(lo, hi);
 }
 
+// Second moment E[y^2] of an activation's output for an input of second moment m (unit-variance
+// zero-mean Gaussian inputs scaled by m; approximations good enough to keep networks stable).
+double activation_moment(Activation a, double m) {
+  switch (a) {
+    case Activation::kNone: return m;
+    case Activation::kRelu:
+    case Activation::kRelu6:
+    case Activation::kClip: return m / 2;
+    case Activation::kSigmoid: return 0.25 + m / 16;
+    case Activation::kTanh: return m / (1 + m);
+    case Activation::kGelu: return 0.4 * m;
+  }
+  return m;
+}
+
 }  // namespace
 
+// Weights are drawn uniformly and scaled so that every conv / dense layer's pre-activation
+// output has unit second moment given the second moment of its input, propagated analytically
+// through the graph (an analytic form of layer-sequential unit-variance initialization, Mishkin &
+// Matas 2016). Residual networks without batch norm then keep their activations, and the logits
+// that reach a softmax, in a realistic range. Given weights (ONNX) are kept as they are.
 void materialize_parameters(Graph& graph, uint64_t seed) {
+  std::map<std::string, double> moment{{graph.input_name, 0.0}};
+  {  // make_random_input: uniform int8 codes times the input scale
+    const double s = graph.input_scale;
+    moment[graph.input_name] = s * s * (128.0 * 128.0) / 3.0;
+  }
   for (auto& l : graph.layers) {
     SplitMix64 rng{seed ^ hash_name(l.name)};
+    const double m_in = l.inputs.empty() ? 1.0 : std::max(moment[l.inputs[0]], 1e-12);
+    double m_out = m_in;
     if (l.has_weights()) {
-      // He-uniform: variance 2 / fan_in keeps ReLU networks' activations at a steady spread.
-      const float bound = std::sqrt(6.0f / static_cast<float>(std::max<uint64_t>(l.reduction(), 1)));
-      fill(l.weights, l.reduction() * l.filters, rng, -bound, bound);
+      const double fan_in = static_cast<double>(std::max<uint64_t>(l.reduction(), 1));
+      if (l.weights.empty()) {
+        // Uniform(-a, a) has variance a^2 / 3: fan_in * m_in * a^2 / 3 = 1.
+        const auto bound = static_cast<float>(std::sqrt(3.0 / (fan_in * m_in)));
+        fill(l.weights, l.reduction() * l.filters, rng, -bound, bound);
+        m_out = 1.0;
+      } else {
+        double w2 = 0.0;
+        for (float w : l.weights) w2 += double(w) * w;
+        m_out = fan_in * m_in * w2 / static_cast<double>(l.weights.size());
+      }
       if (l.use_bias) {
         fill(l.bias, l.filters, rng, -0.1f, 0.1f);
-      } else {
+      } else if (l.bias.empty()) {
         l.bias.assign(l.filters, 0.0f);
       }
+      m_out = activation_moment(l.activation, m_out);
     }
-    if (l.kind == OpKind::kLayerNorm || l.kind == OpKind::kBatchNorm) {
-      const size_t c = l.out_shape.last();
-      fill(l.gamma, c, rng, 0.8f, 1.2f);
-      fill(l.beta, c, rng, -0.1f, 0.1f);
-      if (l.kind == OpKind::kBatchNorm) {
-        fill(l.mean, c, rng, -0.1f, 0.1f);
-        fill(l.variance, c, rng, 0.5f, 1.5f);
+    switch (l.kind) {
+      case OpKind::kMatMul:
+        m_out = activation_moment(l.activation,
+                                  double(l.reduction()) * m_in * moment[l.inputs[1]]);
+        break;
+      case OpKind::kActivation: m_out = activation_moment(l.activation, m_in); break;
+      case OpKind::kAdd: m_out = activation_moment(l.activation, m_in + moment[l.inputs[1]]); break;
+      case OpKind::kMul: m_out = m_in * moment[l.inputs[1]]; break;
+      case OpKind::kConcat: {
+        double sum = 0.0, channels = 0.0;
+        for (size_t i = 0; i < l.inputs.size(); ++i) {
+          sum += moment[l.inputs[i]] * l.in_shapes[i].last();
+          channels += l.in_shapes[i].last();
+        }
+        m_out = sum / std::max(channels, 1.0);
+        break;
       }
+      case OpKind::kSoftmax: m_out = 1.0 / std::max(l.out_shape.last(), 1); break;
+      case OpKind::kLayerNorm:
+      case OpKind::kBatchNorm: {
+        const size_t c = l.out_shape.last();
+        fill(l.gamma, c, rng, 0.8f, 1.2f);
+        fill(l.beta, c, rng, -0.1f, 0.1f);
+        if (l.kind == OpKind::kBatchNorm) {
+          fill(l.mean, c, rng, -0.1f, 0.1f);
+          fill(l.variance, c, rng, 0.5f, 1.5f);
+        }
+        m_out = 1.0;
+        break;
+      }
+      default: break;
     }
+    moment[l.output] = m_out;
   }
 }
 

@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arch/activation.hpp"
 #include "arch/quant.hpp"
+#include "arch/types.hpp"
 
 namespace npusim {
 
@@ -54,11 +56,6 @@ enum class OpKind {
 };
 const char* to_string(OpKind kind);
 
-enum class Activation { kNone, kRelu, kRelu6, kClip, kSigmoid, kTanh, kGelu };
-const char* to_string(Activation activation);
-std::optional<Activation> parse_activation(const std::string& text);
-// The real-valued function (GELU in its erf form).
-float apply_activation(Activation activation, float x, float clip_min, float clip_max);
 
 struct Layer {
   std::string name;
@@ -103,6 +100,7 @@ struct Layer {
   std::vector<float> in_scales;  // real value = int8 value * scale, per input
   float out_scale = 1.0f;
   std::vector<int8_t> qweights;       // same layout as weights
+  std::vector<uint16_t> bf16_weights;  // bf16 path: same layout as weights
   std::vector<int32_t> qbias;         // cout values, on the accumulator's scale
   std::vector<QuantMultiplier> requant;  // per output channel: accumulator -> output int8
   std::vector<int8_t> lut;            // 256 entries: int8 -> int8 activation (fused or alone)
@@ -131,7 +129,9 @@ struct Graph {
   bool channels_first_io = false;
   std::vector<Layer> layers;
   std::vector<std::string> outputs;
+  // Set by quantize_graph (int8) or prepare_bf16 (bf16): the graph is ready for lowering.
   bool quantized = false;
+  DataType dtype = DataType::kInt8;  // what activations and weights are stored as
 
   const Layer* producer(const std::string& tensor) const;  // null for the graph input
   TensorShape shape_of(const std::string& tensor) const;

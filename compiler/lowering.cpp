@@ -44,8 +44,9 @@ int slab_planes(const ConvGeometry& g) {
 
 }  // namespace
 
-ConvGeometry conv_geometry(const Layer& l, int batch) {
+ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
   ConvGeometry g;
+  g.element_bytes = element_bytes;
   const TensorShape& in = l.in_shapes[0];
   if (l.kind == OpKind::kDense) {
     // Every row of every sample is one pixel of a single (batch x rows) x 1 image of K channels.
@@ -82,9 +83,10 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   const uint64_t ub = hw.unified_buffer.capacity_bytes;
   const uint64_t wb_half = hw.weight_buffer.capacity_bytes / 2;
   const uint64_t acc_half = hw.accumulators.capacity_bytes / mu.count / 2;
+  const uint64_t es = g.element_bytes;
   const uint64_t bias_bytes = align_up(4ull * g.n);
-  const bool resident = k * g.n <= wb_half;
-  const uint64_t plane_bytes = uint64_t(slab_planes(g)) * g.w * g.c;
+  const bool resident = k * g.n * es <= wb_half;
+  const uint64_t plane_bytes = uint64_t(slab_planes(g)) * g.w * g.c * es;
 
   std::vector<int> n_candidates;
   int t = std::min(g.n, ceil_div(ceil_div(g.n, mu.count), mu.cols) * mu.cols);
@@ -95,12 +97,12 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   }
   auto ub_need = [&](int rows, int n_tile) {
     return 2 * align_up(slab_rows(g, rows) * plane_bytes) +
-           2 * align_up(uint64_t(rows) * g.out_w * n_tile) + bias_bytes;
+           2 * align_up(uint64_t(rows) * g.out_w * n_tile * es) + bias_bytes;
   };
   for (int n_tile : n_candidates) {
     uint64_t k_chunk = k;
     if (!resident) {
-      k_chunk = std::min<uint64_t>(k, wb_half / n_tile / mu.rows * mu.rows);
+      k_chunk = std::min<uint64_t>(k, wb_half / es / n_tile / mu.rows * mu.rows);
       if (k_chunk == 0) continue;
     }
     const int rows_acc = static_cast<int>(
@@ -114,7 +116,7 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     r.tiling.k_chunk = static_cast<int>(k_chunk);
     r.tiling.weights_resident = resident;
     r.tiling.ub_bytes = ub_need(rows, n_tile);
-    r.tiling.wb_bytes = resident ? k * g.n : 2 * k_chunk * n_tile;
+    r.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
     r.tiling.acc_bytes = 2ull * rows * g.out_w * n_tile * 4 * mu.count;
     return r;
   }
@@ -134,7 +136,8 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         "layer '{}' does not fit: one output row needs {} bytes of unified buffer ({} input rows "
         "of {}x{} bytes and one output row, both double-buffered, plus {} bytes of bias), the "
         "hardware has {}: raise buffers.unified_buffer.capacity_bytes to at least {}",
-        layer_name, ub_min, slab_rows(g, 1) * slab_planes(g), g.w, g.c, bias_bytes, ub, ub_min);
+        layer_name, ub_min, slab_rows(g, 1) * slab_planes(g), g.w, g.c * es, bias_bytes, ub,
+        ub_min);
   }
   return r;
 }
@@ -143,7 +146,8 @@ namespace {
 
 class Lowering {
  public:
-  Lowering(const Graph& graph, const HwConfig& hw) : graph_(graph), hw_(hw) {}
+  Lowering(const Graph& graph, const HwConfig& hw)
+      : graph_(graph), hw_(hw), es_(graph.dtype == DataType::kBf16 ? 2 : 1) {}
 
   CompileResult run();
 
@@ -189,6 +193,7 @@ class Lowering {
 
   const Graph& graph_;
   const HwConfig& hw_;
+  const int es_;  // bytes per activation / weight element
   Program program_;
   HazardTracker hazards_;
   LayerRecord* current_ = nullptr;
@@ -226,6 +231,7 @@ void Lowering::dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_
   d.count[1] = static_cast<uint32_t>(count1);
   d.dram_stride[0] = stride0;
   d.transpose = transpose;
+  d.transpose_element_bytes = es_;
   const bool load = unit == UnitKind::kDmaLoad;
   const uint64_t dram_end = dram_addr + (count1 - 1) * stride0 + count0;
   emit(unit, 0, d,
@@ -249,7 +255,7 @@ void Lowering::dma_linear(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr, u
 }
 
 bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
-  const ConvGeometry g = conv_geometry(l, graph_.batch);
+  const ConvGeometry g = conv_geometry(l, graph_.batch, es_);
   TilingResult tr = choose_conv_tiling(hw_, g, l.name);
   if (!tr.ok) return fail(tr.reason);
   const ConvTiling& t = tr.tiling;
@@ -259,7 +265,7 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   const uint64_t in_dram = tensor_addr_.at(l.inputs[0]);
   const uint64_t out_dram = tensor_addr_.at(l.output);
   const Params params = matmul ? Params{tensor_addr_.at(l.inputs[1]), 0, 0} : params_.at(l.name);
-  const uint64_t weights_per_image = matmul ? uint64_t(k) * g.n : 0;
+  const uint64_t weights_per_image = matmul ? uint64_t(k) * g.n * es_ : 0;
   rec.tiling = fmt::format(
       "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels, "
       "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B",
@@ -269,17 +275,18 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
       t.acc_bytes);
 
   // Unified buffer: two input slabs, two output blocks, the bias.
-  const uint64_t plane_bytes = uint64_t(g.h) * g.w * g.c;
+  const uint64_t pixel_bytes = uint64_t(g.c) * es_;
+  const uint64_t plane_bytes = uint64_t(g.h) * g.w * pixel_bytes;
   const uint64_t slab_bytes =
-      align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) * g.w * g.c);
-  const uint64_t out_bytes = align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile);
+      align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) * g.w * pixel_bytes);
+  const uint64_t out_bytes = align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_);
   const uint64_t slab_base[2] = {0, slab_bytes};
   const uint64_t out_base[2] = {2 * slab_bytes, 2 * slab_bytes + out_bytes};
   const uint64_t bias_ub = 2 * slab_bytes + 2 * out_bytes;
   const uint64_t wb_half = hw_.weight_buffer.capacity_bytes / 2;
   const uint64_t acc_unit = hw_.accumulators.capacity_bytes / mu.count;
   const uint64_t acc_block = uint64_t(t.out_rows) * g.out_w * t.n_tile * 4;
-  const int table = requant_table(l.requant);
+  const int table = l.requant.empty() ? -1 : requant_table(l.requant);
   const int table_lut = lut(l.lut);
   const int cout_g = g.cout_g(), cin_g = g.cin_g();
 
@@ -287,11 +294,11 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   auto load_weights = [&](uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0, int n_cb) {
     const uint64_t src = params.weights + src_image * weights_per_image;
     if (matmul && l.transpose_b) {  // the second input is [N][K]: load it transposed
-      dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + uint64_t(n0) * k + kc0, k_cb, n_cb, k,
-          true);
+      dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(n0) * k + kc0) * es_,
+          k_cb * es_, n_cb, uint64_t(k) * es_, true);
     } else {
-      dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + uint64_t(kc0) * g.n + n0, n_cb, k_cb,
-          g.n);
+      dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g.n + n0) * es_,
+          n_cb * es_, k_cb, uint64_t(g.n) * es_);
     }
   };
   uint64_t resident_wb = 0;
@@ -323,11 +330,11 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
                                             g.dilation_h * (g.kernel_h - 1) + 1);
         const uint64_t slab = slab_base[block % 2];
         const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
-        const uint64_t row_bytes = uint64_t(slab_h) * g.w * g.c;
+        const uint64_t row_bytes = uint64_t(slab_h) * g.w * pixel_bytes;
         if (planes > 0 && slab_h > 0) {
           dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
-              in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * g.c, row_bytes,
-              planes, plane_bytes);
+              in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * pixel_bytes,
+              row_bytes, planes, plane_bytes);
         }
         ActivationView view;
         view.ub_addr = slab;
@@ -357,14 +364,14 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
             uint64_t wb;
             int w_ld;
             if (t.weights_resident) {
-              wb = resident_wb + uint64_t(kc0) * g.n + n0;
+              wb = resident_wb + (uint64_t(kc0) * g.n + n0) * es_;
               w_ld = g.n;
             } else {
               wb = (chunk_index % 2) * wb_half;
               w_ld = n_tb;
               load_weights(wb, img, kc0, k_cb, n0, n_tb);
             }
-            const uint64_t wb_end = wb + uint64_t(k_cb - 1) * w_ld + n_tb;
+            const uint64_t wb_end = wb + (uint64_t(k_cb - 1) * w_ld + n_tb) * es_;
             // One group's channels [c_lo, c_hi) of this block, split into array tiles.
             auto group_tiles = [&](int grp, int c_lo, int c_hi) {
               auto matmul_tile = [&](int m_off, int m, int k_off, int kk, int n_off, int n) {
@@ -373,7 +380,7 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
                 op.a.m0 = m_off;
                 op.a.k0 = kc0 + k_off;
                 op.a.c0 = grp * cin_g;
-                op.wb_addr = wb + uint64_t(k_off) * w_ld + (c_lo - n0) + n_off;
+                op.wb_addr = wb + (uint64_t(k_off) * w_ld + (c_lo - n0) + n_off) * es_;
                 op.w_ld = w_ld;
                 op.acc_addr = acc + (uint64_t(m_off) * n_tb + (c_lo - n0) + n_off) * 4;
                 op.acc_ld = n_tb;
@@ -425,9 +432,11 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
           rq.lo = l.clamp_lo;
           rq.hi = l.clamp_hi;
           rq.lut = table_lut;
+          rq.activation = l.activation;
+          rq.clip_min = l.clip_min, rq.clip_max = l.clip_max;
           std::vector<BufferAccess> accesses = {
               {BufferId::kAccumulator, acc, acc + uint64_t(m_blk) * n_tb * 4, false},
-              {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb, true}};
+              {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
           if (rq.has_bias) {
             accesses.push_back({BufferId::kUnified, rq.bias_ub_addr,
                                 rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
@@ -435,8 +444,8 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
           emit(UnitKind::kVector, 0, rq, accesses);
           const uint64_t out_pixel =
               ((uint64_t(img) * g.out_d + od) * g.out_h + oh0) * g.out_w;
-          dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram + out_pixel * g.n + n0, n_tb,
-              m_blk, g.n);
+          dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram + (out_pixel * g.n + n0) * es_,
+              n_tb * es_, m_blk, uint64_t(g.n) * es_);
         }
       }
     }
@@ -446,7 +455,8 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
 
 bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
   const TensorShape &in = l.in_shapes[0], &out = l.out_shape;
-  const int C = in.last(), D = in.d(), H = in.h(), W = in.w();
+  const int D = in.d(), H = in.h(), W = in.w();
+  const int C = in.last() * es_;  // bytes per pixel
   const int planes_max = std::min(D, l.kernel[0]);
   auto rows_in = [&](int rows) { return std::min(H, (rows - 1) * l.strides[1] + l.kernel[1]); };
   auto need = [&](int rows) {
@@ -485,13 +495,13 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
         p.average = l.kind == OpKind::kAvgPool;
         p.count_include_pad = l.count_include_pad;
         p.in_ub_addr = slab;
-        p.slab_d = iz_hi - iz_lo, p.slab_h = ih_hi - ih_lo, p.slab_w = W, p.c = C;
+        p.slab_d = iz_hi - iz_lo, p.slab_h = ih_hi - ih_lo, p.slab_w = W, p.c = in.last();
         p.window_d = l.kernel[0], p.window_h = l.kernel[1], p.window_w = l.kernel[2];
         p.stride_h = l.strides[1], p.stride_w = l.strides[2];
         p.origin_z = front - iz_lo, p.origin_y = top - ih_lo, p.origin_x = -l.pads_begin[2];
         p.out_h = r, p.out_w = out.w();
         p.out_ub_addr = dst;
-        const uint64_t dst_bytes = uint64_t(r) * out.w() * C;
+        const uint64_t dst_bytes = uint64_t(r) * out.w() * C;  // C is in bytes
         emit(UnitKind::kVector, 0, p,
              {{BufferId::kUnified, slab, slab + uint64_t(p.slab_d) * row_bytes, false},
               {BufferId::kUnified, dst, dst + dst_bytes, true}});
@@ -510,10 +520,11 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
   const bool elementwise = l.kind == OpKind::kActivation;
   const uint64_t total_rows = uint64_t(graph_.batch) * l.out_shape.outer();
   const uint64_t length = elementwise ? 1 : l.out_shape.last();
+  const uint64_t row_bytes = length * es_;
   const uint64_t rows_total = elementwise ? total_rows * l.out_shape.last() : total_rows;
   const uint64_t params_bytes = l.kind == OpKind::kLayerNorm ? align_up(8 * length) : 0;
   // Two input and two output blocks of rows, plus the layer-norm parameters.
-  auto need = [&](uint64_t rows) { return 4 * align_up(rows * length) + params_bytes; };
+  auto need = [&](uint64_t rows) { return 4 * align_up(rows * row_bytes) + params_bytes; };
   if (need(1) > ub_capacity()) {
     return fail(fmt::format("layer '{}' does not fit: a row of {} values needs {} bytes of unified "
                             "buffer, the hardware has {}",
@@ -524,7 +535,7 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
       [&](int r) { return need(static_cast<uint64_t>(r)) <= ub_capacity(); }));
   rec.tiling = fmt::format("blocks of {} rows of {}", block_rows, length);
   const uint64_t in_dram = tensor_addr_.at(l.inputs[0]), out_dram = tensor_addr_.at(l.output);
-  const uint64_t block_bytes = align_up(block_rows * length);
+  const uint64_t block_bytes = align_up(block_rows * row_bytes);
   const uint64_t params_ub = 4 * block_bytes;
   if (l.kind == OpKind::kLayerNorm) {
     dma(UnitKind::kDmaLoad, BufferId::kUnified, params_ub, params_.at(l.name).norm, 8 * length, 1,
@@ -534,9 +545,9 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
   int block = 0;
   for (uint64_t r0 = 0; r0 < rows_total; r0 += block_rows, ++block) {
     const uint64_t r = std::min(block_rows, rows_total - r0);
-    const uint64_t bytes = r * length;
+    const uint64_t bytes = r * row_bytes;
     const uint64_t src = (block % 2) * block_bytes, dst = (2 + block % 2) * block_bytes;
-    dma_linear(UnitKind::kDmaLoad, src, in_dram + r0 * length, bytes);
+    dma_linear(UnitKind::kDmaLoad, src, in_dram + r0 * row_bytes, bytes);
     Operation op;
     std::vector<BufferAccess> accesses = {{BufferId::kUnified, src, src + bytes, false},
                                           {BufferId::kUnified, dst, dst + bytes, true}};
@@ -547,16 +558,16 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
                        l.in_scales[0], 1.0f / l.out_scale, l.epsilon};
       accesses.push_back({BufferId::kUnified, params_ub, params_ub + 8 * length, false});
     } else {
-      op = LutOp{src, dst, bytes, table};
+      op = LutOp{src, dst, r, table, l.activation, l.clip_min, l.clip_max};
     }
     emit(UnitKind::kVector, 0, op, accesses);
-    dma_linear(UnitKind::kDmaStore, dst, out_dram + r0 * length, bytes);
+    dma_linear(UnitKind::kDmaStore, dst, out_dram + r0 * row_bytes, bytes);
   }
   return true;
 }
 
 bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
-  const uint64_t total = uint64_t(graph_.batch) * l.out_shape.elements();
+  const uint64_t total = uint64_t(graph_.batch) * l.out_shape.elements() * es_;
   const uint64_t chunk = std::min<uint64_t>(total, ub_capacity() / 6 / kAlign * kAlign);
   rec.tiling = fmt::format("chunks of {} bytes", chunk);
   const uint64_t a_dram = tensor_addr_.at(l.inputs[0]), b_dram = tensor_addr_.at(l.inputs[1]);
@@ -572,12 +583,14 @@ bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
     EltwiseOp e;
     e.kind = l.kind == OpKind::kAdd ? EltwiseKind::kAdd : EltwiseKind::kMul;
     e.a_ub_addr = a, e.b_ub_addr = b, e.out_ub_addr = out;
-    e.rows = 1, e.cols = static_cast<int>(bytes);
-    e.a_ld = e.b_ld = e.out_ld = static_cast<int>(bytes);
-    e.ra = l.input_ratios[0];
-    e.rb = l.input_ratios.size() > 1 ? l.input_ratios[1] : 0.0f;
+    e.rows = 1, e.cols = static_cast<int>(bytes / es_);
+    e.a_ld = e.b_ld = e.out_ld = e.cols;
+    e.ra = l.input_ratios.empty() ? 1.0f : l.input_ratios[0];
+    e.rb = l.input_ratios.size() > 1 ? l.input_ratios[1] : 1.0f;
     e.lo = l.clamp_lo, e.hi = l.clamp_hi;
     e.lut = table;
+    e.activation = l.activation;
+    e.clip_min = l.clip_min, e.clip_max = l.clip_max;
     emit(UnitKind::kVector, 0, e,
          {{BufferId::kUnified, a, a + bytes, false},
           {BufferId::kUnified, b, b + bytes, false},
@@ -594,7 +607,7 @@ bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
   const int C = l.out_shape.last();
   int widest = 0;
   for (const auto& s : l.in_shapes) widest = std::max(widest, s.last());
-  const uint64_t per_row = 2 * uint64_t(widest) + 2 * uint64_t(C);
+  const uint64_t per_row = (2 * uint64_t(widest) + 2 * uint64_t(C)) * es_;
   if (per_row > ub_capacity()) {
     return fail(fmt::format("layer '{}' does not fit: one row of the concatenation needs {} bytes "
                             "of unified buffer, the hardware has {}",
@@ -602,7 +615,7 @@ bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
   }
   const uint64_t rows = std::min<uint64_t>(total_rows, ub_capacity() / per_row);
   rec.tiling = fmt::format("blocks of {} rows of {} channels", rows, C);
-  const uint64_t in_block = align_up(rows * widest), out_block = align_up(rows * C);
+  const uint64_t in_block = align_up(rows * widest * es_), out_block = align_up(rows * C * es_);
   const uint64_t out_dram = tensor_addr_.at(l.output);
   int block = 0, load = 0;
   for (uint64_t r0 = 0; r0 < total_rows; r0 += rows, ++block) {
@@ -612,19 +625,22 @@ bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
     for (size_t i = 0; i < l.inputs.size(); ++i, ++load) {
       const int ci = l.in_shapes[i].last();
       const uint64_t src = (load % 2) * in_block;
-      dma_linear(UnitKind::kDmaLoad, src, tensor_addr_.at(l.inputs[i]) + r0 * ci, r * ci);
+      dma_linear(UnitKind::kDmaLoad, src, tensor_addr_.at(l.inputs[i]) + r0 * ci * es_,
+                 r * ci * es_);
       EltwiseOp e;
       e.kind = EltwiseKind::kRescale;
       e.a_ub_addr = src, e.out_ub_addr = out + offset;
       e.rows = static_cast<int>(r), e.cols = ci;
       e.a_ld = ci, e.out_ld = C;
-      e.ra = l.input_ratios[i];
+      e.out_ub_addr = out + offset * es_;
+      e.ra = l.input_ratios.empty() ? 1.0f : l.input_ratios[i];
       emit(UnitKind::kVector, 0, e,
-           {{BufferId::kUnified, src, src + r * ci, false},
-            {BufferId::kUnified, out + offset, out + (r - 1) * C + offset + ci, true}});
+           {{BufferId::kUnified, src, src + r * ci * es_, false},
+            {BufferId::kUnified, out + offset * es_, out + ((r - 1) * C + offset + ci) * es_,
+             true}});
       offset += ci;
     }
-    dma_linear(UnitKind::kDmaStore, out, out_dram + r0 * C, r * C);
+    dma_linear(UnitKind::kDmaStore, out, out_dram + r0 * C * es_, r * C * es_);
   }
   return true;
 }
@@ -635,15 +651,21 @@ CompileResult Lowering::run() {
   program_.batch = graph_.batch;
   program_.matrix_units = hw_.matrix_unit.count;
   program_.total_macs = graph_.total_macs();
+  program_.dtype = graph_.dtype;
 
   // Off-chip memory: parameters first, then the input, then every layer's output.
   for (const auto& l : graph_.layers) {
     Params p;
-    if (l.has_weights()) {
+    if (l.has_weights() && es_ == 1) {
       NPUSIM_CHECK(l.qweights.size() == l.reduction() * l.filters, "layer {}: no int8 weights",
                    l.name);
       p.weights = dram_param(l.qweights.data(), l.qweights.size());
       p.bias = dram_param(l.qbias.data(), l.qbias.size() * 4);
+    } else if (l.has_weights()) {
+      NPUSIM_CHECK(l.bf16_weights.size() == l.reduction() * l.filters,
+                   "layer {}: no bf16 weights", l.name);
+      p.weights = dram_param(l.bf16_weights.data(), l.bf16_weights.size() * 2);
+      p.bias = dram_param(l.bias.data(), l.bias.size() * 4);
     }
     if (l.kind == OpKind::kLayerNorm) {
       std::vector<float> gb(l.gamma);
@@ -660,15 +682,16 @@ CompileResult Lowering::run() {
     p.batch = graph_.batch;
     p.dims = s.dims;
     p.scale = graph_.scale_of(name);
+    p.element_bytes = es_;
     return p;
   };
-  tensor_addr_[graph_.input_name] = dram_alloc(graph_.input_shape.elements() * graph_.batch);
+  tensor_addr_[graph_.input_name] = dram_alloc(graph_.input_shape.elements() * graph_.batch * es_);
   program_.input = placement(graph_.input_name);
   for (const auto& l : graph_.layers) {
     // Reshape is free: the row-major element order does not change.
     tensor_addr_[l.output] = l.kind == OpKind::kReshape
                                  ? tensor_addr_.at(l.inputs[0])
-                                 : dram_alloc(l.out_shape.elements() * graph_.batch);
+                                 : dram_alloc(l.out_shape.elements() * graph_.batch * es_);
   }
   program_.dram_bytes = dram_top_;
   if (dram_top_ > hw_.memory.capacity_bytes) {
@@ -687,8 +710,9 @@ CompileResult Lowering::run() {
     for (const auto& f : l.fused) rec.fused += (rec.fused.empty() ? "" : ",") + f;
     rec.macs = l.macs(graph_.batch);
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());
-    uint64_t bound = l.out_shape.elements() * graph_.batch + l.qweights.size() + 4 * l.qbias.size();
-    for (const auto& s : l.in_shapes) bound += s.elements() * graph_.batch;
+    uint64_t bound = (l.out_shape.elements() * graph_.batch + l.qweights.size() +
+                      l.bf16_weights.size()) * es_ + 4 * l.bias.size();
+    for (const auto& s : l.in_shapes) bound += s.elements() * graph_.batch * es_;
     rec.dram_bytes_lower_bound = l.kind == OpKind::kReshape ? 0 : bound;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();

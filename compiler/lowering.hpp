@@ -34,12 +34,13 @@ struct ConvGeometry {
   int pad_front = 0, pad_top = 0, pad_left = 0;
   int out_d = 1, out_h = 1, out_w = 1, n = 1;
   int groups = 1;
+  int element_bytes = 1;  // activations and weights: 1 (int8) or 2 (bf16)
   int cin_g() const { return c / groups; }
   int cout_g() const { return n / groups; }
   uint64_t k() const { return uint64_t(kernel_d) * kernel_h * kernel_w * cin_g(); }
 };
 
-ConvGeometry conv_geometry(const Layer& layer, int batch);
+ConvGeometry conv_geometry(const Layer& layer, int batch, int element_bytes = 1);
 
 // Chooses tiles, or explains which buffer is too small, by how much, and what to change.
 struct TilingResult {

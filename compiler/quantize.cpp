@@ -255,3 +255,21 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
 }
 
 }  // namespace npusim
+
+namespace npusim {
+
+void prepare_bf16(Graph& g) {
+  NPUSIM_CHECK(!g.quantized, "graph {} prepared twice", g.name);
+  for (auto& l : g.layers) {
+    NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
+    l.bf16_weights.resize(l.weights.size());
+    for (size_t i = 0; i < l.weights.size(); ++i) l.bf16_weights[i] = float_to_bf16_bits(l.weights[i]);
+    l.in_scales.assign(l.inputs.size(), 1.0f);
+    l.out_scale = 1.0f;
+  }
+  g.input_scale = 1.0f;
+  g.dtype = DataType::kBf16;
+  g.quantized = true;
+}
+
+}  // namespace npusim

@@ -16,5 +16,8 @@ namespace npusim {
 
 void optimize_graph(Graph& graph);
 void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
+// The bf16 path instead of int8: weights rounded to bf16 (nearest even), biases and the vector
+// unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1).
+void prepare_bf16(Graph& graph);
 
 }  // namespace npusim

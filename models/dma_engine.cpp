@@ -1,6 +1,7 @@
 #include "models/dma_engine.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "support/error.hpp"
 
@@ -40,7 +41,10 @@ void DmaEngine::execute(const Instruction& instr) {
       NPUSIM_CHECK(payload.is_response_ok(), "{}: instruction {}: memory error", name(), instr.id);
       end = std::max(end, start + clock_.to_cycles(delay));
       if (op->transpose) {  // row i1 of the box becomes column i1 of the buffer
-        for (uint32_t j = 0; j < op->count[0]; ++j) local_base[uint64_t(j) * op->count[1] + i1] = row_[j];
+        const uint32_t eb = static_cast<uint32_t>(op->transpose_element_bytes);
+        for (uint32_t j = 0; j < op->count[0] / eb; ++j) {
+          std::memcpy(local_base + (uint64_t(j) * op->count[1] + i1) * eb, row_.data() + j * eb, eb);
+        }
       }
       local += op->count[0];
       ++issue_offset;

@@ -9,7 +9,9 @@
 
 namespace npusim {
 
-// `slab` points at view.ub_addr; `out` receives m rows of k values (row-major, ld = k).
-void gather_activations(const ActivationView& view, const int8_t* slab, int m, int k, int8_t* out);
+// `slab` points at view.ub_addr; `out` receives m rows of k elements of `element_bytes` bytes
+// each (row-major, ld = k).
+void gather_activations(const ActivationView& view, const void* slab, int m, int k, void* out,
+                        int element_bytes = 1);
 
 }  // namespace npusim

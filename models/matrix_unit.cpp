@@ -25,25 +25,41 @@ void MatrixUnit::execute(const Instruction& instr) {
   NPUSIM_CHECK(op->acc_addr % 4 == 0, "{}: instruction {}: unaligned accumulator address {:#x}",
                name(), instr.id, op->acc_addr);
   const auto& v = op->a;
-  const auto* slab = reinterpret_cast<const int8_t*>(buffers_.bytes(
-      BufferId::kUnified, v.ub_addr, uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c, instr.id));
-  a_.resize(static_cast<size_t>(op->m) * op->k);
-  gather_activations(v, slab, op->m, op->k, a_.data());
-
-  systolic::Int8TileOperands operands;
-  operands.a = a_.data();
-  operands.lda = op->k;
-  operands.w = reinterpret_cast<const int8_t*>(buffers_.bytes(
-      BufferId::kWeight, op->wb_addr, uint64_t(op->k - 1) * op->w_ld + op->n, instr.id));
-  operands.ldw = op->w_ld;
-  operands.acc = reinterpret_cast<int32_t*>(buffers_.bytes(
-      BufferId::kAccumulator, op->acc_addr, (uint64_t(op->m - 1) * op->acc_ld + op->n) * 4,
-      instr.id));
-  operands.ldacc = op->acc_ld;
-  operands.accumulate = op->accumulate;
+  const bool bf16 = program_.dtype == DataType::kBf16;
+  const int eb = bf16 ? 2 : 1;
+  const uint8_t* slab = buffers_.bytes(
+      BufferId::kUnified, v.ub_addr, uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * eb,
+      instr.id);
+  a_.resize(static_cast<size_t>(op->m) * op->k * eb);
+  gather_activations(v, slab, op->m, op->k, a_.data(), eb);
+  const uint8_t* w = buffers_.bytes(BufferId::kWeight, op->wb_addr,
+                                    (uint64_t(op->k - 1) * op->w_ld + op->n) * eb, instr.id);
+  uint8_t* acc = buffers_.bytes(BufferId::kAccumulator, op->acc_addr,
+                                (uint64_t(op->m - 1) * op->acc_ld + op->n) * 4, instr.id);
 
   const uint64_t issue = clock_.now();
-  const systolic::TileTiming t = array_->execute_int8(shape, operands, issue);
+  systolic::TileTiming t;
+  if (bf16) {
+    systolic::Half16TileOperands operands;
+    operands.a = reinterpret_cast<const uint16_t*>(a_.data());
+    operands.lda = op->k;
+    operands.w = reinterpret_cast<const uint16_t*>(w);
+    operands.ldw = op->w_ld;
+    operands.acc = reinterpret_cast<float*>(acc);
+    operands.ldacc = op->acc_ld;
+    operands.accumulate = op->accumulate;
+    t = array_->execute_bf16(shape, operands, issue);
+  } else {
+    systolic::Int8TileOperands operands;
+    operands.a = reinterpret_cast<const int8_t*>(a_.data());
+    operands.lda = op->k;
+    operands.w = reinterpret_cast<const int8_t*>(w);
+    operands.ldw = op->w_ld;
+    operands.acc = reinterpret_cast<int32_t*>(acc);
+    operands.ldacc = op->acc_ld;
+    operands.accumulate = op->accumulate;
+    t = array_->execute_int8(shape, operands, issue);
+  }
   NPUSIM_CHECK(t.start_cycle >= issue && t.done_cycle >= t.start_cycle &&
                    t.next_issue_cycle >= issue,
                "{}: instruction {}: array timing out of order (issue {}, start {}, done {}, next {})",

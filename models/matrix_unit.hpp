@@ -1,7 +1,8 @@
 // Matrix unit: an activation address generator feeding one systolic array (models/systolic/).
 // Timing rule: a MATMUL issues when its dependencies completed and the array accepts a tile; the
 // array model returns when its results are in the accumulators and when the next tile may issue.
-// Tiles retire in order: a tile completes when its results are in and its predecessor completed. Values are the array model's real int8 x int8 -> int32 results.
+// Tiles retire in order: a tile completes when its results are in and its predecessor completed.
+// Values are the array model's real int8 x int8 -> int32 (or bf16 x bf16 -> fp32) results.
 #pragma once
 
 #include <memory>
@@ -28,7 +29,7 @@ class MatrixUnit : public ExecutionUnit {
   OnChipBuffers& buffers_;
   systolic::ArrayParams params_;
   std::unique_ptr<systolic::ArrayModel> array_;
-  std::vector<int8_t> a_;  // gathered activations of the current tile
+  std::vector<uint8_t> a_;  // gathered activations of the current tile (int8 or bf16)
   uint64_t last_done_ = 0;
   uint64_t macs_ = 0;
 };

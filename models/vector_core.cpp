@@ -1,8 +1,11 @@
 #include "models/vector_core.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "arch/activation.hpp"
+#include "arch/float_ops.hpp"
 #include "arch/quant.hpp"
 #include "support/error.hpp"
 
@@ -41,6 +44,99 @@ struct Executor {
   OnChipBuffers& b;
   const Program& program;
   uint32_t id;
+  bool bf16() const { return program.dtype == DataType::kBf16; }
+  uint16_t* ub16(uint64_t addr, uint64_t elements) const {
+    return reinterpret_cast<uint16_t*>(b.bytes(BufferId::kUnified, addr, elements * 2, id));
+  }
+  // The bf16 path: every operation computes in fp32 and rounds its result to bf16.
+  uint64_t requant_bf16(const RequantOp& r) const {
+    const auto* acc = reinterpret_cast<const float*>(b.bytes(
+        BufferId::kAccumulator, r.acc_addr, (uint64_t(r.m - 1) * r.acc_ld + r.n) * 4, id));
+    const float* bias = r.has_bias ? reinterpret_cast<const float*>(b.bytes(
+                                         BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id))
+                                   : nullptr;
+    uint16_t* out = ub16(r.out_ub_addr, uint64_t(r.m - 1) * r.out_ld + r.n);
+    for (int i = 0; i < r.m; ++i) {
+      for (int j = 0; j < r.n; ++j) {
+        const float v = acc[int64_t(i) * r.acc_ld + j] + (bias ? bias[j] : 0.0f);
+        out[int64_t(i) * r.out_ld + j] =
+            float_to_bf16_bits(apply_activation(r.activation, v, r.clip_min, r.clip_max));
+      }
+    }
+    return uint64_t(r.m) * r.n;
+  }
+  uint64_t lut_bf16(const LutOp& l) const {
+    const uint16_t* in = ub16(l.in_ub_addr, l.elements);
+    uint16_t* out = ub16(l.out_ub_addr, l.elements);
+    for (uint64_t i = 0; i < l.elements; ++i) {
+      out[i] = float_to_bf16_bits(
+          apply_activation(l.activation, bf16_bits_to_float(in[i]), l.clip_min, l.clip_max));
+    }
+    return l.elements;
+  }
+  uint64_t eltwise_bf16(const EltwiseOp& e) const {
+    const uint16_t* a = ub16(e.a_ub_addr, uint64_t(e.rows - 1) * e.a_ld + e.cols);
+    const uint16_t* bb = e.kind == EltwiseKind::kRescale
+                             ? nullptr
+                             : ub16(e.b_ub_addr, uint64_t(e.rows - 1) * e.b_ld + e.cols);
+    uint16_t* out = ub16(e.out_ub_addr, uint64_t(e.rows - 1) * e.out_ld + e.cols);
+    for (int r = 0; r < e.rows; ++r) {
+      for (int c = 0; c < e.cols; ++c) {
+        const float x = bf16_bits_to_float(a[int64_t(r) * e.a_ld + c]);
+        float v = x;
+        if (e.kind != EltwiseKind::kRescale) {
+          const float y = bf16_bits_to_float(bb[int64_t(r) * e.b_ld + c]);
+          v = e.kind == EltwiseKind::kAdd ? x + y : x * y;
+        }
+        out[int64_t(r) * e.out_ld + c] =
+            float_to_bf16_bits(apply_activation(e.activation, v, e.clip_min, e.clip_max));
+      }
+    }
+    return uint64_t(e.rows) * e.cols;
+  }
+  uint64_t pool_bf16(const PoolOp& p) const {
+    const uint16_t* in = ub16(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
+    uint16_t* out = ub16(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
+    const int window = p.window_d * p.window_h * p.window_w;
+    std::vector<float> acc(p.c);
+    for (int oy = 0; oy < p.out_h; ++oy) {
+      for (int ox = 0; ox < p.out_w; ++ox) {
+        std::fill(acc.begin(), acc.end(), p.average ? 0.0f : -INFINITY);
+        int count = 0;
+        const int y0 = p.origin_y + oy * p.stride_h, x0 = p.origin_x + ox * p.stride_w;
+        for (int z = std::max(p.origin_z, 0); z < std::min(p.origin_z + p.window_d, p.slab_d); ++z)
+          for (int y = std::max(y0, 0); y < std::min(y0 + p.window_h, p.slab_h); ++y)
+            for (int x = std::max(x0, 0); x < std::min(x0 + p.window_w, p.slab_w); ++x) {
+              ++count;
+              const uint16_t* i = in + ((int64_t(z) * p.slab_h + y) * p.slab_w + x) * p.c;
+              for (int c = 0; c < p.c; ++c) {
+                const float v = bf16_bits_to_float(i[c]);
+                acc[c] = p.average ? acc[c] + v : std::max(acc[c], v);
+              }
+            }
+        uint16_t* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
+        const float divisor = static_cast<float>(p.count_include_pad ? window : count);
+        for (int c = 0; c < p.c; ++c) {
+          o[c] = float_to_bf16_bits(p.average ? acc[c] / divisor : acc[c]);
+        }
+      }
+    }
+    return uint64_t(p.out_h) * p.out_w * p.c;
+  }
+  // Softmax and layer norm: one row at a time through fp32.
+  template <class RowOp>
+  uint64_t rows_bf16(uint64_t in_addr, uint64_t out_addr, int rows, int length, RowOp op) const {
+    const uint64_t n = uint64_t(rows) * length;
+    const uint16_t* in = ub16(in_addr, n);
+    uint16_t* out = ub16(out_addr, n);
+    std::vector<float> x(length), y(length);
+    for (int r = 0; r < rows; ++r) {
+      for (int i = 0; i < length; ++i) x[i] = bf16_bits_to_float(in[int64_t(r) * length + i]);
+      op(x.data(), y.data());
+      for (int i = 0; i < length; ++i) out[int64_t(r) * length + i] = float_to_bf16_bits(y[i]);
+    }
+    return n;
+  }
   int8_t* ub8(uint64_t addr, uint64_t bytes) const {
     return reinterpret_cast<int8_t*>(b.bytes(BufferId::kUnified, addr, bytes, id));
   }
@@ -51,6 +147,7 @@ struct Executor {
     return program.luts[lut].data();
   }
   uint64_t operator()(const RequantOp& r) const {
+    if (bf16()) return requant_bf16(r);
     NPUSIM_CHECK(size_t(r.table) < program.requant_tables.size() &&
                      size_t(r.channel0) + r.n <= program.requant_tables[r.table].size(),
                  "instruction {}: requant table {} too short", id, r.table);
@@ -72,6 +169,7 @@ struct Executor {
     return uint64_t(r.m) * r.n;
   }
   uint64_t operator()(const LutOp& l) const {
+    if (bf16()) return lut_bf16(l);
     const int8_t* in = ub8(l.in_ub_addr, l.elements);
     int8_t* out = ub8(l.out_ub_addr, l.elements);
     const int8_t* lut = table(l.lut);
@@ -79,6 +177,7 @@ struct Executor {
     return l.elements;
   }
   uint64_t operator()(const EltwiseOp& e) const {
+    if (bf16()) return eltwise_bf16(e);
     const int8_t* a = ub8(e.a_ub_addr, uint64_t(e.rows - 1) * e.a_ld + e.cols);
     const int8_t* bb = e.kind == EltwiseKind::kRescale
                            ? nullptr
@@ -101,6 +200,7 @@ struct Executor {
     return uint64_t(e.rows) * e.cols;
   }
   uint64_t operator()(const PoolOp& p) const {
+    if (bf16()) return pool_bf16(p);
     const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     int8_t* out = ub8(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
     const int window = p.window_d * p.window_h * p.window_w;
@@ -129,6 +229,10 @@ struct Executor {
     return uint64_t(p.out_h) * p.out_w * p.c;
   }
   uint64_t operator()(const SoftmaxOp& s) const {
+    if (bf16()) {
+      return rows_bf16(s.in_ub_addr, s.out_ub_addr, s.rows, s.length,
+                       [&](const float* x, float* y) { softmax_f32(x, y, s.length); });
+    }
     const uint64_t bytes = uint64_t(s.rows) * s.length;
     const int8_t* in = ub8(s.in_ub_addr, bytes);
     int8_t* out = ub8(s.out_ub_addr, bytes);
@@ -139,11 +243,16 @@ struct Executor {
     return bytes;
   }
   uint64_t operator()(const LayerNormOp& l) const {
+    const auto* params = reinterpret_cast<const float*>(
+        b.bytes(BufferId::kUnified, l.params_ub_addr, uint64_t(l.length) * 8, id));
+    if (bf16()) {
+      return rows_bf16(l.in_ub_addr, l.out_ub_addr, l.rows, l.length, [&](const float* x, float* y) {
+        layernorm_f32(x, y, l.length, params, params + l.length, l.epsilon);
+      });
+    }
     const uint64_t bytes = uint64_t(l.rows) * l.length;
     const int8_t* in = ub8(l.in_ub_addr, bytes);
     int8_t* out = ub8(l.out_ub_addr, bytes);
-    const auto* params = reinterpret_cast<const float*>(
-        b.bytes(BufferId::kUnified, l.params_ub_addr, uint64_t(l.length) * 8, id));
     for (int r = 0; r < l.rows; ++r) {
       layernorm_int8(in + int64_t(r) * l.length, out + int64_t(r) * l.length, l.length,
                      l.input_scale, params, params + l.length, l.epsilon, l.inv_output_scale);

@@ -88,29 +88,45 @@ struct Compiled {
   HwConfig hw;
   Graph graph;
   Program program;
-  std::vector<int8_t> input;
+  std::vector<uint8_t> input;  // stored bytes of the input batch (int8 or bf16)
 };
 
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
-                          std::optional<int> batch, uint64_t seed, const std::string& input_npy) {
+                          std::optional<int> batch, uint64_t seed, const std::string& input_npy,
+                          std::optional<DataType> dtype) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
-  c.input = input_npy.empty() ? make_random_input(c.graph, seed)
+  c.graph.dtype = dtype.value_or(c.hw.data_types.activation);
+  c.input = input_npy.empty() ? random_input_bytes(c.graph, seed)
                               : read_input_npy(input_npy, c.graph, batch.has_value());
   materialize_parameters(c.graph, seed);
   optimize_graph(c.graph);
-  quantize_graph(c.graph, c.input);
+  if (c.graph.dtype == DataType::kBf16) {
+    prepare_bf16(c.graph);
+  } else {
+    quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()));
+  }
   CompileResult result = compile(c.graph, c.hw);
   if (!result.ok) throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
   return c;
 }
 
+std::optional<DataType> dtype_option(const po::variables_map& vm) {
+  if (!vm.count("dtype")) return std::nullopt;
+  const std::string text = vm["dtype"].as<std::string>();
+  if (text != "int8" && text != "bf16") {
+    throw UsageError(fmt::format("--dtype '{}': expected int8 or bf16", text));
+  }
+  return parse_data_type(text);
+}
+
 Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
                           batch_option(vm), vm["seed"].as<uint64_t>(),
-                          vm.count("input") ? vm["input"].as<std::string>() : "");
+                          vm.count("input") ? vm["input"].as<std::string>() : "",
+                          dtype_option(vm));
 }
 
 void add_target_options(po::options_description& o) {
@@ -121,6 +137,9 @@ void add_target_options(po::options_description& o) {
       "batch", po::value<int>(), "batch size (overrides the workload's)")(
       "seed", po::value<uint64_t>()->default_value(1),
       "seed of the pseudo-random weights (and input, without --input)")(
+      "dtype", po::value<std::string>(),
+      "data type the network runs in: int8 (calibrated per-channel quantization) or bf16 "
+      "(fp32 accumulation); default: the hardware's data_types.activation")(
       "input", po::value<std::string>(),
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models); int8 on "
       "the graph's input scale, or float (quantized with a scale calibrated on it)");
@@ -181,11 +200,13 @@ int command_run(const std::vector<std::string>& args) {
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {
       const auto& o = c.program.outputs[i];
-      write_tensor_npy(save_dir, c.graph, o.name, o.dims, o.batch, o.scale, r.outputs[i]);
+      write_tensor_npy(save_dir, c.graph, o.name, o.dims, o.batch, o.scale, o.element_bytes,
+                       r.outputs[i]);
     }
     for (size_t i = 0; i < r.tensors.size(); ++i) {
       const auto& t = c.program.tensors[i];
-      write_tensor_npy(save_dir, c.graph, t.name, t.dims, t.batch, t.scale, r.tensors[i]);
+      write_tensor_npy(save_dir, c.graph, t.name, t.dims, t.batch, t.scale, t.element_bytes,
+                       r.tensors[i]);
     }
   }
   RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
@@ -196,11 +217,12 @@ int command_run(const std::vector<std::string>& args) {
     write_file(out_dir / "report.txt", text_report(c.hw, c.program, r, run, true));
     write_file(out_dir / "stats.json", stats_json(c.hw, c.program, r, run).dump(2) + "\n");
   }
-  if (!r.check.bit_exact) {
+  if (!r.check.within_tolerance) {
     std::cerr << fmt::format(
         "npusim: FUNCTIONAL MISMATCH: {} of {} output values differ from the reference (max abs "
-        "error {}). This is a bug in npusim.\n",
-        r.check.mismatches, r.check.compared, r.check.max_abs_error);
+        "error {:g}, relative {:.3g}, tolerance {:g}). This is a bug in npusim.\n",
+        r.check.mismatches, r.check.compared, r.check.max_abs_error, r.check.max_relative_error,
+        r.check.tolerance);
     return 1;
   }
   return 0;
@@ -234,7 +256,8 @@ int command_validate(const std::vector<std::string>& args) {
                            hw.name);
   if (vm.count("workload")) {
     const std::string workload = vm["workload"].as<std::string>();
-    Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1, "");
+    Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1, "",
+                                  std::nullopt);
     std::cout << fmt::format("{}: valid network '{}' ({} layers after fusion, {} MACs at batch {}); "
                              "it fits, {} instructions\n",
                              workload, c.graph.name, c.graph.layers.size(), c.graph.total_macs(),

@@ -21,17 +21,29 @@ struct LayerStats {
   uint64_t start_cycle = 0, end_cycle = 0;  // first instruction start, last completion
   uint64_t mxu_busy_cycles = 0, vpu_busy_cycles = 0, dma_busy_cycles = 0;
   uint64_t mxu_stall_cycles = 0;  // matrix units waiting for operands (mostly DMA)
+  // Cycles of the layer's span with a DMA instruction in flight, with a compute (matrix or
+  // vector) instruction in flight, with both, and with DMA alone (the DMA time compute did not
+  // hide); bank-conflict cycles of its loads.
+  uint64_t dma_active_cycles = 0, compute_active_cycles = 0, dma_compute_overlap_cycles = 0,
+           dma_exposed_cycles = 0, bank_conflict_cycles = 0;
   uint64_t dram_read_bytes = 0, dram_write_bytes = 0, dram_bytes_lower_bound = 0;
   std::string tiling;
   uint64_t cycles() const { return end_cycle - start_cycle; }
 };
 
+// int8: the outputs must equal the reference bit for bit (tolerance 0, errors in int8 steps).
+// bf16: the array accumulates tile by tile, the reference in index order, so the outputs must
+// agree within `tolerance` of each output's largest reference magnitude (errors in real values).
 struct FunctionalCheck {
   bool bit_exact = false;
-  int max_abs_error = 0;
+  bool within_tolerance = false;
+  double tolerance = 0.0;          // relative to the output's range
+  double max_abs_error = 0.0;
+  double max_relative_error = 0.0;  // max_abs_error / range, worst output
   uint64_t mismatches = 0;
   uint64_t compared = 0;
 };
+constexpr double kBf16Tolerance = 0.03;
 
 struct SimulationResult {
   uint64_t total_cycles = 0;
@@ -40,16 +52,20 @@ struct SimulationResult {
   uint64_t mxu_busy_cycles = 0, vpu_busy_cycles = 0, dma_load_busy_cycles = 0,
            dma_store_busy_cycles = 0;
   uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
+  // Off-chip memory model figures (docs/stats.md, "memory"); DMA figures.
+  nlohmann::json memory;
+  uint64_t dma_bursts = 0, dma_bank_conflict_cycles = 0, dma_window_full_cycles = 0;
+  uint64_t dma_active_cycles = 0, compute_active_cycles = 0, dma_compute_overlap_cycles = 0;
   std::vector<LayerStats> layers;
-  std::vector<std::vector<int8_t>> outputs;  // per Program::outputs
-  std::vector<std::vector<int8_t>> tensors;  // per Program::tensors, when asked for
+  std::vector<std::vector<uint8_t>> outputs;  // stored bytes, per Program::outputs
+  std::vector<std::vector<uint8_t>> tensors;  // per Program::tensors, when asked for
   FunctionalCheck check;
   double wall_seconds = 0.0;
 };
 
 // `all_tensors`: also read every layer's output back from simulated memory.
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
-                          const std::vector<int8_t>& input, systolic::Fidelity fidelity,
+                          const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
                           bool all_tensors = false);
 
 struct RunDescription {

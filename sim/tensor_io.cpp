@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
+
+#include "arch/activation.hpp"
 #include "arch/quant.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
@@ -61,7 +64,47 @@ std::vector<T> to_channels_first(const std::vector<T>& in, const std::vector<int
 
 }  // namespace
 
-std::vector<int8_t> read_input_npy(const std::string& path, Graph& g, bool batch_given) {
+namespace {
+std::vector<uint8_t> to_bytes(const std::vector<float>& real, const Graph& g) {
+  std::vector<uint8_t> out;
+  if (g.dtype == DataType::kBf16) {
+    out.resize(real.size() * 2);
+    for (size_t i = 0; i < real.size(); ++i) {
+      const uint16_t h = float_to_bf16_bits(real[i]);
+      std::memcpy(&out[2 * i], &h, 2);
+    }
+  }
+  return out;
+}
+std::vector<float> dequantize(const std::vector<int8_t>& q, float scale) {
+  std::vector<float> x(q.size());
+  for (size_t i = 0; i < q.size(); ++i) x[i] = static_cast<float>(q[i]) * scale;
+  return x;
+}
+}  // namespace
+
+std::vector<uint8_t> random_input_bytes(const Graph& g, uint64_t seed) {
+  const std::vector<int8_t> q = make_random_input(g, seed);
+  if (g.dtype == DataType::kBf16) return to_bytes(dequantize(q, g.input_scale), g);
+  return std::vector<uint8_t>(q.begin(), q.end());
+}
+
+std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_bytes,
+                                 float scale) {
+  std::vector<float> real(bytes.size() / element_bytes);
+  for (size_t i = 0; i < real.size(); ++i) {
+    if (element_bytes == 2) {
+      uint16_t h;
+      std::memcpy(&h, &bytes[2 * i], 2);
+      real[i] = bf16_bits_to_float(h);
+    } else {
+      real[i] = static_cast<float>(static_cast<int8_t>(bytes[i])) * scale;
+    }
+  }
+  return real;
+}
+
+std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batch_given) {
   NpyArray a = read_npy(path);
   const std::vector<int>& dims = g.input_shape.dims;
   const std::vector<int64_t> expected_sample = [&] {
@@ -85,6 +128,13 @@ std::vector<int8_t> read_input_npy(const std::string& path, Graph& g, bool batch
   }
   if (file_batch < 1) throw UserError(fmt::format("--input {}: the batch is empty", path));
   g.batch = file_batch;
+  const bool channels_first = transposed(g, dims);
+  if (g.dtype == DataType::kBf16) {
+    std::vector<float> x = a.dtype == "int8" ? dequantize(npy_to_int8(a, path), g.input_scale)
+                                             : npy_to_float32(a, path);
+    if (channels_first) x = to_channels_last(x, dims, g.batch);
+    return to_bytes(x, g);
+  }
   std::vector<int8_t> q;
   if (a.dtype == "int8") {
     q = npy_to_int8(a, path);
@@ -99,18 +149,18 @@ std::vector<int8_t> read_input_npy(const std::string& path, Graph& g, bool batch
     q.resize(x.size());
     for (size_t i = 0; i < x.size(); ++i) q[i] = saturate_round(x[i] / g.input_scale);
   }
-  return transposed(g, dims) ? to_channels_last(q, dims, g.batch) : q;
+  if (channels_first) q = to_channels_last(q, dims, g.batch);
+  return std::vector<uint8_t>(q.begin(), q.end());
 }
 
 void write_tensor_npy(const std::string& dir, const Graph& g, const std::string& name,
-                      const std::vector<int>& dims, int batch, float scale,
-                      const std::vector<int8_t>& values) {
+                      const std::vector<int>& dims, int batch, float scale, int element_bytes,
+                      const std::vector<uint8_t>& stored) {
   std::string file = name;
   for (char& ch : file) {
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
   }
-  std::vector<float> real(values.size());
-  for (size_t i = 0; i < values.size(); ++i) real[i] = static_cast<float>(values[i]) * scale;
+  std::vector<float> real = decode_tensor(stored, element_bytes, scale);
   if (transposed(g, dims)) real = to_channels_first(real, dims, batch);
   write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
                     file_shape(g, dims, batch), real);

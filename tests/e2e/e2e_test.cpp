@@ -111,3 +111,90 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every operator, on every dataflow, with one or two arrays: bit-exact in int8, within the stated
+// tolerance in bf16, and fast and pe fidelity agree on every cycle.
+struct CoverageCase {
+  const char* hw;  // preset or file in tests/e2e/data
+  const char* workload;
+  const char* dtype;
+};
+void PrintTo(const CoverageCase& c, std::ostream* os) {
+  *os << c.workload << " on " << c.hw << " in " << c.dtype;
+}
+
+class OperatorCoverage : public testing::TestWithParam<CoverageCase> {};
+
+std::string data_path(const std::string& name) {
+  return name.find(".json") == std::string::npos ? name : std::string(NPUSIM_E2E_DATA) + "/" + name;
+}
+
+TEST_P(OperatorCoverage, MatchesTheReference) {
+  const CoverageCase c = GetParam();
+  auto dir = fresh_dir(std::string("cov-") + c.workload + c.dtype + c.hw);
+  const std::string args = "run --hw " + data_path(c.hw) + " --workload " + data_path(c.workload) +
+                           " --dtype " + c.dtype;
+  CommandResult r = run_npusim(args + " --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_EQ(stats["dtype"], c.dtype);
+  EXPECT_TRUE(stats["functional_check"]["within_tolerance"].get<bool>());
+  if (std::string(c.dtype) == "int8") {
+    EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  } else {
+    EXPECT_LE(stats["functional_check"]["max_relative_error"].get<double>(), 0.03);
+  }
+  auto pe_dir = fresh_dir(std::string("cov-pe-") + c.workload + c.dtype + c.hw);
+  CommandResult pe = run_npusim(args + " --fidelity pe --out " + pe_dir.string());
+  ASSERT_EQ(pe.exit_code, 0) << pe.err;
+  json pe_stats = json::parse(slurp(pe_dir / "stats.json"));
+  EXPECT_EQ(pe_stats["total_cycles"], stats["total_cycles"]);
+  EXPECT_EQ(pe_stats["functional_check"]["max_abs_error"],
+            stats["functional_check"]["max_abs_error"]);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(pe_dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllOps, OperatorCoverage,
+    testing::Values(CoverageCase{"edge", "all_ops.json", "int8"},
+                    CoverageCase{"edge_os.json", "all_ops.json", "int8"},
+                    CoverageCase{"edge_is.json", "all_ops.json", "int8"},
+                    CoverageCase{"edge", "conv3d.json", "int8"},
+                    CoverageCase{"edge_is.json", "conv3d.json", "int8"},
+                    CoverageCase{"edge", "all_ops.json", "bf16"},
+                    CoverageCase{"edge_os.json", "all_ops.json", "bf16"},
+                    CoverageCase{"edge", "conv3d.json", "bf16"},
+                    CoverageCase{"edge", "mlp-1000", "bf16"}),
+    [](const testing::TestParamInfo<CoverageCase>& info) {
+      std::string name = std::string(info.param.workload) + "_" + info.param.hw + "_" +
+                         info.param.dtype;
+      for (auto& ch : name) {
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+TEST(EndToEnd, SavedOutputsAreTheRealValuesOfTheRun) {
+  auto dir = fresh_dir("saved");
+  CommandResult r = run_npusim("run --hw edge --workload mnist-cnn --save-outputs " +
+                               dir.string() + " --save-intermediates");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"probs", "conv1", "pool1", "fc1", "fc2"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / (std::string(name) + ".npy"))) << name;
+  }
+  // The probabilities are on scale 1/127 and sum to about 1.
+  const std::string probs = slurp(dir / "probs.npy");
+  EXPECT_EQ(probs.substr(1, 5), "NUMPY");
+  CommandResult bad = run_npusim("run --hw edge --workload mnist-cnn --save-intermediates");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--save-intermediates needs --save-outputs DIR"), std::string::npos);
+  CommandResult dtype = run_npusim("run --hw edge --workload mnist-cnn --dtype fp8");
+  EXPECT_EQ(dtype.exit_code, 2);
+  EXPECT_NE(dtype.err.find("--dtype 'fp8': expected int8 or bf16"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

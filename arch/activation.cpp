@@ -1,0 +1,59 @@
+#include "arch/activation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace npusim {
+
+const char* to_string(Activation a) {
+  switch (a) {
+    case Activation::kNone: return "none";
+    case Activation::kRelu: return "relu";
+    case Activation::kRelu6: return "relu6";
+    case Activation::kClip: return "clip";
+    case Activation::kSigmoid: return "sigmoid";
+    case Activation::kTanh: return "tanh";
+    case Activation::kGelu: return "gelu";
+  }
+  return "?";
+}
+
+std::optional<Activation> parse_activation(const std::string& text) {
+  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
+                       Activation::kSigmoid, Activation::kTanh, Activation::kGelu}) {
+    if (text == to_string(a)) return a;
+  }
+  return std::nullopt;
+}
+
+float apply_activation(Activation a, float x, float clip_min, float clip_max) {
+  switch (a) {
+    case Activation::kNone: return x;
+    case Activation::kRelu: return x > 0.0f ? x : 0.0f;
+    case Activation::kRelu6: return std::min(std::max(x, 0.0f), 6.0f);
+    case Activation::kClip: return std::min(std::max(x, clip_min), clip_max);
+    case Activation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case Activation::kTanh: return std::tanh(x);
+    case Activation::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+  }
+  return x;
+}
+
+uint16_t float_to_bf16_bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
+  const uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // to nearest, ties to even
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_bits_to_float(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace npusim

@@ -1,0 +1,11 @@
+// Row operations of the vector unit's fp32 lanes on the bf16 path, shared by the model and the
+// reference so both compute the same bits (each in index order).
+#pragma once
+
+namespace npusim {
+
+void softmax_f32(const float* in, float* out, int n);
+void layernorm_f32(const float* in, float* out, int n, const float* gamma, const float* beta,
+                   float epsilon);
+
+}  // namespace npusim

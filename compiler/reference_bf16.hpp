@@ -1,0 +1,19 @@
+// The functional reference of the bf16 path: every operator over whole tensors in fp32, each
+// layer's output rounded to bf16 as the hardware stores it. The simulated network accumulates in
+// the systolic array's order (tile by tile), this one in plain index order, so the two agree
+// within a tolerance rather than bit for bit (docs/quantization.md states it).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/graph.hpp"
+
+namespace npusim {
+
+using TensorF = std::vector<float>;  // batch x elements, channels last, bf16-representable values
+
+std::map<std::string, TensorF> run_reference_bf16(const Graph& graph, const TensorF& input);
+
+}  // namespace npusim

@@ -643,6 +643,10 @@ void OnnxImporter::import_conv(int i) {
   }
   const int64_t cout = w->dims[0];
   std::vector<int64_t> kernel(w->dims.begin() + 2, w->dims.end());
+  if (std::any_of(w->dims.begin(), w->dims.end(), [](int64_t d) { return d < 1; })) {
+    return fail(
+        i, fmt::format("weights '{}' {} have an empty dimension", n.input(1), dims_text(w->dims)));
+  }
   if (groups < 1 || cin % groups != 0 || cout % groups != 0 || w->dims[1] != cin / groups) {
     return fail(i, fmt::format("group {} does not fit {} input channels and weights {} (expected "
                                "[O, {} / group, ...] with O and {} divisible by group)",
@@ -1331,9 +1335,9 @@ void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool t
                                "first",
                                a.ir_name, fmt::join(a.dims, ", ")));
   }
-  if (b.is_int || b.dims.size() != 2) {
-    return fail(i, fmt::format("weights '{}' must be a 2-D float matrix, got {}", n.input(1),
-                               dims_text(b.dims)));
+  if (b.is_int || b.dims.size() != 2 || b.dims[0] < 1 || b.dims[1] < 1) {
+    return fail(i, fmt::format("weights '{}' must be a non-empty 2-D float matrix, got {}",
+                               n.input(1), dims_text(b.dims)));
   }
   const int64_t k = trans_b ? b.dims[1] : b.dims[0];
   const int64_t units = trans_b ? b.dims[0] : b.dims[1];

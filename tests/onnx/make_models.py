@@ -499,6 +499,24 @@ def opset11(out_dir):
     save(out_dir, b, model, x, {"y": per_sample(run, x)})
 
 
+def flatten_layernorm(out_dir):
+    """LayerNormalization over a flattened 3x2x2 map: its per-feature scale and bias are permuted
+    like the dense rows after it."""
+    b = Builder("flatten_layernorm", 22)
+    b.const("ln_scale", b.rng.uniform(0.5, 1.5, 12).astype(np.float32))
+    b.const("ln_bias", b.rng.uniform(-0.5, 0.5, 12).astype(np.float32))
+    b.weight("W", [12, 5])
+    b.node("Flatten", ["x"], ["flat"])
+    b.node("LayerNormalization", ["flat", "ln_scale", "ln_bias"], ["ln"])
+    b.node("MatMul", ["ln", "W"], ["y"])
+    model = b.model("x", [3, 2, 2], ["y"], opset=17)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [1, 3, 2, 2]).astype(np.float32)
+    y = per_sample(lambda s: layernorm(s.reshape(-1), i["ln_scale"], i["ln_bias"], 1e-5) @ i["W"],
+                   x)
+    save(out_dir, b, model, x, {"y": y})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -603,6 +621,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
+                  flatten_layernorm,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, corrupt):
         build(out_dir)

@@ -104,13 +104,13 @@ TEST(OnnxCliErrors, CorruptFileExitsTwo) {
       << r.err;
 }
 
-const auto kModels =
-    testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}}, Case{"flatten_dense", {"y"}},
-                    Case{"conv_grouped", {"y"}}, Case{"conv_depthwise", {"y"}},
-                    Case{"conv3d", {"y"}}, Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
-                    Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
-                    Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}},
-                    Case{"pad_conv", {"y"}}, Case{"opset11", {"y"}});
+const auto kModels = testing::Values(
+    Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}}, Case{"flatten_dense", {"y"}},
+    Case{"conv_grouped", {"y"}}, Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
+    Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
+    Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
+    Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}}, Case{"pad_conv", {"y"}},
+    Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

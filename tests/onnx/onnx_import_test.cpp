@@ -345,5 +345,25 @@ TEST(OnnxImport, Opset11AttributeFormsAndSoftmaxDefaultAxis) {
   EXPECT_EQ(layer(g, "y").out_shape.dims, (std::vector<int>{4}));
 }
 
+TEST(OnnxImport, LayerNormOverAFlattenedMapPermutesItsParameters) {
+  Graph g = import_onnx(model_path("flatten_layernorm"), std::nullopt);
+  auto scale = load_array("flatten_layernorm", "init_ln_scale");
+  auto bias = load_array("flatten_layernorm", "init_ln_bias");
+  auto w = load_array("flatten_layernorm", "init_W");  // [12][5]
+  const Layer& ln = layer(g, "ln");
+  const Layer& dense = layer(g, "y");
+  ASSERT_EQ(ln.gamma.size(), 12u);
+  for (int h = 0; h < 2; ++h) {
+    for (int x = 0; x < 2; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        const int ir = (h * 2 + x) * 3 + c, onnx = c * 4 + h * 2 + x;
+        EXPECT_EQ(ln.gamma[ir], scale.values[onnx]);
+        EXPECT_EQ(ln.beta[ir], bias.values[onnx]);
+        for (int u = 0; u < 5; ++u) EXPECT_EQ(dense.weights[ir * 5 + u], w.values[onnx * 5 + u]);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace npusim

@@ -248,6 +248,9 @@ def mlp(out_dir):
     b.node("MatMul", ["relu2", "fc3_W"], ["mm3"])
     b.node("Add", ["fc3_B", "mm3"], ["logits"])
     model = b.model("x", [32], ["logits"])
+    # Older exporters also list every initializer as a graph input: they are not run-time inputs.
+    model.graph.input.extend(helper.make_tensor_value_info(k, F32, list(v.shape))
+                             for k, v in b.inits.items())
     i = b.inits
     x = b.rng.uniform(-1, 1, [1, 32]).astype(np.float32)
     h = relu(x @ i["fc1_W"].T + i["fc1_B"])

@@ -46,10 +46,15 @@ class CalcReadEstimator {
       seen_first_ = true;
       first_request_cycle_ = cycle;
     }
-    if (stamp_[static_cast<std::size_t>(idx)] == epoch_) return;
+    if (stamp_[static_cast<std::size_t>(idx)] == epoch_) {
+      ++requests_;
+      return;
+    }
     stamp_[static_cast<std::size_t>(idx)] = epoch_;
+    ++requests_;
     if (++in_epoch_ == epoch_words_) {
       completions_.push_back(cycle);
+      completion_requests_.push_back(requests_);
       in_epoch_ = 0;
       if (++epoch_ == 0) {  // 16-bit stamps keep the table in cache; renumber on wrap-around
         std::fill(stamp_.begin(), stamp_.end(), uint16_t{0});
@@ -78,6 +83,13 @@ class CalcReadEstimator {
   int64_t epoch_words() const { return epoch_words_; }
   int64_t in_epoch() const { return in_epoch_; }
   int64_t completions() const { return static_cast<int64_t>(completions_.size()); }
+  // Walked requests so far, and the request count at which epoch j completed (walk only).
+  int64_t requests() const { return requests_; }
+  int64_t completion_request(int64_t j) const {
+    return completion_requests_[static_cast<std::size_t>(j)];
+  }
+  // An epoch completion known from the structure of the stream (see simulate_layer).
+  void add_completion(int64_t cycle) { completions_.push_back(cycle); }
   // New requests known not to complete an epoch; their cycles do not matter.
   void add_new_untimed(int64_t count) {
     in_epoch_ += count;
@@ -96,6 +108,8 @@ class CalcReadEstimator {
   bool seen_first_ = false;
   int64_t first_request_cycle_ = 0;
   std::vector<int64_t> completions_;
+  int64_t requests_ = 0;
+  std::vector<int64_t> completion_requests_;
   int64_t unique_without_walk_ = -1;
 };
 

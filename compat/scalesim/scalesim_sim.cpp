@@ -162,6 +162,19 @@ LayerResult simulate_layer(const Config& config, const Layer& layer, const RowOb
 
   // --- Walk the demand rows.
   const int64_t l = lm.cycles_per_fold();
+  // os / ws read the same IFMAP stream in every column fold (one "pass"). Right after an epoch
+  // completes nothing is remembered, so if the first epoch of two consecutive passes completes
+  // at the same request of the pass, the estimate is periodic from there on: every later pass
+  // completes its epochs on the same rows as the last one walked, and ends in the same state.
+  // The walk then stops; without an observer (which asks for the plain walk).
+  const bool ifmap_may_repeat = !user && walk_ifmap && !count_ifmap && !observer &&
+                                lm.dataflow() != Dataflow::kInputStationary && lm.col_folds() >= 3;
+  const int64_t pass_rows = lm.row_folds() * l;
+  bool ifmap_periodic = false;
+  std::vector<int64_t> ifmap_completion_rows;  // demand row of each walked completion
+  std::vector<int64_t> ifmap_pending_rows;     // demand rows of the completions still to come
+  size_t next_pending = 0;
+  int64_t pass_requests = 0, pass_completions = 0, last_phase = -1;
   int64_t stalls = 0;
   int64_t last_out = 0;
   int64_t g = 0;
@@ -178,8 +191,15 @@ LayerResult simulate_layer(const Config& config, const Layer& layer, const RowOb
     } else {
       if (count_ifmap) {
         ifmap_calc->request_new(lm.ifmap_lanes(fr, fc, i), cycle);
-      } else if (walk_ifmap) {
+      } else if (walk_ifmap && !ifmap_periodic) {
         lm.for_each_ifmap(fr, fc, i, [&](int64_t a) { ifmap_calc->request(a, cycle); });
+        while (static_cast<int64_t>(ifmap_completion_rows.size()) < ifmap_calc->completions())
+          ifmap_completion_rows.push_back(g);
+      } else if (walk_ifmap) {
+        while (next_pending < ifmap_pending_rows.size() && ifmap_pending_rows[next_pending] == g) {
+          ifmap_calc->add_completion(cycle);
+          ++next_pending;
+        }
       }
       if (filter_counts) {
         filter_calc->request_new(lm.filter_lanes(fr, fc, i), cycle);
@@ -208,13 +228,35 @@ LayerResult simulate_layer(const Config& config, const Layer& layer, const RowOb
   // In CALC mode without per-address walks, runs of identical rows (same number of writes and
   // requests) that trigger no drain and no stall are applied in one step. Rows whose timing is
   // reported (first / last requests, the last row) always go through `step`.
-  const bool runs =
-      !user && !observer && (count_ifmap || !walk_ifmap) && (count_filter || !walk_filter);
+  const auto runs_now = [&] {
+    return !user && !observer && (count_ifmap || !walk_ifmap || ifmap_periodic) &&
+           (count_filter || !walk_filter);
+  };
   const int64_t special[] = {ifmap_rows.first,    ifmap_rows.last,  filter_rows.first,
                              filter_rows.last,    ofmap_rows.first, ofmap_rows.last,
                              lm.demand_rows() - 1};
   std::vector<int64_t> cuts;
   for (int64_t fc = 0; fc < lm.col_folds(); ++fc) {
+    if (ifmap_may_repeat && !ifmap_periodic) {
+      if (fc > 0) {
+        // Phase (request index within the pass) of the last pass's first completion.
+        const int64_t phase = ifmap_calc->completions() > pass_completions
+                                  ? ifmap_calc->completion_request(pass_completions) - pass_requests
+                                  : -1;
+        if (phase >= 0 && phase == last_phase) {
+          ifmap_periodic = true;
+          const int64_t first = pass_completions;
+          const int64_t count = ifmap_calc->completions() - first;
+          for (int64_t t = 1; t < lm.col_folds() - fc + 1; ++t)
+            for (int64_t j = 0; j < count; ++j)
+              ifmap_pending_rows.push_back(ifmap_completion_rows[static_cast<size_t>(first + j)] +
+                                           t * pass_rows);
+        }
+        last_phase = phase;
+      }
+      pass_requests = ifmap_calc->requests();
+      pass_completions = ifmap_calc->completions();
+    }
     for (int64_t fr = 0; fr < lm.row_folds(); ++fr) {
       if (os_filter_blocks) {
         if (lm.k() * lm.cols_used(fc) >= filter_epoch_words) {
@@ -229,18 +271,23 @@ LayerResult simulate_layer(const Config& config, const Layer& layer, const RowOb
           filter_counts = fr == 0;
         }
       }
-      if (!runs) {
+      if (!runs_now()) {
         for (int64_t i = 0; i < l; ++i) step(fr, fc, i);
         continue;
       }
       const int64_t base = g;
       cuts.clear();
       lm.row_breakpoints(fr, fc, cuts);
-      for (int64_t sp : special) {
-        if (sp >= base && sp < base + l) {
-          cuts.push_back(sp - base);
-          cuts.push_back(sp - base + 1);
+      const auto cut_at = [&](int64_t row) {
+        if (row >= base && row < base + l) {
+          cuts.push_back(row - base);
+          cuts.push_back(row - base + 1);
         }
+      };
+      for (int64_t sp : special) cut_at(sp);
+      for (size_t p = next_pending; p < ifmap_pending_rows.size(); ++p) {
+        if (ifmap_pending_rows[p] >= base + l) break;
+        cut_at(ifmap_pending_rows[p]);
       }
       cuts.push_back(0);
       cuts.push_back(l);

@@ -27,7 +27,7 @@ constexpr const char* kSupportedOps =
     "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf form of GELU, Softmax, "
     "LayerNormalization, BatchNormalization, MaxPool, AveragePool, GlobalAveragePool, "
     "GlobalMaxPool, ReduceMean (spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, "
-    "Pad (before a Conv), Identity, Dropout, Constant";
+    "Pad (before a Conv), Transpose (of a MatMul's second input), Identity, Dropout, Constant";
 
 // A constant tensor: an initializer or the output of a Constant node.
 struct Constant {
@@ -53,6 +53,9 @@ struct Value {
   // Set on the output of a Pad: zero padding (begins, then ends, per spatial axis) that the Conv
   // reading it adds to its own pads. The IR tensor is the unpadded one; `dims` are padded.
   std::vector<int64_t> pending_pads;
+  // Set on the output of a Transpose of the last two axes: the MatMul reading it as its second
+  // input multiplies by the transpose of the IR tensor (which is the untransposed one).
+  bool pending_transpose = false;
 };
 
 std::string dims_text(const std::vector<int64_t>& dims) {
@@ -200,7 +203,8 @@ class OnnxImporter {
   void finish_outputs();
 
   // Operand access: an activation, a constant, or an error (returns null and records it).
-  const Value* activation(int i, int input_index, bool padded_ok = false);
+  // `folded_ok`: the caller folds a pending Pad (Conv) or Transpose (MatMul's B) into itself.
+  const Value* activation(int i, int input_index, bool folded_ok = false);
   const Constant* constant(int i, int input_index, const std::string& role);
   const Constant* optional_constant(int i, int input_index, const std::string& role);
   bool is_constant(const std::string& name) const { return constants_.count(name) != 0; }
@@ -229,6 +233,7 @@ class OnnxImporter {
   void import_squeeze(int i, bool unsqueeze);
   void import_reduce_mean(int i);
   void import_pad(int i);
+  void import_transpose(int i);
   void import_gemm(int i);
   void import_matmul(int i);
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
@@ -450,14 +455,20 @@ void OnnxImporter::find_gelu_patterns() {
   }
 }
 
-const Value* OnnxImporter::activation(int i, int input_index, bool padded_ok) {
+const Value* OnnxImporter::activation(int i, int input_index, bool folded_ok) {
   const Node& n = g_.node(i);
   const std::string& name = n.input(input_index);
   auto it = values_.find(name);
   if (it != values_.end()) {
-    if (!padded_ok && !it->second.pending_pads.empty()) {
+    if (!folded_ok && !it->second.pending_pads.empty()) {
       fail(i, fmt::format("input {} ('{}') comes from a Pad; npusim supports Pad only as zero "
                           "padding folded into the Conv that reads it",
+                          input_index, name));
+      return nullptr;
+    }
+    if (!folded_ok && it->second.pending_transpose) {
+      fail(i, fmt::format("input {} ('{}') comes from a Transpose; npusim supports Transpose "
+                          "only of the last two axes, as the second input of a MatMul",
                           input_index, name));
       return nullptr;
     }
@@ -1327,6 +1338,30 @@ void OnnxImporter::import_pad(int i) {
   alias(i, v);
 }
 
+// A Transpose of the last two axes of a (N, ..., rows, columns) tensor, folded into the MatMul
+// that reads it as its second input (attention's Q x K^T).
+void OnnxImporter::import_transpose(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const size_t rank = x->dims.size() + 1;
+  std::vector<int64_t> swap_last(rank);
+  for (size_t a = 0; a < rank; ++a) swap_last[a] = static_cast<int64_t>(a);
+  if (rank >= 3) std::swap(swap_last[rank - 1], swap_last[rank - 2]);
+  const auto perm = attr_ints(n, "perm", {});
+  if (x->channels_first || rank < 3 || perm != swap_last || !x->flat_from.empty()) {
+    return fail(i, fmt::format("perm {} on input [N, {}]{}: npusim supports only swapping the last "
+                               "two axes of a (N, ..., rows, columns) tensor, perm {}, feeding a "
+                               "MatMul",
+                               dims_text(perm), fmt::join(x->dims, ", "),
+                               x->channels_first ? " (channels first)" : "", dims_text(swap_last)));
+  }
+  Value v = *x;
+  std::swap(v.dims[rank - 2], v.dims[rank - 3]);
+  v.pending_transpose = true;
+  alias(i, v);
+}
+
 void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
                                 const Constant* c, float beta) {
   const Node& n = g_.node(i);
@@ -1403,8 +1438,13 @@ void OnnxImporter::import_matmul(int i) {
     return import_dense(i, *a, constants_.at(n.input(1)), false, 1.0f, nullptr, 1.0f);
   }
   const Value* a = activation(i, 0);
-  const Value* b = activation(i, 1);
+  const Value* b = activation(i, 1, true);
   if (!a || !b) return;
+  if (!b->pending_pads.empty()) {
+    return fail(i, fmt::format("input 1 ('{}') comes from a Pad; npusim supports Pad only as "
+                               "zero padding folded into the Conv that reads it",
+                               n.input(1)));
+  }
   if (a->channels_first || b->channels_first || a->dims.size() < 2 ||
       a->dims.size() != b->dims.size()) {
     return fail(i, fmt::format("MatMul of two run-time tensors needs two (N, ..., rows, columns) "
@@ -1420,7 +1460,7 @@ void OnnxImporter::import_matmul(int i) {
   const std::string out = n.output(0);
   Value v = *a;
   v.dims.back() = b->dims.back();
-  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out);
+  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out).transpose_b = b->pending_transpose;
   set_value(out, std::move(v));
 }
 
@@ -1465,7 +1505,7 @@ void OnnxImporter::import_node(int i) {
   if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
   if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
     auto x = values_.find(it->second);
-    if (x == values_.end() || !x->second.pending_pads.empty()) {
+    if (x == values_.end() || !x->second.pending_pads.empty() || x->second.pending_transpose) {
       return fail(i, fmt::format("GELU input '{}' is not a run-time tensor", it->second));
     }
     const std::string out = n.output(0);
@@ -1512,6 +1552,7 @@ void OnnxImporter::import_node(int i) {
   if (op == "Unsqueeze") return import_squeeze(i, true);
   if (op == "ReduceMean") return import_reduce_mean(i);
   if (op == "Pad") return import_pad(i);
+  if (op == "Transpose") return import_transpose(i);
   if (op == "Constant") return import_constant_node(i);
   if (op == "Identity" || op == "Dropout") {
     if (!extra_outputs_unused(i)) return;
@@ -1544,8 +1585,11 @@ void OnnxImporter::finish_outputs() {
       continue;
     }
     const Value& v = it->second;
-    if (!v.pending_pads.empty()) {
-      diag_.error(where, "comes from a Pad, which npusim supports only before a Conv");
+    if (!v.pending_pads.empty() || v.pending_transpose) {
+      diag_.error(where, v.pending_transpose
+                             ? "comes from a Transpose, which npusim supports only as the second "
+                               "input of a MatMul"
+                             : "comes from a Pad, which npusim supports only before a Conv");
       continue;
     }
     if (!v.flat_from.empty()) {

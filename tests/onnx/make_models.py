@@ -520,6 +520,29 @@ def flatten_layernorm(out_dir):
     save(out_dir, b, model, x, {"y": y})
 
 
+def attention(out_dir):
+    """Single-head attention: softmax(Q K^T) V, with K^T as a Transpose of the last two axes."""
+    b = Builder("attention", 23)
+    for w in ("Wq", "Wk", "Wv"):
+        b.weight(w, [8, 6])
+    b.node("MatMul", ["x", "Wq"], ["q"])
+    b.node("MatMul", ["x", "Wk"], ["k"])
+    b.node("Transpose", ["k"], ["kt"], perm=[0, 2, 1])
+    b.node("MatMul", ["q", "kt"], ["scores"])
+    b.node("Softmax", ["scores"], ["p"], axis=-1)
+    b.node("MatMul", ["x", "Wv"], ["v"])
+    b.node("MatMul", ["p", "v"], ["y"])
+    model = b.model("x", [5, 8], ["y"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [1, 5, 8]).astype(np.float32)
+
+    def run(s):
+        q, k, v = s @ i["Wq"], s @ i["Wk"], s @ i["Wv"]
+        return softmax(q @ k.T) @ v
+
+    save(out_dir, b, model, x, {"y": per_sample(run, x)})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -608,6 +631,16 @@ def bad_pad(out_dir):
     save(out_dir, b, model, None, {}, check=False)
 
 
+def bad_transpose(out_dir):
+    """A Transpose read by a Relu and as the first input of a MatMul."""
+    b = Builder("bad_transpose", 24)
+    b.node("Transpose", ["x"], ["xt"], perm=[0, 2, 1])
+    b.node("Relu", ["xt"], ["r"], name="relu_of_transpose")
+    b.node("MatMul", ["xt", "x"], ["m"], name="mm_first")
+    model = b.model("x", [4, 4], ["r", "m"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
 def corrupt(out_dir):
     with open(os.path.join(out_dir, "corrupt_text.onnx"), "wb") as f:
         f.write(b"this is not an ONNX model\n\xff\xff\xff\xff")
@@ -624,9 +657,10 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
-                  flatten_layernorm,
+                  flatten_layernorm, attention,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
-                  bad_opset, bad_bn_shared, bad_pad, corrupt):
+                  bad_opset, bad_bn_shared, bad_pad, bad_transpose,
+                  corrupt):
         build(out_dir)
 
 

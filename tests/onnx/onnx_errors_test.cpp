@@ -56,7 +56,8 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
                            "form of GELU, Softmax, LayerNormalization, BatchNormalization, "
                            "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean "
                            "(spatial), Concat, Flatten, Reshape, Squeeze, Unsqueeze, Pad (before a "
-                           "Conv), Identity, Dropout, Constant)");
+                           "Conv), Transpose (of a MatMul's second input), Identity, Dropout, "
+                           "Constant)");
   // The Relu reading the failed Resize stays quiet; the Concat on the height axis is named.
   EXPECT_EQ(errors[1], path +
                            ": node 'cat_h' (Concat): axis 2 on inputs of rank 4: npusim "
@@ -93,9 +94,10 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
   const std::string path = model_path("bad_misc");
   auto errors = import_errors(path);
   ASSERT_EQ(errors.size(), 5u) << ::testing::PrintToString(errors);
-  EXPECT_EQ(errors[0].rfind(path + ": node #0 (Transpose): operator not supported (supported: ", 0),
-            0u)
-      << errors[0];
+  EXPECT_EQ(errors[0], path +
+                           ": node #0 (Transpose): perm [0, 2, 3, 1] on input [N, 3, 4, 4] "
+                           "(channels first): npusim supports only swapping the last two axes of "
+                           "a (N, ..., rows, columns) tensor, perm [0, 1, 3, 2], feeding a MatMul");
   EXPECT_EQ(errors[1], path +
                            ": node 'bn_on_input' (BatchNormalization): input 'x' must come from "
                            "a Conv, Gemm or MatMul whose output nothing else reads: npusim folds "
@@ -145,6 +147,17 @@ TEST(OnnxErrors, PadOnlyAsZeroPaddingBeforeAConv) {
                        "supports Pad only as zero padding folded into the Conv that reads it",
                 path + ": node 'pad_reflect' (Pad): mode 'reflect': only constant (zero) "
                        "padding is supported"}));
+}
+
+TEST(OnnxErrors, TransposeOnlyAsAMatMulsSecondInput) {
+  const std::string path = model_path("bad_transpose");
+  const std::string why =
+      "comes from a Transpose; npusim supports Transpose only of the last two axes, as the second "
+      "input of a MatMul";
+  EXPECT_EQ(
+      import_errors(path),
+      (std::vector<std::string>{path + ": node 'relu_of_transpose' (Relu): input 0 ('xt') " + why,
+                                path + ": node 'mm_first' (MatMul): input 0 ('xt') " + why}));
 }
 
 }  // namespace

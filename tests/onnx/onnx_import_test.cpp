@@ -365,5 +365,18 @@ TEST(OnnxImport, LayerNormOverAFlattenedMapPermutesItsParameters) {
   }
 }
 
+TEST(OnnxImport, TransposeOfTheLastAxesFoldsIntoMatMul) {
+  Graph g = import_onnx(model_path("attention"), std::nullopt);
+  // Q x Transpose(K) is one matmul reading K with transpose_b: [5, 6] x [5, 6]^T = [5, 5].
+  const Layer& scores = layer(g, "scores");
+  EXPECT_EQ(scores.kind, OpKind::kMatMul);
+  EXPECT_TRUE(scores.transpose_b);
+  EXPECT_EQ(scores.inputs, (std::vector<std::string>{"q", "k"}));
+  EXPECT_EQ(scores.out_shape.dims, (std::vector<int>{5, 5}));
+  EXPECT_FALSE(layer(g, "y").transpose_b);
+  EXPECT_EQ(layer(g, "y").out_shape.dims, (std::vector<int>{5, 6}));
+  for (const auto& l : g.layers) EXPECT_NE(l.name, "kt");
+}
+
 }  // namespace
 }  // namespace npusim

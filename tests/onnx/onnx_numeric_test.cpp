@@ -97,19 +97,18 @@ TEST_P(OnnxNumeric, QuantizedReferenceMatchesNumpyWithinTolerance) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OnnxNumeric,
-                         testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}},
-                                         Case{"flatten_dense", {"y"}}, Case{"conv_grouped", {"y"}},
-                                         Case{"conv_depthwise", {"y"}}, Case{"conv3d", {"y"}},
-                                         Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
-                                         Case{"activations", {"relu6", "clip", "sum"}},
-                                         Case{"sequence", {"y"}},
-                                         Case{"reduce_squeeze", {"y1", "y2"}},
-                                         Case{"aliases", {"y"}}, Case{"pad_conv", {"y"}},
-                                         Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}}),
-                         [](const testing::TestParamInfo<Case>& param_info) {
-                           return std::string(param_info.param.model);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, OnnxNumeric,
+    testing::Values(Case{"cnn", {"probs"}}, Case{"mlp", {"logits"}}, Case{"flatten_dense", {"y"}},
+                    Case{"conv_grouped", {"y"}}, Case{"conv_depthwise", {"y"}},
+                    Case{"conv3d", {"y"}}, Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
+                    Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
+                    Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}},
+                    Case{"pad_conv", {"y"}}, Case{"opset11", {"y"}},
+                    Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}}),
+    [](const testing::TestParamInfo<Case>& param_info) {
+      return std::string(param_info.param.model);
+    });
 
 }  // namespace
 }  // namespace npusim

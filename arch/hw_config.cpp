@@ -86,9 +86,37 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   {
     ObjectReader r = top.object("memory");
     auto& m = c.memory;
-    m.model = r.choice("model", m.model, {"simple"});
-    m.bandwidth_gbps = r.number("bandwidth_gbps", m.bandwidth_gbps, 0.001, 1e6);
-    m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
+    m.model = r.choice("model", m.model, {"simple", "dram"});
+    const bool dram = m.model == "dram";
+    // Keys of the other model are rejected rather than ignored: a typo in the model would
+    // otherwise silently run the wrong memory.
+    auto only_for = [&](const char* key, const char* model) {
+      if (r.raw(key) != nullptr) {
+        diag.error(r.pointer_of(key),
+                   fmt::format("only for memory.model \"{}\" (this is \"{}\")", model, m.model));
+      }
+    };
+    m.bandwidth_gbps = r.number("bandwidth_gbps", dram ? 0.0 : m.bandwidth_gbps, dram ? 0.0 : 0.001,
+                                1e6);
+    if (dram) {
+      only_for("latency_ns", "simple");
+      auto preset = r.string_required("preset");
+      if (preset && preset->empty()) {
+        diag.error(r.pointer_of("preset"), "expected a configs/memory preset name or a .json path");
+      }
+      m.preset = preset.value_or("");
+      m.channels = static_cast<int>(r.integer("channels", 0, 0, 64));
+      if (m.channels != 0 && (m.channels & (m.channels - 1)) != 0) {
+        diag.error(r.pointer_of("channels"),
+                   fmt::format("expected a power of two (the address mapping takes channel bits), "
+                               "got {}", m.channels));
+      }
+      m.max_outstanding_bursts = static_cast<int>(
+          r.integer("max_outstanding_bursts", m.max_outstanding_bursts, 1, 1 << 16));
+    } else {
+      m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
+      for (const char* key : {"preset", "channels", "max_outstanding_bursts"}) only_for(key, "dram");
+    }
     m.capacity_bytes = static_cast<uint64_t>(
         r.integer("capacity_bytes", static_cast<int64_t>(m.capacity_bytes), 1 << 20, int64_t{1} << 50));
     r.finish();
@@ -149,6 +177,21 @@ HwConfig load_hw_config(const std::string& spec) {
   return parse_hw_config(parse_json_file(spec), spec);
 }
 
+namespace {
+json memory_json(const OffChipMemoryConfig& m) {
+  json j{{"model", m.model}, {"bandwidth_gbps", m.bandwidth_gbps}};
+  if (m.model == "dram") {
+    j["preset"] = m.preset;
+    j["channels"] = m.channels;
+    j["max_outstanding_bursts"] = m.max_outstanding_bursts;
+  } else {
+    j["latency_ns"] = m.latency_ns;
+  }
+  j["capacity_bytes"] = m.capacity_bytes;
+  return j;
+}
+}  // namespace
+
 json to_json(const HwConfig& c) {
   auto buffer = [](const BufferConfig& b) {
     return json{{"capacity_bytes", b.capacity_bytes}, {"banks", b.banks}};
@@ -173,11 +216,7 @@ json to_json(const HwConfig& c) {
        {{"unified_buffer", buffer(c.unified_buffer)},
         {"weight_buffer", buffer(c.weight_buffer)},
         {"accumulators", buffer(c.accumulators)}}},
-      {"memory",
-       {{"model", c.memory.model},
-        {"bandwidth_gbps", c.memory.bandwidth_gbps},
-        {"latency_ns", c.memory.latency_ns},
-        {"capacity_bytes", c.memory.capacity_bytes}}},
+      {"memory", memory_json(c.memory)},
       {"data_types",
        {{"activation", to_string(c.data_types.activation)},
         {"weight", to_string(c.data_types.weight)},

@@ -27,16 +27,24 @@ struct VectorUnitConfig {
   int transcendental_cycles = 4;     // cycles per lane-group for exp / divide (1 for add, max)
 };
 
+// Banks are contiguous: bank b holds bytes [b * capacity / banks, (b + 1) * capacity / banks).
+// Each bank has one port; models/onchip_buffers.hpp states the conflict rule.
 struct BufferConfig {
   uint64_t capacity_bytes = 0;
   int banks = 1;
+  uint64_t bank_bytes() const { return capacity_bytes / static_cast<uint64_t>(banks); }
 };
 
 struct OffChipMemoryConfig {
-  std::string model = "simple";  // fixed latency + bandwidth (issue 4 brings a command-level HBM)
-  double bandwidth_gbps = 34.0;  // GB/s (10^9 bytes per second)
-  double latency_ns = 100.0;
+  // "simple": fixed latency + shared bandwidth (models/offchip_memory.hpp); "dram": the
+  // command-level model of models/dram/ with a preset from configs/memory/ (models/dram_memory.hpp).
+  std::string model = "simple";
+  double bandwidth_gbps = 34.0;  // GB/s (10^9 bytes per second); for "dram", the preset's peak
+  double latency_ns = 100.0;     // "simple" only
   uint64_t capacity_bytes = 8ull << 30;
+  std::string preset;         // "dram" only: a configs/memory name or a .json path
+  int channels = 0;           // "dram" only: channels used; 0 keeps the preset's count
+  int max_outstanding_bursts = 256;  // "dram" only: bursts in flight per DMA queue
 };
 
 struct DataTypeConfig {

@@ -2,7 +2,8 @@
 # Speed of a whole npusim run (compile, simulate timing AND values, reference check, reports),
 # against issue 5's figures: ResNet-50, batch 1, int8, tpu-v1 preset, fast fidelity, in under
 # 10 s of wall time (the aim is 2 s) and under 2 GiB of peak memory. A second line runs the
-# register-level pe fidelity on mnist-cnn under the same limits. Not part of the test suite:
+# register-level pe fidelity on mnist-cnn under the same limits; a third runs ResNet-50 on the
+# tpu-v1-hbm preset (HBM2 through the command-level DRAM model). Not part of the test suite:
 # wall time depends on the machine and its load.
 #
 # Usage: bench/resnet50_speed.sh   (NPUSIM=path/to/npusim overrides the repository's build/sim/npusim)
@@ -71,5 +72,7 @@ EOF
 }
 
 bench_run resnet50-fast --hw tpu-v1 --workload resnet50
+# The same network on one HBM2 stack (8 channels of the command-level DRAM model).
+bench_run resnet50-hbm2 --hw tpu-v1-hbm --workload resnet50
 bench_run mnist-cnn-pe --hw tpu-v1 --workload mnist-cnn --fidelity pe
 exit "${status}"

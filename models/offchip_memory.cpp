@@ -24,6 +24,15 @@ OffChipMemory::OffChipMemory(sc_core::sc_module_name name, uint64_t bytes, doubl
       timing_(bytes_per_cycle, latency_cycles),
       clock_(clock) {
   socket.register_b_transport(this, &OffChipMemory::b_transport);
+  socket.register_nb_transport_fw(this, &OffChipMemory::nb_transport_fw);
+}
+
+tlm::tlm_sync_enum OffChipMemory::nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
+                                                  tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+  NPUSIM_CHECK(phase == tlm::BEGIN_REQ, "{}: unexpected phase {}", name(), int(phase));
+  b_transport(initiator, payload, delay);
+  phase = tlm::BEGIN_RESP;
+  return tlm::TLM_COMPLETED;
 }
 
 void OffChipMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {

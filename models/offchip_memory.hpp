@@ -1,16 +1,17 @@
 // Simple off-chip memory: a fixed load-to-use latency plus a bandwidth shared by all requesters.
 // Timing rule: a request of B bytes arriving at cycle a starts at s = max(a, busy_until), holds the
 // data bus for B / bytes_per_cycle cycles (fractional, so small requests pack back to back) and
-// completes at ceil(s + B / bytes_per_cycle + latency). The command-level HBM model of
-// models/dram/ replaces it where a preset asks for it.
+// completes at ceil(s + B / bytes_per_cycle + latency). It answers a non-blocking BEGIN_REQ at once
+// with TLM_COMPLETED and the delay to its completion (the base protocol's early completion), so the
+// DMA drives it and the command-level DramMemory (models/dram_memory.hpp) through one interface.
 #pragma once
 
-#include <cstdint>
-#include <vector>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include <cstdint>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/multi_passthrough_target_socket.h>
+#include <vector>
 
 #include "models/clock.hpp"
 
@@ -46,6 +47,8 @@ class OffChipMemory : public sc_core::sc_module {
 
  private:
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+  tlm::tlm_sync_enum nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
+                                     tlm::tlm_phase& phase, sc_core::sc_time& delay);
 
   std::vector<uint8_t> data_;
   BandwidthLatencyTiming timing_;

@@ -1,10 +1,50 @@
 #include "models/soc.hpp"
 
-#include <cstring>
-
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
+
+#include "support/error.hpp"
+
 namespace npusim {
+
+dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
+#ifndef NPUSIM_HAVE_DRAM
+  throw UserError(
+      fmt::format("{}: /memory/model: \"dram\" needs an npusim built with the DRAM "
+                  "model (cmake -DNPUSIM_WITH_DRAM=ON)",
+                  hw.name));
+#else
+  const auto& m = hw.memory;
+  dram::MemoryConfig cfg;
+  try {
+    cfg = dram::resolve_memory_config(m.preset);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: /memory/preset: {}", hw.name, e.what()));
+  }
+  if (m.channels != 0 && m.channels != cfg.org.channels) {
+    cfg.org.channels = m.channels;
+    cfg.name += fmt::format(" x{}", m.channels);
+    // The preset file format round trip re-validates the organization with the address mapping.
+    cfg =
+        dram::parse_memory_config(dram::memory_config_to_json_text(cfg),
+                                  fmt::format("{} with /memory/channels {}", m.preset, m.channels));
+  }
+  const double peak = cfg.peak_bandwidth_gbps();
+  if (m.bandwidth_gbps > 0 && std::abs(m.bandwidth_gbps - peak) > 0.01 * peak) {
+    throw UserError(fmt::format(
+        "{}: /memory/bandwidth_gbps: expected the peak of {} ({:.2f} GB/s) or 0, got {}", hw.name,
+        cfg.name, peak, m.bandwidth_gbps));
+  }
+  if (m.capacity_bytes > cfg.org.capacity_bytes()) {
+    throw UserError(
+        fmt::format("{}: /memory/capacity_bytes: expected at most the {} bytes of {}, got {}",
+                    hw.name, cfg.org.capacity_bytes(), cfg.name, m.capacity_bytes));
+  }
+  return cfg;
+#endif
+}
 
 std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int index) {
   std::vector<uint32_t> ids;
@@ -14,22 +54,52 @@ std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int 
   return ids;
 }
 
+std::unique_ptr<DramMemory> Soc::make_dram_memory(const Program& program) {
+#ifdef NPUSIM_HAVE_DRAM
+  if (dram_config) {
+    return std::make_unique<DramMemory>("memory", program.dram_bytes, *dram_config, clock);
+  }
+#endif
+  (void)program;
+  return nullptr;
+}
+
+DmaParams Soc::dma_params(const HwConfig& hw) const {
+  DmaParams p;
+  if (dram_config) {
+    p.burst_bytes = uint64_t(dram_config->org.access_bytes());
+    p.max_outstanding = hw.memory.max_outstanding_bursts;
+  }
+  return p;
+}
+
 Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
          systolic::Fidelity fidelity)
     : sc_module(name),
       clock(hw.clock_mhz),
       buffers(hw),
       scoreboard("scoreboard", program.instructions.size(), clock),
-      memory("memory", program.dram_bytes, hw.memory_bytes_per_cycle(),
-             hw.memory_latency_cycles(), clock),
+      dram_config(hw.memory.model == "dram" ? std::optional(resolve_dram_config(hw))
+                                            : std::nullopt),
+      simple_memory(dram_config ? nullptr
+                                : std::make_unique<OffChipMemory>(
+                                      "memory", program.dram_bytes, hw.memory_bytes_per_cycle(),
+                                      hw.memory_latency_cycles(), clock)),
+      dram_memory(make_dram_memory(program)),
       dma_load("dma_load", program, stream_of(program, UnitKind::kDmaLoad, 0), scoreboard, clock,
-               buffers),
-      dma_store("dma_store", program, stream_of(program, UnitKind::kDmaStore, 0), scoreboard,
-                clock, buffers),
+               buffers, dma_params(hw)),
+      dma_store("dma_store", program, stream_of(program, UnitKind::kDmaStore, 0), scoreboard, clock,
+                buffers, dma_params(hw)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
                   clock, buffers, hw.vector_unit) {
-  dma_load.socket.bind(memory.socket);
-  dma_store.socket.bind(memory.socket);
+  if (dram_memory) {
+    dma_load.socket.bind(dram_memory->socket);
+    dma_store.socket.bind(dram_memory->socket);
+  } else {
+    dma_load.socket.bind(simple_memory->socket);
+    dma_store.socket.bind(simple_memory->socket);
+  }
+  buffers.track_conflicts(&program, &scoreboard, &clock);
   systolic::ArrayParams array;
   array.rows = hw.matrix_unit.rows;
   array.cols = hw.matrix_unit.cols;
@@ -37,13 +107,23 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   array.weight_double_buffer = hw.matrix_unit.weight_double_buffer;
   for (int i = 0; i < hw.matrix_unit.count; ++i) {
     matrix_units.push_back(std::make_unique<MatrixUnit>(
-        fmt::format("matrix_unit{}", i).c_str(), program,
-        stream_of(program, UnitKind::kMatrix, i), scoreboard, clock, buffers, array, fidelity));
+        fmt::format("matrix_unit{}", i).c_str(), program, stream_of(program, UnitKind::kMatrix, i),
+        scoreboard, clock, buffers, array, fidelity));
   }
   for (const auto& segment : program.dram_init) {
-    std::memcpy(memory.contents().data() + segment.addr, segment.bytes.data(),
+    std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),
                 segment.bytes.size());
   }
+}
+
+std::vector<uint8_t>& Soc::memory_contents() {
+  return dram_memory ? dram_memory->contents() : simple_memory->contents();
+}
+uint64_t Soc::memory_bytes_read() const {
+  return dram_memory ? dram_memory->bytes_read() : simple_memory->bytes_read();
+}
+uint64_t Soc::memory_bytes_written() const {
+  return dram_memory ? dram_memory->bytes_written() : simple_memory->bytes_written();
 }
 
 }  // namespace npusim

@@ -1,16 +1,20 @@
 // The accelerator: DMA load and store queues and the matrix units and vector unit, all sharing
-// the on-chip buffers; the DMA queues reach off-chip memory through TLM-2.0 sockets. Built from a
-// hardware description and loaded with a Program; sc_start runs it to completion.
+// the banked on-chip buffers; the DMA queues reach off-chip memory through TLM-2.0 sockets. The
+// off-chip memory is the simple latency + bandwidth model or the command-level DRAM model
+// (memory.model in the hardware description). Built from a hardware description and loaded with a
+// Program; sc_start runs it to completion.
 #pragma once
 
 #include <memory>
-#include <vector>
-
+#include <optional>
 #include <systemc>
+#include <vector>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "models/dma_engine.hpp"
+#include "models/dram/dram_config.hpp"
+#include "models/dram_memory.hpp"
 #include "models/matrix_unit.hpp"
 #include "models/offchip_memory.hpp"
 #include "models/onchip_buffers.hpp"
@@ -19,15 +23,27 @@
 
 namespace npusim {
 
+// The memory preset of a "dram" hardware description, with memory.channels applied and checked
+// against memory.bandwidth_gbps and memory.capacity_bytes. UserError (naming /memory/...) if the
+// preset cannot be used.
+dram::MemoryConfig resolve_dram_config(const HwConfig& hw);
+
 class Soc : public sc_core::sc_module {
  public:
   Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
       systolic::Fidelity fidelity);
 
+  // Functional bytes of off-chip memory, whichever model holds them.
+  std::vector<uint8_t>& memory_contents();
+  uint64_t memory_bytes_read() const;
+  uint64_t memory_bytes_written() const;
+
   CoreClock clock;
   OnChipBuffers buffers;
   Scoreboard scoreboard;
-  OffChipMemory memory;
+  std::optional<dram::MemoryConfig> dram_config;  // set for memory.model "dram"
+  std::unique_ptr<OffChipMemory> simple_memory;   // memory.model "simple"
+  std::unique_ptr<DramMemory> dram_memory;        // memory.model "dram"
   DmaEngine dma_load;
   DmaEngine dma_store;
   std::vector<std::unique_ptr<MatrixUnit>> matrix_units;
@@ -35,6 +51,8 @@ class Soc : public sc_core::sc_module {
 
  private:
   static std::vector<uint32_t> stream_of(const Program& program, UnitKind kind, int index);
+  DmaParams dma_params(const HwConfig& hw) const;
+  std::unique_ptr<DramMemory> make_dram_memory(const Program& program);
 };
 
 }  // namespace npusim

@@ -99,12 +99,12 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
     load_hw_config("tpu-v9");
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "--hw 'tpu-v9': no such file and no such preset (presets: edge, tpu-v1)");
+    EXPECT_STREQ(e.what(), "--hw 'tpu-v9': no such file and no such preset (presets: edge, tpu-v1, tpu-v1-hbm)");
   }
 }
 
 TEST(ConfigValidation, ShippedPresetsAreValid) {
-  for (const char* name : {"tpu-v1", "edge"}) {
+  for (const char* name : {"tpu-v1", "edge", "tpu-v1-hbm"}) {
     HwConfig c = load_hw_config(name);
     EXPECT_EQ(c.name, name);
     EXPECT_FALSE(c.source.empty()) << name << " must name its source";
@@ -114,7 +114,10 @@ TEST(ConfigValidation, ShippedPresetsAreValid) {
   EXPECT_EQ(tpu.matrix_unit.cols, 256);
   EXPECT_DOUBLE_EQ(tpu.clock_mhz, 700.0);
   EXPECT_EQ(tpu.accumulators.capacity_bytes, 4u << 20);
-  EXPECT_DOUBLE_EQ(tpu.memory.bandwidth_gbps, 34.0);
+  // DDR3 through the command-level model: the ddr3 preset's two channels (DDR3-1600, 25.6 GB/s).
+  EXPECT_EQ(tpu.memory.model, "dram");
+  EXPECT_EQ(tpu.memory.preset, "ddr3");
+  EXPECT_DOUBLE_EQ(tpu.memory.bandwidth_gbps, 25.6);
 }
 
 }  // namespace

@@ -1,0 +1,157 @@
+#include "models/dram_memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "support/error.hpp"
+
+namespace npusim {
+
+DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::MemoryConfig config,
+                       const CoreClock& clock)
+    : sc_module(name),
+      socket("socket"),
+      data_(bytes),
+      clock_(clock),
+      memory_(std::move(config)),
+      crossing_(clock.period().value() / sc_core::sc_time(1, sc_core::SC_PS).value(),
+                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))),
+      waiting_(size_t(memory_.channels())) {
+  NPUSIM_CHECK(crossing_.memory_period_ps() > 0, "{}: memory tCK rounds to 0 ps", name);
+  memory_.set_callback([this](uint64_t id, uint64_t cycle) {
+    completed_.push_back({static_cast<uint32_t>(id), cycle});
+  });
+  socket.register_nb_transport_fw(this, &DramMemory::nb_transport_fw);
+  SC_HAS_PROCESS(DramMemory);
+  SC_THREAD(run);
+}
+
+tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
+                                               tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+  NPUSIM_CHECK(phase == tlm::BEGIN_REQ, "{}: unexpected phase {} from initiator {}", name(),
+               int(phase), initiator);
+  const uint64_t addr = payload.get_address();
+  const uint64_t len = payload.get_data_length();
+  const uint64_t burst = burst_bytes();
+  NPUSIM_CHECK(addr <= data_.size() && len <= data_.size() - addr,
+               "{}: access [{:#x}, {:#x}) beyond the {} bytes in use", name(), addr, addr + len,
+               data_.size());
+  NPUSIM_CHECK(len > 0 && addr / burst == (addr + len - 1) / burst,
+               "{}: access [{:#x}, {:#x}) is not inside one {}-byte burst", name(), addr,
+               addr + len, burst);
+  if (payload.is_read()) {
+    std::memcpy(payload.get_data_ptr(), data_.data() + addr, len);
+    bytes_read_ += len;
+  } else {
+    std::memcpy(data_.data() + addr, payload.get_data_ptr(), len);
+    bytes_written_ += len;
+  }
+  const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
+  arrivals_.push({arrival, next_seq_++, &payload, initiator});
+  arrival_event_.notify(delay);  // an earlier pending notification wins; run() re-derives the rest
+  return tlm::TLM_ACCEPTED;
+}
+
+void DramMemory::admit_waiting() {
+  if (waiting_count_ == 0) return;
+  for (auto& fifo : waiting_) {
+    while (!fifo.empty()) {
+      const InFlight& f = in_flight_[fifo.front()];
+      if (!memory_.try_add_request(f.payload->get_address(), f.payload->is_write(), fifo.front())) {
+        break;
+      }
+      fifo.pop_front();
+      --waiting_count_;
+    }
+  }
+}
+
+void DramMemory::deliver(uint64_t c) {
+  while (!completed_.empty()) {
+    delivering_.swap(completed_);
+    for (const Completion& done : delivering_) {
+      NPUSIM_CHECK(crossing_.seen_core_cycle(done.memory_cycle) == c,
+                   "{}: completion at memory cycle {} delivered at core cycle {}", name(),
+                   done.memory_cycle, c);
+      InFlight f = in_flight_[done.slot];
+      free_slots_.push_back(done.slot);
+      tlm::tlm_phase phase = tlm::BEGIN_RESP;
+      sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+      f.payload->set_response_status(tlm::TLM_OK_RESPONSE);
+      // The initiator may send new requests from inside this call; they arrive at cycle >= c.
+      const tlm::tlm_sync_enum r = socket[f.initiator]->nb_transport_bw(*f.payload, phase, zero);
+      NPUSIM_CHECK(r == tlm::TLM_COMPLETED, "{}: initiator {} did not complete its response",
+                   name(), f.initiator);
+    }
+    delivering_.clear();
+  }
+}
+
+void DramMemory::sync(uint64_t c) {
+  const uint64_t target = crossing_.entry_memory_cycle(c);
+  if (target > memory_.now()) {
+    // Bursts held back by full queues enter at the memory cycle after the event that freed a slot.
+    while (waiting_count_ > 0) {
+      const uint64_t e = memory_.next_event_cycle();
+      if (e >= target) break;
+      memory_.advance_to(e + 1);
+      admit_waiting();
+    }
+    memory_.advance_to(target);
+    admit_waiting();
+  }
+  for (;;) {
+    deliver(c);
+    bool admitted = false;
+    while (!arrivals_.empty() && arrivals_.top().cycle <= c) {
+      const Arrival a = arrivals_.top();
+      arrivals_.pop();
+      NPUSIM_CHECK(a.cycle == c, "{}: request arriving at core cycle {} seen at {}", name(),
+                   a.cycle, c);
+      uint32_t slot;
+      if (!free_slots_.empty()) {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(in_flight_.size());
+        in_flight_.emplace_back();
+      }
+      in_flight_[slot] = {a.payload, a.initiator};
+      waiting_[memory_.mapper().map(a.payload->get_address()).channel].push_back(slot);
+      ++waiting_count_;
+      admitted = true;
+    }
+    if (!admitted) break;
+    admit_waiting();
+  }
+}
+
+void DramMemory::run() {
+  for (;;) {
+    const uint64_t c = clock_.now();
+    sync(c);
+    uint64_t next = dram::kNever;
+    if (!arrivals_.empty()) next = arrivals_.top().cycle;
+    if (memory_.outstanding() > 0 || waiting_count_ > 0) {
+      const uint64_t e = memory_.next_event_cycle();
+      if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
+    }
+    if (next == dram::kNever) {
+      wait(arrival_event_);
+    } else {
+      wait(clock_.cycles(next - c), arrival_event_);
+    }
+  }
+}
+
+dram::MemoryStats DramMemory::finish(uint64_t end_cycle) {
+  NPUSIM_CHECK(arrivals_.empty() && waiting_count_ == 0 && memory_.outstanding() == 0,
+               "{}: {} requests still in flight at the end", name(),
+               arrivals_.size() + waiting_count_ + memory_.outstanding());
+  const uint64_t target = crossing_.entry_memory_cycle(end_cycle);
+  if (target > memory_.now()) memory_.advance_to(target);
+  return memory_.stats();
+}
+
+}  // namespace npusim

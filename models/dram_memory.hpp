@@ -1,0 +1,114 @@
+// Command-level off-chip memory: the DRAM model of models/dram/ (dram::MemorySystem: channels,
+// banks, JEDEC timing, FR-FCFS, refresh) behind a TLM-2.0 target socket, plus the functional bytes.
+//
+// Protocol: base-protocol non-blocking transport, one DRAM burst per transaction. The initiator
+// sends BEGIN_REQ with an annotated delay (core cycles until the burst leaves it); the module
+// answers TLM_ACCEPTED and calls nb_transport_bw(BEGIN_RESP) at the core cycle the burst
+// completes, which the initiator answers with TLM_COMPLETED. The bytes move when BEGIN_REQ is
+// received: the compiler's dependency tokens forbid overlapping accesses in flight, so when they
+// move inside the transfer's window cannot be observed.
+//
+// Timing rule (clock crossing, exact in integer picoseconds; core period Pc, memory tCK Pm):
+//   - a burst issued at core cycle c enters the memory at memory cycle floor(c*Pc/Pm) + 1, the
+//     first memory edge strictly after the core edge that issued it (one synchronizer edge);
+//   - if its channel's controller queue is full it waits, in order, in a per-channel FIFO in front
+//     of the controller and enters at the memory cycle after the event that freed a slot;
+//   - a burst the memory completes at memory cycle e is seen at core cycle ceil(e*Pm/Pc), the
+//     first core edge at or after it.
+// The module's thread wakes only at core cycles where a request arrives or the memory has an event
+// (MemorySystem::next_event_cycle), never on idle cycles; with nothing in flight it sleeps until
+// the next request, and the refreshes of the idle stretch are replayed by the next advance_to.
+#pragma once
+
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "models/clock.hpp"
+#include "models/dram/memory_system.hpp"
+
+namespace npusim {
+
+// The clock-domain crossing of the rule above, plain C++.
+class ClockCrossing {
+ public:
+  ClockCrossing(uint64_t core_period_ps, uint64_t memory_period_ps)
+      : core_ps_(core_period_ps), mem_ps_(memory_period_ps) {}
+  // Memory cycle at which a request issued at core cycle `c` enters the memory.
+  uint64_t entry_memory_cycle(uint64_t c) const { return c * core_ps_ / mem_ps_ + 1; }
+  // Core cycle at which a completion at memory cycle `e` is seen.
+  uint64_t seen_core_cycle(uint64_t e) const { return (e * mem_ps_ + core_ps_ - 1) / core_ps_; }
+  uint64_t memory_period_ps() const { return mem_ps_; }
+
+ private:
+  uint64_t core_ps_, mem_ps_;
+};
+
+class DramMemory : public sc_core::sc_module {
+ public:
+  tlm_utils::multi_passthrough_target_socket<DramMemory> socket;
+
+  // `bytes`: functional storage (the program's footprint); `config`: a resolved memory preset.
+  DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::MemoryConfig config,
+             const CoreClock& clock);
+
+  std::vector<uint8_t>& contents() { return data_; }
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+  // Bytes of one DRAM burst: the DMA splits its rows at multiples of it.
+  uint64_t burst_bytes() const { return uint64_t(memory_.config().org.access_bytes()); }
+  const dram::MemorySystem& memory() const { return memory_; }
+  const ClockCrossing& crossing() const { return crossing_; }
+  // Brings the memory to core cycle `end_cycle` (refresh and background of the tail included) and
+  // returns its statistics. Contract: nothing may be in flight.
+  dram::MemoryStats finish(uint64_t end_cycle);
+
+ private:
+  struct Arrival {
+    uint64_t cycle;  // core cycle of arrival
+    uint64_t seq;    // arrival order among equal cycles
+    tlm::tlm_generic_payload* payload;
+    int initiator;
+    bool operator>(const Arrival& o) const {
+      return cycle != o.cycle ? cycle > o.cycle : seq > o.seq;
+    }
+  };
+  struct InFlight {
+    tlm::tlm_generic_payload* payload = nullptr;
+    int initiator = 0;
+  };
+
+  tlm::tlm_sync_enum nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
+                                     tlm::tlm_phase& phase, sc_core::sc_time& delay);
+  void run();
+  // Brings the memory to core cycle `c`: issues, delivers and admits everything due by then.
+  void sync(uint64_t c);
+  // Moves the FIFOs' heads into the controller while it accepts them.
+  void admit_waiting();
+  void deliver(uint64_t c);
+
+  std::vector<uint8_t> data_;
+  const CoreClock& clock_;
+  dram::MemorySystem memory_;
+  ClockCrossing crossing_;
+  std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
+  std::vector<std::deque<uint32_t>> waiting_;  // per channel: in-flight slots not yet accepted
+  size_t waiting_count_ = 0;
+  std::vector<InFlight> in_flight_;  // indexed by the id given to the MemorySystem
+  std::vector<uint32_t> free_slots_;
+  struct Completion {
+    uint32_t slot;
+    uint64_t memory_cycle;
+  };
+  std::vector<Completion> completed_, delivering_;  // completed and not yet delivered
+  uint64_t next_seq_ = 0;
+  sc_core::sc_event arrival_event_;
+  uint64_t bytes_read_ = 0, bytes_written_ = 0;
+};
+
+}  // namespace npusim

@@ -1,0 +1,121 @@
+// Plain C++ parts of the memory system: burst splitting, channel interleave of the DRAM address
+// mapping, the core/memory clock crossing, and the memory keys of the hardware description.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "arch/hw_config.hpp"
+#include "models/dma_engine.hpp"
+#include "models/dram/address_mapping.hpp"
+#include "models/dram/dram_config.hpp"
+#include "models/dram_memory.hpp"
+#include "support/error.hpp"
+#include "support/json_reader.hpp"
+
+namespace npusim {
+namespace {
+
+using Pieces = std::vector<std::pair<uint64_t, uint64_t>>;
+
+Pieces split(uint64_t addr, uint64_t len, uint64_t burst) {
+  Pieces p;
+  split_into_bursts(addr, len, burst, [&](uint64_t off, uint64_t n) { p.emplace_back(off, n); });
+  return p;
+}
+
+TEST(MemsysBursts, RowsAreCutAtMultiplesOfTheBurstSize) {
+  // [100, 300) with 64-byte bursts: up to 128, then 192, 256, and the 44-byte tail.
+  EXPECT_EQ(split(100, 200, 64), (Pieces{{0, 28}, {28, 64}, {92, 64}, {156, 44}}));
+  EXPECT_EQ(split(128, 128, 64), (Pieces{{0, 64}, {64, 64}}));  // aligned: whole bursts
+  EXPECT_EQ(split(5, 3, 64), (Pieces{{0, 3}}));                 // inside one burst
+  EXPECT_EQ(split(100, 200, 0), (Pieces{{0, 200}}));            // simple memory: one piece
+  EXPECT_TRUE(split(100, 0, 64).empty());
+}
+
+TEST(MemsysBursts, ContiguousBurstsInterleaveOverEveryChannel) {
+  const dram::MemoryConfig cfg = dram::resolve_memory_config("hbm2");
+  const dram::AddressMapper mapper(cfg.org, cfg.controller.address_mapping);
+  const uint64_t burst = uint64_t(cfg.org.access_bytes());
+  const int channels = cfg.org.channels;
+  ASSERT_GT(channels, 1);
+  // hbm2 maps "rorabgbachco": the channel bits sit just above the column bits, so one row's worth
+  // of consecutive bursts (row_bytes) stays in a channel and the next row's worth moves to the
+  // next.
+  const uint64_t row = uint64_t(cfg.org.row_bytes());
+  std::vector<uint64_t> per_channel(size_t(channels), 0);
+  const uint64_t span = row * uint64_t(channels) * 4;
+  for (uint64_t a = 0; a < span; a += burst) {
+    const dram::DramAddress d = mapper.map(a);
+    EXPECT_EQ(d.channel, (a / row) % uint64_t(channels)) << a;
+    ++per_channel[d.channel];
+  }
+  for (uint64_t n : per_channel) EXPECT_EQ(n, span / burst / uint64_t(channels));
+}
+
+TEST(MemsysClock, CrossingRoundsAsDocumented) {
+  // 700 MHz core (1429 ps) and a 1 ns memory clock.
+  const ClockCrossing x(1429, 1000);
+  EXPECT_EQ(x.entry_memory_cycle(0), 1u);     // floor(0) + 1
+  EXPECT_EQ(x.entry_memory_cycle(1), 2u);     // floor(1.429) + 1
+  EXPECT_EQ(x.entry_memory_cycle(7), 11u);    // floor(10.003) + 1
+  EXPECT_EQ(x.seen_core_cycle(10), 7u);       // ceil(6.998)
+  EXPECT_EQ(x.seen_core_cycle(1429), 1000u);  // exactly on a core edge: no rounding
+  EXPECT_EQ(x.seen_core_cycle(1430), 1001u);
+  // Equal clocks: one synchronizer edge in, none out.
+  const ClockCrossing same(1000, 1000);
+  EXPECT_EQ(same.entry_memory_cycle(5), 6u);
+  EXPECT_EQ(same.seen_core_cycle(6), 6u);
+  // Nothing completes in the core cycle that issued it.
+  for (uint64_t c = 0; c < 5000; ++c) EXPECT_GT(x.seen_core_cycle(x.entry_memory_cycle(c)), c);
+}
+
+HwConfig parse(const std::string& memory) {
+  return parse_hw_config(
+      parse_json_text(R"({"schema_version": 1, "memory": )" + memory + "}", "hw.json"), "hw.json");
+}
+
+std::string error_of(const std::string& memory) {
+  try {
+    parse(memory);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MemsysConfig, DramKeysParseAndRoundTrip) {
+  HwConfig c = parse(R"({"model": "dram", "preset": "hbm2", "channels": 4,
+                         "max_outstanding_bursts": 32})");
+  EXPECT_EQ(c.memory.model, "dram");
+  EXPECT_EQ(c.memory.preset, "hbm2");
+  EXPECT_EQ(c.memory.channels, 4);
+  EXPECT_EQ(c.memory.max_outstanding_bursts, 32);
+  HwConfig again = parse_hw_config(to_json(c), "resolved");
+  EXPECT_EQ(to_json(again), to_json(c));
+  HwConfig hbm = load_hw_config("tpu-v1-hbm");
+  EXPECT_EQ(to_json(parse_hw_config(to_json(hbm), "resolved")), to_json(hbm));
+}
+
+TEST(MemsysConfig, KeysOfTheOtherModelAndBadChannelsAreErrors) {
+  EXPECT_NE(
+      error_of(R"({"model": "dram"})").find("hw.json: /memory/preset: required key is missing"),
+      std::string::npos)
+      << error_of(R"({"model": "dram"})");
+  const std::string latency = error_of(R"({"model": "dram", "preset": "hbm2", "latency_ns": 5})");
+  EXPECT_NE(latency.find("/memory/latency_ns: only for memory.model \"simple\" (this is \"dram\")"),
+            std::string::npos)
+      << latency;
+  const std::string preset = error_of(R"({"preset": "hbm2"})");
+  EXPECT_NE(preset.find("/memory/preset: only for memory.model \"dram\""), std::string::npos)
+      << preset;
+  const std::string channels = error_of(R"({"model": "dram", "preset": "hbm2", "channels": 3})");
+  EXPECT_NE(channels.find("/memory/channels: expected a power of two"), std::string::npos)
+      << channels;
+  const std::string model = error_of(R"({"model": "hbm"})");
+  EXPECT_NE(model.find("/memory/model"), std::string::npos) << model;
+}
+
+}  // namespace
+}  // namespace npusim

@@ -1,0 +1,180 @@
+// The SoC with the command-level DRAM: small hand-built programs whose cycles are derived from the
+// memory preset's own timing fields and the clock-crossing rule of models/dram_memory.hpp. Each
+// test elaborates one design (its own process under ctest).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "arch/hw_config.hpp"
+#include "arch/program.hpp"
+#include "models/soc.hpp"
+#include "support/json_reader.hpp"
+
+namespace npusim {
+namespace {
+
+// A small chip: an 8x8 array at 700 MHz (a core period that is not a multiple of the memory's
+// 1 ns), 64 KiB unified buffer in `ub_banks` banks, one HBM2 channel.
+HwConfig small_chip(int ub_banks, int max_outstanding) {
+  const std::string text = R"({"schema_version": 1, "clock_mhz": 700,
+    "matrix_unit": {"rows": 8, "cols": 8},
+    "buffers": {"unified_buffer": {"capacity_bytes": 65536, "banks": )" +
+                           std::to_string(ub_banks) + R"(},
+                "weight_buffer": {"capacity_bytes": 4096, "banks": 1},
+                "accumulators": {"capacity_bytes": 65536, "banks": 1}},
+    "memory": {"model": "dram", "preset": "hbm2", "channels": 1, "max_outstanding_bursts": )" +
+                           std::to_string(max_outstanding) + R"(, "capacity_bytes": 1048576}})";
+  return parse_hw_config(parse_json_text(text, "small.json"), "small.json");
+}
+
+Instruction load(uint32_t id, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
+                 uint32_t bytes, std::vector<uint32_t> deps = {}) {
+  Instruction i;
+  i.id = id;
+  i.unit = UnitKind::kDmaLoad;
+  i.deps = std::move(deps);
+  DmaOp op;
+  op.buffer = buffer;
+  op.buffer_addr = buffer_addr;
+  op.dram_addr = dram_addr;
+  op.count[0] = bytes;
+  i.op = op;
+  return i;
+}
+
+// acc = A (m x 8, at ub_addr) x W (8 x 8 at weight buffer 0): a dense tile of m rows.
+Instruction matmul(uint32_t id, uint64_t ub_addr, int m, std::vector<uint32_t> deps) {
+  Instruction i;
+  i.id = id;
+  i.unit = UnitKind::kMatrix;
+  i.deps = std::move(deps);
+  MatmulOp op;
+  op.a.ub_addr = ub_addr;
+  op.a.slab_w = m;
+  op.a.slab_c = 8;
+  op.a.out_w = m;
+  op.a.window_c = 8;
+  op.w_ld = 8;
+  op.acc_ld = 8;
+  op.m = m;
+  op.k = 8;
+  op.n = 8;
+  i.op = op;
+  return i;
+}
+
+Program program_of(std::vector<Instruction> instructions) {
+  Program p;
+  p.network = "memsys";
+  p.instructions = std::move(instructions);
+  LayerRecord layer;
+  layer.name = "layer";
+  layer.op = "test";
+  layer.end_instruction = uint32_t(p.instructions.size());
+  p.layers.push_back(layer);
+  p.dram_bytes = 1 << 20;
+  DramSegment seg;
+  seg.addr = 0;
+  for (int i = 0; i < 65536; ++i) seg.bytes.push_back(uint8_t(i * 7 + 3));
+  p.dram_init.push_back(seg);
+  return p;
+}
+
+void run(Soc& soc) {
+  sc_core::sc_start();
+  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
+  ASSERT_TRUE(soc.scoreboard.all_done());
+}
+
+// One 64-byte burst into an idle memory. Issued at core cycle 0, it enters at memory cycle
+// a = floor(0 * Pc / Pm) + 1; the controller sees it fe cycles later, opens the row (tRCD) and
+// reads (tCL + BL/2): done at e = a + fe + tRCD + tCL + burst; the DMA sees it at ceil(e*Pm/Pc).
+TEST(MemsysSoc, SingleBurstLoadTimingFollowsThePreset) {
+  const HwConfig hw = small_chip(4, 64);
+  Program p = program_of({load(0, BufferId::kUnified, 0, 128, 64)});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const dram::MemoryConfig& cfg = *soc.dram_config;
+  const ClockCrossing& x = soc.dram_memory->crossing();
+  const uint64_t a = x.entry_memory_cycle(0);
+  const uint64_t e = a + uint64_t(cfg.controller.frontend_latency_cycles) +
+                     uint64_t(cfg.timing.rcd_read) + uint64_t(cfg.timing.read_latency());
+  EXPECT_EQ(soc.scoreboard.timings()[0].start_cycle, 0u);
+  EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, x.seen_core_cycle(e));
+  EXPECT_EQ(soc.dma_load.bursts(), 1u);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(soc.buffers.bytes(BufferId::kUnified, 0, 64, 0)[i], p.dram_init[0].bytes[128 + i]);
+  }
+}
+
+// A 4 KiB row with one burst in flight: each burst issues in the core cycle the previous one is
+// seen complete. Bursts 0 and 32 open a row (hbm2 rows hold 2 KiB: burst 32 is in the next bank,
+// nothing else open there); the others hit the open row. Per burst, from issue cycle t:
+// e = entry(t) + fe + [tRCD if it opens a row] + tCL + BL/2, and the next issues at seen(e).
+TEST(MemsysSoc, OutstandingWindowOfOneSerializesBursts) {
+  const HwConfig hw = small_chip(4, 1);
+  Program p = program_of({load(0, BufferId::kUnified, 0, 0, 4096)});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const dram::MemoryConfig& cfg = *soc.dram_config;
+  const ClockCrossing& x = soc.dram_memory->crossing();
+  const uint64_t bursts_per_row = uint64_t(cfg.org.row_bytes() / cfg.org.access_bytes());
+  uint64_t t = 0;
+  for (uint64_t b = 0; b < 4096 / uint64_t(cfg.org.access_bytes()); ++b) {
+    const uint64_t opens = b % bursts_per_row == 0 ? uint64_t(cfg.timing.rcd_read) : 0;
+    t = x.seen_core_cycle(x.entry_memory_cycle(t) +
+                          uint64_t(cfg.controller.frontend_latency_cycles) + opens +
+                          uint64_t(cfg.timing.read_latency()));
+  }
+  EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, t);
+  EXPECT_EQ(soc.dma_load.bursts(), 64u);
+  EXPECT_GT(soc.dma_load.window_full_cycles(), 0u);
+}
+
+// Tile 0 (A0 at UB 0, bank 0) computes while the DMA loads tile 1's 8 KiB: into bank 1 (the
+// double-buffered layout) or into bank 0, which tile 0 is reading.
+struct TwoTiles {
+  uint64_t a1_addr;
+  int banks;
+};
+
+void two_tiles(const TwoTiles& t, bool expect_conflicts) {
+  const HwConfig hw = small_chip(t.banks, 64);
+  const int m = 1024;  // 1024 x 8 bytes = 8 KiB per A tile; the tile computes for > m cycles
+  Program p = program_of({
+      load(0, BufferId::kUnified, 0, 0, 8192),              // A0
+      load(1, BufferId::kWeight, 0, 16384, 64),             // W
+      matmul(2, 0, m, {0, 1}),                              // tile 0
+      load(3, BufferId::kUnified, t.a1_addr, 32768, 8192),  // A1, no dependency on tile 0
+      matmul(4, t.a1_addr, m, {2, 3}),                      // tile 1
+  });
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const auto& tm = soc.scoreboard.timings();
+  const uint64_t conflicts = soc.dma_load.bank_conflict_cycles();
+  // The load of tile 1 runs inside tile 0's compute: overlap, not serialization.
+  EXPECT_LT(tm[3].start_cycle, tm[2].end_cycle);
+  EXPECT_GT(tm[3].end_cycle, tm[2].start_cycle);
+  EXPECT_LE(tm[3].end_cycle - conflicts, tm[2].end_cycle) << "every burst landed during tile 0";
+  if (expect_conflicts) {
+    // Every one of A1's 128 bursts lands in bank 0 while tile 0 holds it: one cycle each.
+    EXPECT_EQ(conflicts, 8192u / 64u);
+    EXPECT_EQ(soc.buffers.conflict_cycles(BufferId::kUnified), conflicts);
+  } else {
+    EXPECT_EQ(conflicts, 0u);
+  }
+  // Tile 1 starts once both tile 0 is done and A1 is in.
+  EXPECT_GE(tm[4].start_cycle, std::max(tm[2].end_cycle, tm[3].end_cycle));
+}
+
+TEST(MemsysSoc, DoubleBufferedLoadOverlapsComputeWithoutBankConflicts) {
+  two_tiles({16384, 4}, false);  // 4 banks of 16 KiB: A1 in bank 1
+}
+
+TEST(MemsysSoc, LoadIntoTheBankUnderComputeStallsOneCyclePerBurst) {
+  two_tiles({8192, 4}, true);  // A1 right after A0, still in bank 0
+}
+
+}  // namespace
+}  // namespace npusim

@@ -188,7 +188,7 @@ struct Executor {
       const int8_t* ar = a + int64_t(r) * e.a_ld;
       int8_t* o = out + int64_t(r) * e.out_ld;
       for (int c = 0; c < e.cols; ++c) {
-        int8_t v;
+        int8_t v = 0;
         switch (e.kind) {
           case EltwiseKind::kAdd: v = add_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.rb, e.lo, e.hi); break;
           case EltwiseKind::kMul: v = mul_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.lo, e.hi); break;

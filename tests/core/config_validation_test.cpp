@@ -99,7 +99,8 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
     load_hw_config("tpu-v9");
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(), "--hw 'tpu-v9': no such file and no such preset (presets: edge, tpu-v1, tpu-v1-hbm)");
+    EXPECT_STREQ(e.what(),
+                 "--hw 'tpu-v9': no such file and no such preset (presets: edge, tpu-v1-hbm, tpu-v1)");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "arch/hw_config.hpp"
@@ -106,6 +107,36 @@ TEST(MemsysSoc, SingleBurstLoadTimingFollowsThePreset) {
   for (int i = 0; i < 64; ++i) {
     EXPECT_EQ(soc.buffers.bytes(BufferId::kUnified, 0, 64, 0)[i], p.dram_init[0].bytes[128 + i]);
   }
+}
+
+// A 3-D box (2 planes of 3 rows of 100 bytes, rows 1000 bytes apart, planes 8192 apart, starting
+// mid-burst) lands contiguously in the buffer; each row is cut at the 64-byte burst boundaries.
+TEST(MemsysSoc, StridedBoxLandsContiguouslyInBursts) {
+  const HwConfig hw = small_chip(4, 8);
+  Instruction i = load(0, BufferId::kUnified, 256, 30, 100);
+  auto& op = std::get<DmaOp>(i.op);
+  op.count[1] = 3;
+  op.count[2] = 2;
+  op.dram_stride[0] = 1000;
+  op.dram_stride[1] = 8192;
+  Program p = program_of({i});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const uint64_t burst = uint64_t(soc.dram_config->org.access_bytes());
+  uint64_t bursts = 0;
+  const uint8_t* ub = soc.buffers.bytes(BufferId::kUnified, 256, 600, 0);
+  for (uint64_t i2 = 0; i2 < 2; ++i2) {
+    for (uint64_t i1 = 0; i1 < 3; ++i1) {
+      const uint64_t addr = 30 + i2 * 8192 + i1 * 1000;
+      split_into_bursts(addr, 100, burst, [&](uint64_t, uint64_t) { ++bursts; });
+      for (uint64_t j = 0; j < 100; ++j) {
+        ASSERT_EQ(ub[(i2 * 3 + i1) * 100 + j], p.dram_init[0].bytes[addr + j]) << i2 << " " << i1;
+      }
+    }
+  }
+  EXPECT_EQ(soc.dma_load.bursts(), bursts);
+  EXPECT_EQ(soc.dram_memory->memory().stats().reads, bursts);
+  EXPECT_EQ(soc.dram_memory->bytes_read(), 600u);
 }
 
 // A 4 KiB row with one burst in flight: each burst issues in the core cycle the previous one is

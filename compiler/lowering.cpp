@@ -99,6 +99,29 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     return 2 * align_up(slab_rows(g, rows) * plane_bytes) +
            2 * align_up(uint64_t(rows) * g.out_w * n_tile * es) + bias_bytes;
   };
+  // Off-chip bytes of a tiling in either loop order. Spatial blocks outside: each slab is read
+  // once, streamed weights once per spatial block. Channel blocks outside: a channel block's
+  // weights are read once when they fit half the weight buffer, every slab once per channel block.
+  const uint64_t weight_bytes = k * g.n * es;
+  auto traffic = [&](int rows, int n_tile, bool channels_outside) {
+    const uint64_t row_blocks = static_cast<uint64_t>(ceil_div(g.out_h, rows));
+    const uint64_t blocks = uint64_t(g.images) * g.out_d * row_blocks;
+    uint64_t slabs = 0;
+    for (int oh0 = 0; oh0 < g.out_h; oh0 += rows) {
+      const int r = std::min(rows, g.out_h - oh0);
+      const int top = oh0 * g.stride_h - g.pad_top;
+      const int lo = std::max(0, top);
+      const int hi = std::min(g.h, top + (r - 1) * g.stride_h + g.dilation_h * (g.kernel_h - 1) + 1);
+      slabs += uint64_t(std::max(hi - lo, 0)) * plane_bytes;
+    }
+    slabs *= uint64_t(g.images) * g.out_d;
+    const uint64_t n_blocks = static_cast<uint64_t>(ceil_div(g.n, n_tile));
+    if (resident) return slabs + weight_bytes;
+    if (!channels_outside) return slabs + blocks * weight_bytes;
+    const bool fit = k * n_tile * es <= wb_half;
+    return slabs * n_blocks + (fit ? 1 : blocks) * weight_bytes;
+  };
+  TilingResult best;
   for (int n_tile : n_candidates) {
     uint64_t k_chunk = k;
     if (!resident) {
@@ -109,17 +132,24 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
     if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
     const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
-    TilingResult r;
-    r.ok = true;
-    r.tiling.out_rows = rows;
-    r.tiling.n_tile = n_tile;
-    r.tiling.k_chunk = static_cast<int>(k_chunk);
-    r.tiling.weights_resident = resident;
-    r.tiling.ub_bytes = ub_need(rows, n_tile);
-    r.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
-    r.tiling.acc_bytes = 2ull * rows * g.out_w * n_tile * 4 * mu.count;
-    return r;
+    for (bool channels_outside : {false, true}) {
+      if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
+      const uint64_t bytes = traffic(rows, n_tile, channels_outside);
+      if (best.ok && bytes >= best.tiling.dram_bytes) continue;
+      best.ok = true;
+      best.tiling.out_rows = rows;
+      best.tiling.n_tile = n_tile;
+      best.tiling.k_chunk = static_cast<int>(k_chunk);
+      best.tiling.weights_resident = resident;
+      best.tiling.channels_outside = channels_outside;
+      best.tiling.dram_bytes = bytes;
+      best.tiling.dram_bytes_other_order = traffic(rows, n_tile, !channels_outside);
+      best.tiling.ub_bytes = ub_need(rows, n_tile);
+      best.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
+      best.tiling.acc_bytes = 2ull * rows * g.out_w * n_tile * 4 * mu.count;
+    }
   }
+  if (best.ok) return best;
   // Nothing fits: report the smallest configuration's needs.
   const int n_tile = std::min(g.n, mu.cols);
   TilingResult r;
@@ -308,147 +338,181 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
     load_weights(resident_wb, 0, 0, k, 0, g.n);
   }
 
-  int block = 0, chunk_index = 0, out_index = 0;
-  std::vector<int> acc_parity(mu.count, 0);
+  // The spatial blocks (one input slab each) and the loop order over (block, channel block).
+  struct SpatialBlock {
+    int img, od, oh0, rows;
+  };
+  std::vector<SpatialBlock> blocks;
+  for (int img = 0; img < g.images; ++img)
+    for (int od = 0; od < g.out_d; ++od)
+      for (int oh0 = 0; oh0 < g.out_h; oh0 += t.out_rows)
+        blocks.push_back({img, od, oh0, std::min(t.out_rows, g.out_h - oh0)});
   const int n_blocks = ceil_div(g.n, t.n_tile);
-  for (int img = 0; img < g.images; ++img) {
-    if (t.weights_resident && matmul) {
+  const bool block_weights_fit = uint64_t(k) * t.n_tile * es_ <= wb_half;
+  const bool channels_outside = t.channels_outside;
+  rec.tiling += fmt::format("; loop order: {} outside (estimated {} B off-chip, other order {} B)",
+                            channels_outside ? "channel blocks" : "spatial blocks", t.dram_bytes,
+                            t.dram_bytes_other_order);
+
+  int slab_parity = 0, chunk_index = 0, out_index = 0;
+  int loaded_block = -1, loaded_image = -1, loaded_n_block = -1;
+  std::vector<int> acc_parity(mu.count, 0);
+  uint64_t slab = 0, block_wb = 0;
+  ActivationView view;
+  uint64_t slab_end = 0;
+  auto process = [&](int bi, int nb) {
+    const SpatialBlock& sb = blocks[bi];
+    const int img = sb.img, od = sb.od, oh0 = sb.oh0, rows = sb.rows;
+    if (t.weights_resident && matmul && loaded_image != img) {
       resident_wb = weight_half_ * wb_half;
       weight_half_ ^= 1;
       load_weights(resident_wb, img, 0, k, 0, g.n);
+      loaded_image = img;
     }
-    for (int od = 0; od < g.out_d; ++od) {
+    const int m_blk = rows * g.out_w;
+    if (loaded_block != bi) {  // bring this block's input slab in
+      loaded_block = bi;
       const int front = od * g.stride_d - g.pad_front;
       const int iz_lo = std::max(0, front);
       const int iz_hi = std::min(g.d, front + g.dilation_d * (g.kernel_d - 1) + 1);
-      for (int oh0 = 0; oh0 < g.out_h; oh0 += t.out_rows, ++block) {
-        const int rows = std::min(t.out_rows, g.out_h - oh0);
-        const int m_blk = rows * g.out_w;
-        const int top = oh0 * g.stride_h - g.pad_top;
-        const int ih_lo = std::max(0, top);
-        const int ih_hi = std::min(g.h, (oh0 + rows - 1) * g.stride_h - g.pad_top +
-                                            g.dilation_h * (g.kernel_h - 1) + 1);
-        const uint64_t slab = slab_base[block % 2];
-        const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
-        const uint64_t row_bytes = uint64_t(slab_h) * g.w * pixel_bytes;
-        if (planes > 0 && slab_h > 0) {
-          dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
-              in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * pixel_bytes,
-              row_bytes, planes, plane_bytes);
-        }
-        ActivationView view;
-        view.ub_addr = slab;
-        view.slab_d = planes;
-        view.slab_h = slab_h;
-        view.slab_w = g.w;
-        view.slab_c = g.c;
-        view.kernel_d = g.kernel_d, view.kernel_h = g.kernel_h, view.kernel_w = g.kernel_w;
-        view.stride_h = g.stride_h, view.stride_w = g.stride_w;
-        view.dilation_d = g.dilation_d, view.dilation_h = g.dilation_h;
-        view.dilation_w = g.dilation_w;
-        view.origin_z = front - iz_lo;
-        view.origin_y = top - ih_lo;
-        view.origin_x = -g.pad_left;
-        view.out_w = g.out_w;
-        view.window_c = cin_g;
-        const uint64_t slab_end = slab + uint64_t(planes) * row_bytes;
+      const int top = oh0 * g.stride_h - g.pad_top;
+      const int ih_lo = std::max(0, top);
+      const int ih_hi = std::min(g.h, (oh0 + rows - 1) * g.stride_h - g.pad_top +
+                                          g.dilation_h * (g.kernel_h - 1) + 1);
+      slab = slab_base[slab_parity];
+      slab_parity ^= 1;
+      const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
+      const uint64_t row_bytes = uint64_t(slab_h) * g.w * pixel_bytes;
+      if (planes > 0 && slab_h > 0) {
+        dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
+            in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * pixel_bytes,
+            row_bytes, planes, plane_bytes);
+      }
+      view = ActivationView{};
+      view.ub_addr = slab;
+      view.slab_d = planes;
+      view.slab_h = slab_h;
+      view.slab_w = g.w;
+      view.slab_c = g.c;
+      view.kernel_d = g.kernel_d, view.kernel_h = g.kernel_h, view.kernel_w = g.kernel_w;
+      view.stride_h = g.stride_h, view.stride_w = g.stride_w;
+      view.dilation_d = g.dilation_d, view.dilation_h = g.dilation_h;
+      view.dilation_w = g.dilation_w;
+      view.origin_z = front - iz_lo;
+      view.origin_y = top - ih_lo;
+      view.origin_x = -g.pad_left;
+      view.out_w = g.out_w;
+      view.window_c = cin_g;
+      slab_end = slab + uint64_t(planes) * row_bytes;
+    }
 
-        for (int nb = 0; nb < n_blocks; ++nb) {
-          const int unit = nb % mu.count;
-          const int n0 = nb * t.n_tile;
-          const int n_tb = std::min(t.n_tile, g.n - n0);
-          const uint64_t acc = unit * acc_unit + acc_parity[unit] * (acc_unit / 2);
-          acc_parity[unit] ^= 1;
-          for (int kc0 = 0; kc0 < k; kc0 += t.k_chunk, ++chunk_index) {
-            const int k_cb = std::min(t.k_chunk, k - kc0);
-            uint64_t wb;
-            int w_ld;
-            if (t.weights_resident) {
-              wb = resident_wb + (uint64_t(kc0) * g.n + n0) * es_;
-              w_ld = g.n;
-            } else {
-              wb = (chunk_index % 2) * wb_half;
-              w_ld = n_tb;
-              load_weights(wb, img, kc0, k_cb, n0, n_tb);
-            }
-            const uint64_t wb_end = wb + (uint64_t(k_cb - 1) * w_ld + n_tb) * es_;
-            // One group's channels [c_lo, c_hi) of this block, split into array tiles.
-            auto group_tiles = [&](int grp, int c_lo, int c_hi) {
-              auto matmul_tile = [&](int m_off, int m, int k_off, int kk, int n_off, int n) {
-                MatmulOp op;
-                op.a = view;
-                op.a.m0 = m_off;
-                op.a.k0 = kc0 + k_off;
-                op.a.c0 = grp * cin_g;
-                op.wb_addr = wb + (uint64_t(k_off) * w_ld + (c_lo - n0) + n_off) * es_;
-                op.w_ld = w_ld;
-                op.acc_addr = acc + (uint64_t(m_off) * n_tb + (c_lo - n0) + n_off) * 4;
-                op.acc_ld = n_tb;
-                op.m = m, op.k = kk, op.n = n;
-                op.accumulate = kc0 + k_off > 0;
-                emit(UnitKind::kMatrix, unit, op,
-                     {{BufferId::kUnified, slab, slab_end, false},
-                      {BufferId::kWeight, wb, wb_end, false},
-                      {BufferId::kAccumulator, acc, acc + acc_block, true}});
-              };
-              const int width = c_hi - c_lo;
-              switch (mu.dataflow) {
-                case Dataflow::kWeightStationary:
-                  for (int n_off = 0; n_off < width; n_off += mu.cols)
-                    for (int k_off = 0; k_off < k_cb; k_off += mu.rows)
-                      matmul_tile(0, m_blk, k_off, std::min(mu.rows, k_cb - k_off), n_off,
-                                  std::min(mu.cols, width - n_off));
-                  break;
-                case Dataflow::kOutputStationary:
-                  for (int m_off = 0; m_off < m_blk; m_off += mu.rows)
-                    for (int n_off = 0; n_off < width; n_off += mu.cols)
-                      matmul_tile(m_off, std::min(mu.rows, m_blk - m_off), 0, k_cb, n_off,
-                                  std::min(mu.cols, width - n_off));
-                  break;
-                case Dataflow::kInputStationary:
-                  for (int m_off = 0; m_off < m_blk; m_off += mu.cols)
-                    for (int k_off = 0; k_off < k_cb; k_off += mu.rows)
-                      matmul_tile(m_off, std::min(mu.cols, m_blk - m_off), k_off,
-                                  std::min(mu.rows, k_cb - k_off), 0, width);
-                  break;
-              }
-            };
-            for (int grp = n0 / cout_g; grp * cout_g < n0 + n_tb; ++grp) {
-              group_tiles(grp, std::max(n0, grp * cout_g), std::min(n0 + n_tb, (grp + 1) * cout_g));
-            }
-          }
-          const uint64_t out = out_base[out_index++ % 2];
-          RequantOp rq;
-          rq.acc_addr = acc;
-          rq.acc_ld = n_tb;
-          rq.has_bias = !matmul;
-          rq.bias_ub_addr = bias_ub + uint64_t(n0) * 4;
-          rq.out_ub_addr = out;
-          rq.out_ld = n_tb;
-          rq.m = m_blk;
-          rq.n = n_tb;
-          rq.table = table;
-          rq.channel0 = n0;
-          rq.lo = l.clamp_lo;
-          rq.hi = l.clamp_hi;
-          rq.lut = table_lut;
-          rq.activation = l.activation;
-          rq.clip_min = l.clip_min, rq.clip_max = l.clip_max;
-          std::vector<BufferAccess> accesses = {
-              {BufferId::kAccumulator, acc, acc + uint64_t(m_blk) * n_tb * 4, false},
-              {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
-          if (rq.has_bias) {
-            accesses.push_back({BufferId::kUnified, rq.bias_ub_addr,
-                                rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
-          }
-          emit(UnitKind::kVector, 0, rq, accesses);
-          const uint64_t out_pixel =
-              ((uint64_t(img) * g.out_d + od) * g.out_h + oh0) * g.out_w;
-          dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram + (out_pixel * g.n + n0) * es_,
-              n_tb * es_, m_blk, uint64_t(g.n) * es_);
+    const int unit = nb % mu.count;
+    const int n0 = nb * t.n_tile;
+    const int n_tb = std::min(t.n_tile, g.n - n0);
+    const uint64_t acc = unit * acc_unit + acc_parity[unit] * (acc_unit / 2);
+    acc_parity[unit] ^= 1;
+    if (channels_outside && block_weights_fit && loaded_n_block != nb) {
+      block_wb = (chunk_index++ % 2) * wb_half;  // this channel block's K x n weights, once
+      load_weights(block_wb, 0, 0, k, n0, n_tb);
+      loaded_n_block = nb;
+    }
+    for (int kc0 = 0; kc0 < k; kc0 += t.k_chunk) {
+      const int k_cb = std::min(t.k_chunk, k - kc0);
+      uint64_t wb;
+      int w_ld;
+      if (t.weights_resident) {
+        wb = resident_wb + (uint64_t(kc0) * g.n + n0) * es_;
+        w_ld = g.n;
+      } else if (channels_outside && block_weights_fit) {
+        wb = block_wb + uint64_t(kc0) * n_tb * es_;
+        w_ld = n_tb;
+      } else {
+        wb = (chunk_index++ % 2) * wb_half;
+        w_ld = n_tb;
+        load_weights(wb, img, kc0, k_cb, n0, n_tb);
+      }
+      const uint64_t wb_end = wb + (uint64_t(k_cb - 1) * w_ld + n_tb) * es_;
+      // One group's channels [c_lo, c_hi) of this block, split into array tiles.
+      auto group_tiles = [&](int grp, int c_lo, int c_hi) {
+        auto matmul_tile = [&](int m_off, int m, int k_off, int kk, int n_off, int n) {
+          MatmulOp op;
+          op.a = view;
+          op.a.m0 = m_off;
+          op.a.k0 = kc0 + k_off;
+          op.a.c0 = grp * cin_g;
+          op.wb_addr = wb + (uint64_t(k_off) * w_ld + (c_lo - n0) + n_off) * es_;
+          op.w_ld = w_ld;
+          op.acc_addr = acc + (uint64_t(m_off) * n_tb + (c_lo - n0) + n_off) * 4;
+          op.acc_ld = n_tb;
+          op.m = m, op.k = kk, op.n = n;
+          op.accumulate = kc0 + k_off > 0;
+          emit(UnitKind::kMatrix, unit, op,
+               {{BufferId::kUnified, slab, slab_end, false},
+                {BufferId::kWeight, wb, wb_end, false},
+                {BufferId::kAccumulator, acc, acc + acc_block, true}});
+        };
+        const int width = c_hi - c_lo;
+        switch (mu.dataflow) {
+          case Dataflow::kWeightStationary:
+            for (int n_off = 0; n_off < width; n_off += mu.cols)
+              for (int k_off = 0; k_off < k_cb; k_off += mu.rows)
+                matmul_tile(0, m_blk, k_off, std::min(mu.rows, k_cb - k_off), n_off,
+                            std::min(mu.cols, width - n_off));
+            break;
+          case Dataflow::kOutputStationary:
+            for (int m_off = 0; m_off < m_blk; m_off += mu.rows)
+              for (int n_off = 0; n_off < width; n_off += mu.cols)
+                matmul_tile(m_off, std::min(mu.rows, m_blk - m_off), 0, k_cb, n_off,
+                            std::min(mu.cols, width - n_off));
+            break;
+          case Dataflow::kInputStationary:
+            for (int m_off = 0; m_off < m_blk; m_off += mu.cols)
+              for (int k_off = 0; k_off < k_cb; k_off += mu.rows)
+                matmul_tile(m_off, std::min(mu.cols, m_blk - m_off), k_off,
+                            std::min(mu.rows, k_cb - k_off), 0, width);
+            break;
         }
+      };
+      for (int grp = n0 / cout_g; grp * cout_g < n0 + n_tb; ++grp) {
+        group_tiles(grp, std::max(n0, grp * cout_g), std::min(n0 + n_tb, (grp + 1) * cout_g));
       }
     }
+    const uint64_t out = out_base[out_index++ % 2];
+    RequantOp rq;
+    rq.acc_addr = acc;
+    rq.acc_ld = n_tb;
+    rq.has_bias = !matmul;
+    rq.bias_ub_addr = bias_ub + uint64_t(n0) * 4;
+    rq.out_ub_addr = out;
+    rq.out_ld = n_tb;
+    rq.m = m_blk;
+    rq.n = n_tb;
+    rq.table = table;
+    rq.channel0 = n0;
+    rq.lo = l.clamp_lo;
+    rq.hi = l.clamp_hi;
+    rq.lut = table_lut;
+    rq.activation = l.activation;
+    rq.clip_min = l.clip_min, rq.clip_max = l.clip_max;
+    std::vector<BufferAccess> accesses = {
+        {BufferId::kAccumulator, acc, acc + uint64_t(m_blk) * n_tb * 4, false},
+        {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
+    if (rq.has_bias) {
+      accesses.push_back(
+          {BufferId::kUnified, rq.bias_ub_addr, rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
+    }
+    emit(UnitKind::kVector, 0, rq, accesses);
+    const uint64_t out_pixel = ((uint64_t(img) * g.out_d + od) * g.out_h + oh0) * g.out_w;
+    dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram + (out_pixel * g.n + n0) * es_,
+        n_tb * es_, m_blk, uint64_t(g.n) * es_);
+  };
+  const int n_spatial = static_cast<int>(blocks.size());
+  if (channels_outside) {
+    for (int nb = 0; nb < n_blocks; ++nb)
+      for (int bi = 0; bi < n_spatial; ++bi) process(bi, nb);
+  } else {
+    for (int bi = 0; bi < n_spatial; ++bi)
+      for (int nb = 0; nb < n_blocks; ++nb) process(bi, nb);
   }
   return true;
 }

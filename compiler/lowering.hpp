@@ -18,6 +18,9 @@ struct ConvTiling {
   int n_tile = 0;        // output channels per block
   int k_chunk = 0;       // reduction elements per weight chunk in the weight buffer
   bool weights_resident = false;  // all of the layer's weights stay in the weight buffer
+  bool channels_outside = false;  // loop over channel blocks outside the spatial blocks
+  uint64_t dram_bytes = 0;        // estimated off-chip traffic of the chosen order
+  uint64_t dram_bytes_other_order = 0;
   uint64_t ub_bytes = 0, wb_bytes = 0, acc_bytes = 0;  // peak use of each buffer
 };
 

@@ -199,9 +199,9 @@ int command_run(const std::vector<std::string>& args) {
   SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, intermediates);
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {
-      const auto& o = c.program.outputs[i];
-      write_tensor_npy(save_dir, c.graph, o.name, o.dims, o.batch, o.scale, o.element_bytes,
-                       r.outputs[i]);
+      const auto& out = c.program.outputs[i];
+      write_tensor_npy(save_dir, c.graph, out.name, out.dims, out.batch, out.scale,
+                       out.element_bytes, r.outputs[i]);
     }
     for (size_t i = 0; i < r.tensors.size(); ++i) {
       const auto& t = c.program.tensors[i];

@@ -52,7 +52,7 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "dataflow, rows, weight_double_buffer)",
       "hw.json: /buffers/unified_buffer/banks: capacity_bytes (100000) must be a multiple of banks "
       "(3)",
-      "hw.json: /data_types/activation: expected one of \"int8\", got \"int4\"",
+      "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
       "hw.json: /extra: unknown key \"extra\" (known keys here: buffers, clock_mhz, data_types, "
       "description, matrix_unit, memory, name, schema_version, source, vector_unit)",
   };

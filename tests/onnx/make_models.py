@@ -641,6 +641,16 @@ def bad_transpose(out_dir):
     save(out_dir, b, model, None, {}, check=False)
 
 
+def bad_external(out_dir):
+    """Weights saved in a separate file (onnx.save with save_as_external_data)."""
+    b = Builder("bad_external", 25)
+    b.weight("W", [4, 3, 3, 3])
+    b.node("Conv", ["x", "W"], ["y"])
+    model = b.model("x", [3, 6, 6], ["y"])
+    onnx.save(model, os.path.join(out_dir, "bad_external.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="bad_external.weights", size_threshold=0)
+
+
 def corrupt(out_dir):
     with open(os.path.join(out_dir, "corrupt_text.onnx"), "wb") as f:
         f.write(b"this is not an ONNX model\n\xff\xff\xff\xff")
@@ -660,7 +670,7 @@ def main():
                   flatten_layernorm, attention,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, bad_transpose,
-                  corrupt):
+                  bad_external, corrupt):
         build(out_dir)
 
 

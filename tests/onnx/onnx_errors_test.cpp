@@ -160,5 +160,14 @@ TEST(OnnxErrors, TransposeOnlyAsAMatMulsSecondInput) {
                                 path + ": node 'mm_first' (MatMul): input 0 ('xt') " + why}));
 }
 
+TEST(OnnxErrors, ExternalWeights) {
+  const std::string path = model_path("bad_external");
+  EXPECT_EQ(
+      import_errors(path),
+      std::vector<std::string>{path + ": initializer 'W': stores its data in an external file, "
+                                      "which is not supported (save the model with its weights "
+                                      "inside)"});
+}
+
 }  // namespace
 }  // namespace npusim

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "arch/quant.hpp"
+#include "compiler/reference_loops.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -10,42 +11,8 @@ namespace npusim {
 namespace {
 
 std::vector<int32_t> conv_acc(const Layer& l, int batch, const Tensor8& x) {
-  const TensorShape& in = l.in_shapes[0];
-  const TensorShape& out = l.out_shape;
-  const int C = in.last(), D = in.d(), H = in.h(), W = in.w();
-  const int OD = out.d(), OH = out.h(), OW = out.w(), N = l.filters;
-  const int G = l.groups, cin_g = C / G, cout_g = N / G;
-  const auto& k = l.kernel;
-  std::vector<int32_t> acc(size_t(batch) * out.elements(), 0);
-  for (int b = 0; b < batch; ++b)
-    for (int oz = 0; oz < OD; ++oz)
-      for (int oy = 0; oy < OH; ++oy)
-        for (int ox = 0; ox < OW; ++ox) {
-          int32_t* o = &acc[(((size_t(b) * OD + oz) * OH + oy) * OW + ox) * N];
-          for (int fz = 0; fz < k[0]; ++fz) {
-            const int iz = oz * l.strides[0] - l.pads_begin[0] + fz * l.dilation[0];
-            if (iz < 0 || iz >= D) continue;
-            for (int fy = 0; fy < k[1]; ++fy) {
-              const int iy = oy * l.strides[1] - l.pads_begin[1] + fy * l.dilation[1];
-              if (iy < 0 || iy >= H) continue;
-              for (int fx = 0; fx < k[2]; ++fx) {
-                const int ix = ox * l.strides[2] - l.pads_begin[2] + fx * l.dilation[2];
-                if (ix < 0 || ix >= W) continue;
-                const int8_t* px = &x[(((size_t(b) * D + iz) * H + iy) * W + ix) * C];
-                const int8_t* wt =
-                    &l.qweights[((size_t(fz) * k[1] + fy) * k[2] + fx) * cin_g * N];
-                for (int g = 0; g < G; ++g) {
-                  for (int c = 0; c < cin_g; ++c) {
-                    const int32_t v = px[g * cin_g + c];
-                    const int8_t* wr = wt + size_t(c) * N + g * cout_g;
-                    int32_t* og = o + g * cout_g;
-                    for (int j = 0; j < cout_g; ++j) og[j] += v * wr[j];
-                  }
-                }
-              }
-            }
-          }
-        }
+  std::vector<int32_t> acc(size_t(batch) * l.out_shape.elements(), 0);
+  reference_loops::conv(l, batch, x.data(), l.qweights.data(), acc.data());
   return acc;
 }
 
@@ -72,44 +39,9 @@ void gemm_acc(const int8_t* a, const int8_t* w, int32_t* acc, uint64_t rows, int
 }
 
 Tensor8 pool(const Layer& l, int batch, const Tensor8& x) {
-  const TensorShape& in = l.in_shapes[0];
-  const TensorShape& out = l.out_shape;
-  const int C = in.last(), D = in.d(), H = in.h(), W = in.w();
-  const int OD = out.d(), OH = out.h(), OW = out.w();
-  const bool is_max = l.kind == OpKind::kMaxPool;
-  const int window = l.kernel[0] * l.kernel[1] * l.kernel[2];
-  Tensor8 y(size_t(batch) * out.elements());
-  std::vector<int32_t> acc(C);
-  for (int b = 0; b < batch; ++b)
-    for (int oz = 0; oz < OD; ++oz)
-      for (int oy = 0; oy < OH; ++oy)
-        for (int ox = 0; ox < OW; ++ox) {
-          std::fill(acc.begin(), acc.end(), is_max ? -128 : 0);
-          int count = 0;
-          for (int fz = 0; fz < l.kernel[0]; ++fz) {
-            const int iz = oz * l.strides[0] - l.pads_begin[0] + fz;
-            if (iz < 0 || iz >= D) continue;
-            for (int fy = 0; fy < l.kernel[1]; ++fy) {
-              const int iy = oy * l.strides[1] - l.pads_begin[1] + fy;
-              if (iy < 0 || iy >= H) continue;
-              for (int fx = 0; fx < l.kernel[2]; ++fx) {
-                const int ix = ox * l.strides[2] - l.pads_begin[2] + fx;
-                if (ix < 0 || ix >= W) continue;
-                ++count;
-                const int8_t* px = &x[(((size_t(b) * D + iz) * H + iy) * W + ix) * C];
-                for (int c = 0; c < C; ++c) {
-                  acc[c] = is_max ? std::max<int32_t>(acc[c], px[c]) : acc[c] + px[c];
-                }
-              }
-            }
-          }
-          int8_t* o = &y[(((size_t(b) * OD + oz) * OH + oy) * OW + ox) * C];
-          for (int c = 0; c < C; ++c) {
-            o[c] = is_max ? static_cast<int8_t>(acc[c])
-                          : average_int8(acc[c], l.count_include_pad ? window : count);
-          }
-        }
-  return y;
+  return reference_loops::pool(l, batch, x, int32_t{-128}, [](int32_t acc, int divisor) {
+    return divisor == 0 ? static_cast<int8_t>(acc) : average_int8(acc, divisor);
+  });
 }
 
 }  // namespace

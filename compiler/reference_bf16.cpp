@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "arch/float_ops.hpp"
+#include "compiler/reference_loops.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -15,43 +16,12 @@ float act(const Layer& l, float x) {
 }
 
 TensorF conv(const Layer& l, int batch, const TensorF& x) {
-  const TensorShape &in = l.in_shapes[0], &out = l.out_shape;
-  const int C = in.last(), D = in.d(), H = in.h(), W = in.w();
-  const int OD = out.d(), OH = out.h(), OW = out.w(), N = l.filters;
-  const int G = l.groups, cin_g = C / G, cout_g = N / G;
-  const auto& k = l.kernel;
   std::vector<float> w(l.bf16_weights.size());
   for (size_t i = 0; i < w.size(); ++i) w[i] = bf16_bits_to_float(l.bf16_weights[i]);
-  TensorF y(size_t(batch) * out.elements());
-  std::vector<float> acc(N);
-  for (int b = 0; b < batch; ++b)
-    for (int oz = 0; oz < OD; ++oz)
-      for (int oy = 0; oy < OH; ++oy)
-        for (int ox = 0; ox < OW; ++ox) {
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          for (int fz = 0; fz < k[0]; ++fz) {
-            const int iz = oz * l.strides[0] - l.pads_begin[0] + fz * l.dilation[0];
-            if (iz < 0 || iz >= D) continue;
-            for (int fy = 0; fy < k[1]; ++fy) {
-              const int iy = oy * l.strides[1] - l.pads_begin[1] + fy * l.dilation[1];
-              if (iy < 0 || iy >= H) continue;
-              for (int fx = 0; fx < k[2]; ++fx) {
-                const int ix = ox * l.strides[2] - l.pads_begin[2] + fx * l.dilation[2];
-                if (ix < 0 || ix >= W) continue;
-                const float* px = &x[(((size_t(b) * D + iz) * H + iy) * W + ix) * C];
-                const float* wt = &w[((size_t(fz) * k[1] + fy) * k[2] + fx) * cin_g * N];
-                for (int g = 0; g < G; ++g)
-                  for (int c = 0; c < cin_g; ++c) {
-                    const float v = px[g * cin_g + c];
-                    const float* wr = wt + size_t(c) * N + g * cout_g;
-                    for (int j = 0; j < cout_g; ++j) acc[g * cout_g + j] += v * wr[j];
-                  }
-              }
-            }
-          }
-          float* o = &y[(((size_t(b) * OD + oz) * OH + oy) * OW + ox) * N];
-          for (int j = 0; j < N; ++j) o[j] = act(l, acc[j] + l.bias[j]);
-        }
+  TensorF y(size_t(batch) * l.out_shape.elements(), 0.0f);
+  reference_loops::conv(l, batch, x.data(), w.data(), y.data());
+  const int n = l.filters;
+  for (size_t i = 0; i < y.size(); ++i) y[i] = act(l, y[i] + l.bias[i % n]);
   return y;
 }
 
@@ -92,38 +62,9 @@ TensorF matrix(const Layer& l, int batch, const TensorF& a, const TensorF* b_act
 }
 
 TensorF pool(const Layer& l, int batch, const TensorF& x) {
-  const TensorShape &in = l.in_shapes[0], &out = l.out_shape;
-  const int C = in.last(), D = in.d(), H = in.h(), W = in.w();
-  const bool is_max = l.kind == OpKind::kMaxPool;
-  const int window = l.kernel[0] * l.kernel[1] * l.kernel[2];
-  TensorF y(size_t(batch) * out.elements());
-  std::vector<float> acc(C);
-  for (int b = 0; b < batch; ++b)
-    for (int oz = 0; oz < out.d(); ++oz)
-      for (int oy = 0; oy < out.h(); ++oy)
-        for (int ox = 0; ox < out.w(); ++ox) {
-          std::fill(acc.begin(), acc.end(), is_max ? -INFINITY : 0.0f);
-          int count = 0;
-          for (int fz = 0; fz < l.kernel[0]; ++fz) {
-            const int iz = oz * l.strides[0] - l.pads_begin[0] + fz;
-            if (iz < 0 || iz >= D) continue;
-            for (int fy = 0; fy < l.kernel[1]; ++fy) {
-              const int iy = oy * l.strides[1] - l.pads_begin[1] + fy;
-              if (iy < 0 || iy >= H) continue;
-              for (int fx = 0; fx < l.kernel[2]; ++fx) {
-                const int ix = ox * l.strides[2] - l.pads_begin[2] + fx;
-                if (ix < 0 || ix >= W) continue;
-                ++count;
-                const float* px = &x[(((size_t(b) * D + iz) * H + iy) * W + ix) * C];
-                for (int c = 0; c < C; ++c) acc[c] = is_max ? std::max(acc[c], px[c]) : acc[c] + px[c];
-              }
-            }
-          }
-          float* o = &y[(((size_t(b) * out.d() + oz) * out.h() + oy) * out.w() + ox) * C];
-          const float divisor = static_cast<float>(l.count_include_pad ? window : count);
-          for (int c = 0; c < C; ++c) o[c] = round_to_bf16(is_max ? acc[c] : acc[c] / divisor);
-        }
-  return y;
+  return reference_loops::pool(l, batch, x, -INFINITY, [](float acc, int divisor) {
+    return round_to_bf16(divisor == 0 ? acc : acc / static_cast<float>(divisor));
+  });
 }
 
 }  // namespace

@@ -7,6 +7,22 @@
 
 namespace npusim {
 
+namespace {
+// The array's view of a tile's operands: gathered activations, weights and accumulators.
+template <class Operands, class Element, class Accumulator>
+Operands operands_of(const MatmulOp& op, const uint8_t* a, const uint8_t* w, uint8_t* acc) {
+  Operands o;
+  o.a = reinterpret_cast<const Element*>(a);
+  o.lda = op.k;
+  o.w = reinterpret_cast<const Element*>(w);
+  o.ldw = op.w_ld;
+  o.acc = reinterpret_cast<Accumulator*>(acc);
+  o.ldacc = op.acc_ld;
+  o.accumulate = op.accumulate;
+  return o;
+}
+}  // namespace
+
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, const Program& program,
                        std::vector<uint32_t> stream, Scoreboard& scoreboard,
                        const CoreClock& clock, OnChipBuffers& buffers,
@@ -39,27 +55,12 @@ void MatrixUnit::execute(const Instruction& instr) {
 
   const uint64_t issue = clock_.now();
   systolic::TileTiming t;
-  if (bf16) {
-    systolic::Half16TileOperands operands;
-    operands.a = reinterpret_cast<const uint16_t*>(a_.data());
-    operands.lda = op->k;
-    operands.w = reinterpret_cast<const uint16_t*>(w);
-    operands.ldw = op->w_ld;
-    operands.acc = reinterpret_cast<float*>(acc);
-    operands.ldacc = op->acc_ld;
-    operands.accumulate = op->accumulate;
-    t = array_->execute_bf16(shape, operands, issue);
-  } else {
-    systolic::Int8TileOperands operands;
-    operands.a = reinterpret_cast<const int8_t*>(a_.data());
-    operands.lda = op->k;
-    operands.w = reinterpret_cast<const int8_t*>(w);
-    operands.ldw = op->w_ld;
-    operands.acc = reinterpret_cast<int32_t*>(acc);
-    operands.ldacc = op->acc_ld;
-    operands.accumulate = op->accumulate;
-    t = array_->execute_int8(shape, operands, issue);
-  }
+  t = bf16 ? array_->execute_bf16(shape, operands_of<systolic::Half16TileOperands, uint16_t, float>(
+                                             *op, a_.data(), w, acc),
+                                   issue)
+           : array_->execute_int8(
+                 shape, operands_of<systolic::Int8TileOperands, int8_t, int32_t>(*op, a_.data(), w, acc),
+                 issue);
   NPUSIM_CHECK(t.start_cycle >= issue && t.done_cycle >= t.start_cycle &&
                    t.next_issue_cycle >= issue,
                "{}: instruction {}: array timing out of order (issue {}, start {}, done {}, next {})",

@@ -40,6 +40,33 @@ struct CycleRule {
   }
 };
 
+// The pooling window walk over a slab, shared by the int8 and bf16 paths: `load` widens an
+// element, `finish(acc, divisor)` makes the output (divisor 0 for max pooling).
+template <class T, class Acc, class Load, class Finish>
+void pool_slab(const PoolOp& p, const T* in, T* out, Acc lowest, Load load, Finish finish) {
+  const int window = p.window_d * p.window_h * p.window_w;
+  std::vector<Acc> acc(p.c);
+  for (int oy = 0; oy < p.out_h; ++oy) {
+    for (int ox = 0; ox < p.out_w; ++ox) {
+      std::fill(acc.begin(), acc.end(), p.average ? Acc(0) : lowest);
+      int count = 0;
+      const int y0 = p.origin_y + oy * p.stride_h, x0 = p.origin_x + ox * p.stride_w;
+      for (int z = std::max(p.origin_z, 0); z < std::min(p.origin_z + p.window_d, p.slab_d); ++z)
+        for (int y = std::max(y0, 0); y < std::min(y0 + p.window_h, p.slab_h); ++y)
+          for (int x = std::max(x0, 0); x < std::min(x0 + p.window_w, p.slab_w); ++x) {
+            ++count;
+            const T* i = in + ((int64_t(z) * p.slab_h + y) * p.slab_w + x) * p.c;
+            for (int c = 0; c < p.c; ++c) {
+              acc[c] = p.average ? acc[c] + load(i[c]) : std::max(acc[c], load(i[c]));
+            }
+          }
+      T* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
+      const int divisor = p.average ? (p.count_include_pad ? window : count) : 0;
+      for (int c = 0; c < p.c; ++c) o[c] = finish(acc[c], divisor);
+    }
+  }
+}
+
 struct Executor {
   OnChipBuffers& b;
   const Program& program;
@@ -97,30 +124,9 @@ struct Executor {
   uint64_t pool_bf16(const PoolOp& p) const {
     const uint16_t* in = ub16(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     uint16_t* out = ub16(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
-    const int window = p.window_d * p.window_h * p.window_w;
-    std::vector<float> acc(p.c);
-    for (int oy = 0; oy < p.out_h; ++oy) {
-      for (int ox = 0; ox < p.out_w; ++ox) {
-        std::fill(acc.begin(), acc.end(), p.average ? 0.0f : -INFINITY);
-        int count = 0;
-        const int y0 = p.origin_y + oy * p.stride_h, x0 = p.origin_x + ox * p.stride_w;
-        for (int z = std::max(p.origin_z, 0); z < std::min(p.origin_z + p.window_d, p.slab_d); ++z)
-          for (int y = std::max(y0, 0); y < std::min(y0 + p.window_h, p.slab_h); ++y)
-            for (int x = std::max(x0, 0); x < std::min(x0 + p.window_w, p.slab_w); ++x) {
-              ++count;
-              const uint16_t* i = in + ((int64_t(z) * p.slab_h + y) * p.slab_w + x) * p.c;
-              for (int c = 0; c < p.c; ++c) {
-                const float v = bf16_bits_to_float(i[c]);
-                acc[c] = p.average ? acc[c] + v : std::max(acc[c], v);
-              }
-            }
-        uint16_t* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
-        const float divisor = static_cast<float>(p.count_include_pad ? window : count);
-        for (int c = 0; c < p.c; ++c) {
-          o[c] = float_to_bf16_bits(p.average ? acc[c] / divisor : acc[c]);
-        }
-      }
-    }
+    pool_slab(p, in, out, -INFINITY, bf16_bits_to_float, [](float acc, int divisor) {
+      return float_to_bf16_bits(divisor == 0 ? acc : acc / static_cast<float>(divisor));
+    });
     return uint64_t(p.out_h) * p.out_w * p.c;
   }
   // Softmax and layer norm: one row at a time through fp32.
@@ -203,29 +209,10 @@ struct Executor {
     if (bf16()) return pool_bf16(p);
     const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     int8_t* out = ub8(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
-    const int window = p.window_d * p.window_h * p.window_w;
-    std::vector<int32_t> acc(p.c);
-    for (int oy = 0; oy < p.out_h; ++oy) {
-      for (int ox = 0; ox < p.out_w; ++ox) {
-        std::fill(acc.begin(), acc.end(), p.average ? 0 : -128);
-        int count = 0;
-        const int y0 = p.origin_y + oy * p.stride_h, x0 = p.origin_x + ox * p.stride_w;
-        for (int z = std::max(p.origin_z, 0); z < std::min(p.origin_z + p.window_d, p.slab_d); ++z)
-          for (int y = std::max(y0, 0); y < std::min(y0 + p.window_h, p.slab_h); ++y)
-            for (int x = std::max(x0, 0); x < std::min(x0 + p.window_w, p.slab_w); ++x) {
-              ++count;
-              const int8_t* i = in + ((int64_t(z) * p.slab_h + y) * p.slab_w + x) * p.c;
-              for (int c = 0; c < p.c; ++c) {
-                acc[c] = p.average ? acc[c] + i[c] : std::max<int32_t>(acc[c], i[c]);
-              }
-            }
-        int8_t* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
-        for (int c = 0; c < p.c; ++c) {
-          o[c] = p.average ? average_int8(acc[c], p.count_include_pad ? window : count)
-                           : static_cast<int8_t>(acc[c]);
-        }
-      }
-    }
+    pool_slab(p, in, out, int32_t{-128}, [](int8_t v) { return int32_t{v}; },
+              [](int32_t acc, int divisor) {
+                return divisor == 0 ? static_cast<int8_t>(acc) : average_int8(acc, divisor);
+              });
     return uint64_t(p.out_h) * p.out_w * p.c;
   }
   uint64_t operator()(const SoftmaxOp& s) const {

@@ -34,31 +34,20 @@ std::vector<int64_t> file_shape(const Graph& g, const std::vector<int>& dims, in
   return shape;
 }
 
-// Index in the channels-last tensor of element `i` of the channels-first one (per sample).
+// Moves channels between last and first place in every sample ([..., C] <-> [C, ...]).
 template <class T>
-std::vector<T> to_channels_last(const std::vector<T>& in, const std::vector<int>& dims, int batch) {
+std::vector<T> move_channels(const std::vector<T>& in, const std::vector<int>& dims, int batch,
+                             bool to_last) {
   const uint64_t c = dims.back();
   uint64_t spatial = 1;
   for (size_t i = 0; i + 1 < dims.size(); ++i) spatial *= dims[i];
   std::vector<T> out(in.size());
   for (int b = 0; b < batch; ++b)
     for (uint64_t ch = 0; ch < c; ++ch)
-      for (uint64_t p = 0; p < spatial; ++p)
-        out[(b * spatial + p) * c + ch] = in[(b * c + ch) * spatial + p];
-  return out;
-}
-
-template <class T>
-std::vector<T> to_channels_first(const std::vector<T>& in, const std::vector<int>& dims,
-                                 int batch) {
-  const uint64_t c = dims.back();
-  uint64_t spatial = 1;
-  for (size_t i = 0; i + 1 < dims.size(); ++i) spatial *= dims[i];
-  std::vector<T> out(in.size());
-  for (int b = 0; b < batch; ++b)
-    for (uint64_t ch = 0; ch < c; ++ch)
-      for (uint64_t p = 0; p < spatial; ++p)
-        out[(b * c + ch) * spatial + p] = in[(b * spatial + p) * c + ch];
+      for (uint64_t p = 0; p < spatial; ++p) {
+        const uint64_t last = (b * spatial + p) * c + ch, first = (b * c + ch) * spatial + p;
+        out[to_last ? last : first] = in[to_last ? first : last];
+      }
   return out;
 }
 
@@ -132,7 +121,7 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
   if (g.dtype == DataType::kBf16) {
     std::vector<float> x = a.dtype == "int8" ? dequantize(npy_to_int8(a, path), g.input_scale)
                                              : npy_to_float32(a, path);
-    if (channels_first) x = to_channels_last(x, dims, g.batch);
+    if (channels_first) x = move_channels(x, dims, g.batch, true);
     return to_bytes(x, g);
   }
   std::vector<int8_t> q;
@@ -149,7 +138,7 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
     q.resize(x.size());
     for (size_t i = 0; i < x.size(); ++i) q[i] = saturate_round(x[i] / g.input_scale);
   }
-  if (channels_first) q = to_channels_last(q, dims, g.batch);
+  if (channels_first) q = move_channels(q, dims, g.batch, true);
   return std::vector<uint8_t>(q.begin(), q.end());
 }
 
@@ -161,7 +150,7 @@ void write_tensor_npy(const std::string& dir, const Graph& g, const std::string&
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
   }
   std::vector<float> real = decode_tensor(stored, element_bytes, scale);
-  if (transposed(g, dims)) real = to_channels_first(real, dims, batch);
+  if (transposed(g, dims)) real = move_channels(real, dims, batch, false);
   write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
                     file_shape(g, dims, batch), real);
 }

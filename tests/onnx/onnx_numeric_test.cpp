@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "compiler/onnx_import.hpp"
 #include "compiler/quantize.hpp"
 #include "compiler/reference.hpp"
+#include "compiler/reference_bf16.hpp"
 #include "onnx_test_models.hpp"
 
 namespace npusim {
@@ -23,6 +26,31 @@ using onnx_test::load_array;
 using onnx_test::model_path;
 
 constexpr double kRelativeTolerance = 0.08;
+constexpr double kBf16RelativeTolerance = 0.02;
+
+// Nearest bf16 (round half to even on the upper 16 bits of the float).
+float round_to_bf16(float x) {
+  uint32_t bits = std::bit_cast<uint32_t>(x);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return std::bit_cast<float>(bits & 0xFFFF0000u);
+}
+
+// Largest |got - want| over the elements, relative to the largest |want|; `worst` its index.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want,
+                      size_t* worst) {
+  float range = 0.0f;
+  for (float v : want) range = std::max(range, std::fabs(v));
+  double largest = 0.0;
+  *worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double error = std::fabs(got[i] - want[i]);
+    if (error > largest) {
+      largest = error;
+      *worst = i;
+    }
+  }
+  return range > 0.0f ? largest / range : largest;
+}
 
 // [N, C, S...] -> [N, S..., C]; arrays of rank 3 or less are unchanged.
 FloatArray to_channels_last(const FloatArray& a) {
@@ -94,6 +122,29 @@ TEST_P(OnnxNumeric, QuantizedReferenceMatchesNumpyWithinTolerance) {
     EXPECT_LE(worst_error, kRelativeTolerance * range)
         << c.model << " output " << name << ": element " << worst << " is " << got[worst] * scale
         << ", numpy says " << want.values[worst] << " (range " << range << ")";
+  }
+}
+
+// The bf16 path: weights and every layer's output in bf16, fp32 arithmetic inside.
+TEST_P(OnnxNumeric, Bf16ReferenceMatchesNumpyWithinTolerance) {
+  const Case c = GetParam();
+  FloatArray x = to_channels_last(load_array(c.model, "input"));
+  const int batch = static_cast<int>(x.shape[0]);
+  Graph g = import_onnx(model_path(c.model), batch);
+  g.dtype = DataType::kBf16;
+  optimize_graph(g);
+  prepare_bf16(g);
+  for (float& v : x.values) v = round_to_bf16(v);
+  auto tensors = run_reference_bf16(g, x.values);
+  for (const char* name : c.outputs) {
+    FloatArray want = to_channels_last(load_array(c.model, name));
+    ASSERT_TRUE(tensors.count(name)) << name;
+    const auto& got = tensors.at(name);
+    ASSERT_EQ(got.size(), want.values.size()) << name;
+    size_t worst;
+    EXPECT_LE(relative_error(got, want.values, &worst), kBf16RelativeTolerance)
+        << c.model << " output " << name << ": element " << worst << " is " << got[worst]
+        << ", numpy says " << want.values[worst];
   }
 }
 

@@ -6,9 +6,9 @@
 // Layout at the file boundary: an ONNX model's input and outputs are in ONNX layout (NCHW /
 // NCDHW), as a user feeds and reads them with any ONNX runtime.
 //
-// Tolerance: the network runs in int8 with calibrated scales, so every output element must be
-// within 8% of the output's largest magnitude of the float result. A layout or permutation bug
-// moves values by the order of the whole range and fails this by far.
+// Tolerance: every output element within a fraction of the largest magnitude of the float
+// result: 8% in int8 (calibrated scales), 2% in bf16. A layout or permutation bug moves values by
+// the order of the whole range and fails this by far.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +26,8 @@ namespace {
 using onnx_test::load_array;
 using onnx_test::model_path;
 
-constexpr double kRelativeTolerance = 0.08;
+constexpr double kInt8RelativeTolerance = 0.08;
+constexpr double kBf16RelativeTolerance = 0.02;
 
 struct Case {
   const char* model;
@@ -36,13 +37,14 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.model; }
 
 class OnnxEndToEnd : public testing::TestWithParam<Case> {};
 
-TEST_P(OnnxEndToEnd, OutputsMatchNumpyWithinTolerance) {
-  const Case c = GetParam();
+// Runs `c` with `dtype` on make_models.py's input and compares every output with numpy: each
+// element within `tolerance` times the largest magnitude of the float result.
+void expect_outputs_match_numpy(const Case& c, const std::string& dtype, double tolerance) {
   const std::string data = std::string(NPUSIM_ONNX_MODELS) + "/" + c.model;
-  auto out_dir = fresh_dir(std::string("onnx-") + c.model);
+  auto out_dir = fresh_dir(std::string("onnx-") + dtype + "-" + c.model);
   const int64_t batch = load_array(c.model, "input").shape.at(0);
-  CommandResult r = run_npusim("run --hw edge --workload " + model_path(c.model) + " --batch " +
-                               std::to_string(batch) + " --input " + data +
+  CommandResult r = run_npusim("run --hw edge --workload " + model_path(c.model) + " --dtype " +
+                               dtype + " --batch " + std::to_string(batch) + " --input " + data +
                                "/input.npy --save-outputs " + out_dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : c.outputs) {
@@ -61,11 +63,19 @@ TEST_P(OnnxEndToEnd, OutputsMatchNumpyWithinTolerance) {
         worst = i;
       }
     }
-    EXPECT_LE(std::fabs(got[worst] - want.values[worst]), kRelativeTolerance * range)
-        << c.model << " output " << name << ": element " << worst << " is " << got[worst]
-        << ", numpy says " << want.values[worst] << " (range " << range << ")";
+    EXPECT_LE(std::fabs(got[worst] - want.values[worst]), tolerance * range)
+        << c.model << " (" << dtype << ") output " << name << ": element " << worst << " is "
+        << got[worst] << ", numpy says " << want.values[worst] << " (range " << range << ")";
   }
   std::filesystem::remove_all(out_dir);
+}
+
+TEST_P(OnnxEndToEnd, Int8OutputsMatchNumpyWithinTolerance) {
+  expect_outputs_match_numpy(GetParam(), "int8", kInt8RelativeTolerance);
+}
+
+TEST_P(OnnxEndToEnd, Bf16OutputsMatchNumpyWithinTolerance) {
+  expect_outputs_match_numpy(GetParam(), "bf16", kBf16RelativeTolerance);
 }
 
 class OnnxCli : public testing::TestWithParam<Case> {};

@@ -224,7 +224,7 @@ class OnnxImporter {
   void import_layer_norm(int i);
   void import_batch_norm(int i);
   void import_binary(int i, OpKind kind);
-  void fold_bias_add(int i, const Value& x, const Constant& c);
+  void fold_constant(int i, const Value& x, const Constant& c, OpKind kind);
   void import_concat(int i);
   void import_flatten(int i);
   void import_reshape(int i);
@@ -947,21 +947,15 @@ void OnnxImporter::import_batch_norm(int i) {
 
 void OnnxImporter::import_binary(int i, OpKind kind) {
   const Node& n = g_.node(i);
-  const char* op = kind == OpKind::kAdd ? "Add" : "Mul";
   if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
   const bool c0 = is_constant(n.input(0)), c1 = is_constant(n.input(1));
   if (c0 && c1) {
     return fail(i, "both operands are constants (constant folding is not supported)");
   }
   if (c0 || c1) {
-    if (kind != OpKind::kAdd) {
-      return fail(i, fmt::format("{} by a constant is not supported (only {} of two run-time "
-                                 "tensors of the same shape)",
-                                 op, op));
-    }
     const Value* x = activation(i, c0 ? 1 : 0);
     if (!x) return;
-    return fold_bias_add(i, *x, constants_.at(n.input(c0 ? 0 : 1)));
+    return fold_constant(i, *x, constants_.at(n.input(c0 ? 0 : 1)), kind);
   }
   const Value* a = activation(i, 0);
   const Value* b = activation(i, 1);
@@ -982,19 +976,21 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
   set_value(out, std::move(v));
 }
 
-// Add(x, constant) right after a Conv / Gemm / MatMul is that layer's bias.
-void OnnxImporter::fold_bias_add(int i, const Value& x, const Constant& c) {
+// Add(x, constant) right after a Conv / Gemm / MatMul is that layer's bias; Mul(x, constant)
+// scales its output channels, so it scales the weights and the bias.
+void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKind kind) {
   const Node& n = g_.node(i);
+  const bool add = kind == OpKind::kAdd;
   Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
   const bool foldable = producer &&
                         (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
                         ir_readers(x.ir_name) == 1 && producer->output == x.ir_name;
   if (!foldable) {
-    return fail(i,
-                "Add of a constant is supported only as the bias of the Conv, Gemm or MatMul "
-                "right before it, whose output nothing else reads");
+    return fail(i, fmt::format("{} of a constant is supported only as the {} of the Conv, Gemm "
+                               "or MatMul right before it, whose output nothing else reads",
+                               add ? "Add" : "Mul", add ? "bias" : "per-channel scale"));
   }
-  if (c.is_int) return fail(i, "the bias constant must be float");
+  if (c.is_int) return fail(i, "the constant must be float");
   // Accepted broadcast shapes: a scalar, or one value per output channel / unit.
   std::vector<int64_t> dims = c.dims;
   while (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
@@ -1008,14 +1004,21 @@ void OnnxImporter::fold_bias_add(int i, const Value& x, const Constant& c) {
     per_unit = dims == std::vector<int64_t>{units};
   }
   if (!per_unit && c.elements() != 1) {
-    return fail(i, fmt::format("the constant {} is not a bias of {} {}", dims_text(c.dims), units,
+    return fail(i, fmt::format("the constant {} is not {} {} {}", dims_text(c.dims),
+                               add ? "a bias of" : "a scale of", units,
                                producer->kind == OpKind::kConv ? "channels" : "units"));
   }
-  if (producer->bias.empty()) producer->bias.assign(static_cast<size_t>(units), 0.0f);
-  for (int64_t u = 0; u < units; ++u) {
-    producer->bias[static_cast<size_t>(u)] += c.values[per_unit ? static_cast<size_t>(u) : 0];
+  auto value = [&](size_t u) { return c.values[per_unit ? u : 0]; };
+  // Weights are [..][out] in both layouts: the output channel is the fastest index.
+  if (!add) {
+    for (size_t k = 0; k < producer->weights.size(); ++k) {
+      producer->weights[k] *= value(k % static_cast<size_t>(units));
+    }
   }
-  producer->use_bias = true;
+  for (size_t u = 0; u < static_cast<size_t>(units); ++u) {
+    producer->bias[u] = add ? producer->bias[u] + value(u) : producer->bias[u] * value(u);
+  }
+  if (add) producer->use_bias = true;
   producer->output = n.output(0);
   Value v = x;
   v.ir_name = n.output(0);

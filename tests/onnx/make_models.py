@@ -543,6 +543,37 @@ def attention(out_dir):
     save(out_dir, b, model, x, {"y": per_sample(run, x)})
 
 
+def scale_fold(out_dir):
+    """Per-channel Mul and Add constants after a Conv (a batch norm as exporters sometimes
+    decompose it) and a scalar Mul after a MatMul: folded into weights and biases."""
+    b = Builder("scale_fold", 26)
+    b.weight("W", [4, 3, 3, 3])
+    b.weight("B", [4], 0.1)
+    b.const("scale", b.rng.uniform(0.5, 2.0, [4, 1, 1]).astype(np.float32))
+    b.const("shift", b.rng.uniform(-0.3, 0.3, [1, 4, 1, 1]).astype(np.float32))
+    b.weight("fc_W", [36, 5])
+    b.const("half", np.array(0.5, np.float32))
+    b.node("Conv", ["x", "W", "B"], ["conv"])
+    b.node("Mul", ["conv", "scale"], ["scaled"])
+    b.node("Add", ["shift", "scaled"], ["shifted"])
+    b.node("Relu", ["shifted"], ["relu"])
+    b.node("GlobalAveragePool", ["relu"], ["gap"])
+    b.node("Flatten", ["relu"], ["flat"])
+    b.node("MatMul", ["flat", "fc_W"], ["fc"])
+    b.node("Mul", ["half", "fc"], ["y"])
+    model = b.model("x", [3, 5, 5], ["y", "gap"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [1, 3, 5, 5]).astype(np.float32)
+
+    def features(s):
+        t = conv(s, i["W"], i["B"], [1, 1], [0, 0, 0, 0], [1, 1], 1)
+        return relu(t * i["scale"] + i["shift"][0])
+
+    y = per_sample(lambda s: 0.5 * (features(s).reshape(-1) @ i["fc_W"]), x)
+    gap = per_sample(lambda s: features(s).mean(axis=(1, 2), keepdims=True), x)
+    save(out_dir, b, model, x, {"y": y, "gap": gap})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -667,7 +698,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
-                  flatten_layernorm, attention,
+                  flatten_layernorm, attention, scale_fold,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, bad_transpose,
                   bad_external, corrupt):

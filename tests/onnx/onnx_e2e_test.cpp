@@ -120,7 +120,8 @@ const auto kModels = testing::Values(
     Case{"pools", {"cat", "max", "max_ceil", "avg_ceil"}},
     Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
     Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}}, Case{"pad_conv", {"y"}},
-    Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}});
+    Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
+    Case{"scale_fold", {"y", "gap"}});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

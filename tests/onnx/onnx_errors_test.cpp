@@ -103,8 +103,9 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
                            "a Conv, Gemm or MatMul whose output nothing else reads: npusim folds "
                            "batch normalization into it");
   EXPECT_EQ(errors[2], path +
-                           ": node 'scale_by_2' (Mul): Mul by a constant is not supported (only "
-                           "Mul of two run-time tensors of the same shape)");
+                           ": node 'scale_by_2' (Mul): Mul of a constant is supported only as "
+                           "the per-channel scale of the Conv, Gemm or MatMul right before it, "
+                           "whose output nothing else reads");
   EXPECT_EQ(errors[3], path +
                            ": node 'add_broadcast' (Add): operands [N, 3, 4, 4] and [N, 3, 1, 1] "
                            "must have the same shape (npusim does not broadcast)");

@@ -378,5 +378,27 @@ TEST(OnnxImport, TransposeOfTheLastAxesFoldsIntoMatMul) {
   for (const auto& l : g.layers) EXPECT_NE(l.name, "kt");
 }
 
+TEST(OnnxImport, ConstantScaleAndShiftFoldIntoWeightsAndBias) {
+  Graph g = import_onnx(model_path("scale_fold"), std::nullopt);
+  auto w = load_array("scale_fold", "init_W");          // [4][3][3][3]
+  auto b = load_array("scale_fold", "init_B");          // [4]
+  auto scale = load_array("scale_fold", "init_scale");  // [4][1][1]
+  auto shift = load_array("scale_fold", "init_shift");  // [1][4][1][1]
+  const Layer& c = layer(g, "conv");
+  EXPECT_EQ(c.output, "shifted");
+  for (int o = 0; o < 4; ++o) {
+    EXPECT_FLOAT_EQ(c.bias[o], b.values[o] * scale.values[o] + shift.values[o]);
+    for (int k = 0; k < 27; ++k) {
+      // IR [kh][kw][cin][cout]; ONNX [cout][cin][kh][kw] with k = (cin*3 + kh)*3 + kw.
+      const int cin = k / 9, tap = k % 9;
+      EXPECT_FLOAT_EQ(c.weights[(tap * 3 + cin) * 4 + o], w.values[o * 27 + k] * scale.values[o]);
+    }
+  }
+  const Layer& fc = layer(g, "fc");
+  EXPECT_EQ(fc.output, "y");
+  EXPECT_FALSE(fc.use_bias);
+  EXPECT_EQ(layer_names(g), (std::vector<std::string>{"conv", "relu", "gap", "flat", "fc"}));
+}
+
 }  // namespace
 }  // namespace npusim

@@ -156,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
                     Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}},
                     Case{"pad_conv", {"y"}}, Case{"opset11", {"y"}},
-                    Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}}),
+                    Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
+                    Case{"scale_fold", {"y", "gap"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.model);
     });

@@ -24,7 +24,10 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::Memor
   });
   socket.register_nb_transport_fw(this, &DramMemory::nb_transport_fw);
   SC_HAS_PROCESS(DramMemory);
-  SC_THREAD(run);
+  // A method, not a thread: one activation per wake-up, without a context switch.
+  SC_METHOD(step);
+  sensitive << arrival_event_;
+  dont_initialize();
 }
 
 tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
@@ -49,18 +52,19 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
   }
   const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
   arrivals_.push({arrival, next_seq_++, &payload, initiator});
-  arrival_event_.notify(delay);  // an earlier pending notification wins; run() re-derives the rest
+  arrival_event_.notify(delay);  // an earlier pending notification wins; step() re-derives the rest
   return tlm::TLM_ACCEPTED;
 }
 
 void DramMemory::admit_waiting() {
   if (waiting_count_ == 0) return;
-  for (auto& fifo : waiting_) {
+  for (size_t ch = 0; ch < waiting_.size(); ++ch) {
+    auto& fifo = waiting_[ch];
     while (!fifo.empty()) {
       const InFlight& f = in_flight_[fifo.front()];
-      if (!memory_.try_add_request(f.payload->get_address(), f.payload->is_write(), fifo.front())) {
-        break;
-      }
+      // The channel's own check first: a full queue costs no address decode.
+      if (!memory_.channel(int(ch)).will_accept(f.payload->is_write())) break;
+      memory_.add_request(f.payload->get_address(), f.payload->is_write(), fifo.front());
       fifo.pop_front();
       --waiting_count_;
     }
@@ -88,7 +92,7 @@ void DramMemory::deliver(uint64_t c) {
   }
 }
 
-void DramMemory::sync(uint64_t c) {
+void DramMemory::advance(uint64_t c) {
   const uint64_t target = crossing_.entry_memory_cycle(c);
   if (target > memory_.now()) {
     // Bursts held back by full queues enter at the memory cycle after the event that freed a slot.
@@ -101,47 +105,53 @@ void DramMemory::sync(uint64_t c) {
     memory_.advance_to(target);
     admit_waiting();
   }
-  for (;;) {
-    deliver(c);
-    bool admitted = false;
-    while (!arrivals_.empty() && arrivals_.top().cycle <= c) {
-      const Arrival a = arrivals_.top();
-      arrivals_.pop();
-      NPUSIM_CHECK(a.cycle == c, "{}: request arriving at core cycle {} seen at {}", name(),
-                   a.cycle, c);
-      uint32_t slot;
-      if (!free_slots_.empty()) {
-        slot = free_slots_.back();
-        free_slots_.pop_back();
-      } else {
-        slot = static_cast<uint32_t>(in_flight_.size());
-        in_flight_.emplace_back();
-      }
-      in_flight_[slot] = {a.payload, a.initiator};
-      waiting_[memory_.mapper().map(a.payload->get_address()).channel].push_back(slot);
-      ++waiting_count_;
-      admitted = true;
-    }
-    if (!admitted) break;
-    admit_waiting();
-  }
+  deliver(c);
 }
 
-void DramMemory::run() {
-  for (;;) {
-    const uint64_t c = clock_.now();
-    sync(c);
-    uint64_t next = dram::kNever;
-    if (!arrivals_.empty()) next = arrivals_.top().cycle;
-    if (memory_.outstanding() > 0 || waiting_count_ > 0) {
-      const uint64_t e = memory_.next_event_cycle();
-      if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
-    }
-    if (next == dram::kNever) {
-      wait(arrival_event_);
+void DramMemory::admit_arrivals(uint64_t c) {
+  while (!arrivals_.empty() && arrivals_.top().cycle <= c) {
+    const Arrival a = arrivals_.top();
+    arrivals_.pop();
+    NPUSIM_CHECK(a.cycle == c, "{}: request arriving at core cycle {} seen at {}", name(), a.cycle,
+                 c);
+    uint32_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
     } else {
-      wait(clock_.cycles(next - c), arrival_event_);
+      slot = static_cast<uint32_t>(in_flight_.size());
+      in_flight_.emplace_back();
     }
+    in_flight_[slot] = {a.payload, a.initiator};
+    waiting_[memory_.mapper().map(a.payload->get_address()).channel].push_back(slot);
+    ++waiting_count_;
+  }
+  admit_waiting();
+}
+
+void DramMemory::step() {
+  const uint64_t c = clock_.now();
+  advance(c);
+  if (!arrivals_.empty() && arrivals_.top().cycle == c) {
+    // Requests of cycle c may still come from processes that run later in this cycle (a queue
+    // starting an instruction); admitting them all at once, by initiator, keeps the order of
+    // simultaneous requests independent of the kernel's process order.
+    if (sc_core::sc_pending_activity_at_current_time()) {
+      next_trigger(sc_core::SC_ZERO_TIME);
+      return;
+    }
+    admit_arrivals(c);
+  }
+  uint64_t next = dram::kNever;
+  if (!arrivals_.empty()) next = arrivals_.top().cycle;
+  if (memory_.outstanding() > 0 || waiting_count_ > 0) {
+    const uint64_t e = memory_.next_event_cycle();
+    if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
+  }
+  if (next == dram::kNever) {
+    next_trigger(arrival_event_);
+  } else {
+    next_trigger(clock_.cycles(next - c), arrival_event_);
   }
 }
 

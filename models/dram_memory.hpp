@@ -11,11 +11,13 @@
 // Timing rule (clock crossing, exact in integer picoseconds; core period Pc, memory tCK Pm):
 //   - a burst issued at core cycle c enters the memory at memory cycle floor(c*Pc/Pm) + 1, the
 //     first memory edge strictly after the core edge that issued it (one synchronizer edge);
+//     bursts issued in the same core cycle enter by initiator (binding order: the load queue
+//     first), each initiator's in the order it issued them;
 //   - if its channel's controller queue is full it waits, in order, in a per-channel FIFO in front
 //     of the controller and enters at the memory cycle after the event that freed a slot;
 //   - a burst the memory completes at memory cycle e is seen at core cycle ceil(e*Pm/Pc), the
 //     first core edge at or after it.
-// The module's thread wakes only at core cycles where a request arrives or the memory has an event
+// The module's process wakes only at core cycles where a request arrives or the memory has an event
 // (MemorySystem::next_event_cycle), never on idle cycles; with nothing in flight it sleeps until
 // the next request, and the refreshes of the idle stretch are replayed by the next advance_to.
 #pragma once
@@ -71,11 +73,14 @@ class DramMemory : public sc_core::sc_module {
  private:
   struct Arrival {
     uint64_t cycle;  // core cycle of arrival
-    uint64_t seq;    // arrival order among equal cycles
+    uint64_t seq;    // order of the transport calls
     tlm::tlm_generic_payload* payload;
     int initiator;
+    // Simultaneous requests: by initiator (socket binding order), then in the order issued.
     bool operator>(const Arrival& o) const {
-      return cycle != o.cycle ? cycle > o.cycle : seq > o.seq;
+      if (cycle != o.cycle) return cycle > o.cycle;
+      if (initiator != o.initiator) return initiator > o.initiator;
+      return seq > o.seq;
     }
   };
   struct InFlight {
@@ -85,9 +90,12 @@ class DramMemory : public sc_core::sc_module {
 
   tlm::tlm_sync_enum nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
                                      tlm::tlm_phase& phase, sc_core::sc_time& delay);
-  void run();
-  // Brings the memory to core cycle `c`: issues, delivers and admits everything due by then.
-  void sync(uint64_t c);
+  // The module's process: brings the memory to now, then sleeps until the next arrival or event.
+  void step();
+  // Brings the memory to core cycle `c` and delivers the completions seen at `c`.
+  void advance(uint64_t c);
+  // Moves the requests arriving at `c` into the per-channel FIFOs and on into the controller.
+  void admit_arrivals(uint64_t c);
   // Moves the FIFOs' heads into the controller while it accepts them.
   void admit_waiting();
   void deliver(uint64_t c);

@@ -76,7 +76,7 @@ TEST(Passes, CalibratedInt8TracksTheRealNetwork) {
 
 // Every tensor of the operator-coverage network carries information after calibration.
 TEST(Passes, CalibrationKeepsEveryTensorInformative) {
-  Graph g = parse_workload(parse_json_file(std::string(NPUSIM_TEST_DATA) + "/../../e2e/data/all_ops.json"),
+  Graph g = parse_workload(parse_json_file(std::string(NPUSIM_E2E_DATA) + "/all_ops.json"),
                            "all_ops.json");
   materialize_parameters(g, 1);
   optimize_graph(g);

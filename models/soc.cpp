@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -92,13 +93,8 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
                 buffers, dma_params(hw)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
                   clock, buffers, hw.vector_unit) {
-  if (dram_memory) {
-    dma_load.socket.bind(dram_memory->socket);
-    dma_store.socket.bind(dram_memory->socket);
-  } else {
-    dma_load.socket.bind(simple_memory->socket);
-    dma_store.socket.bind(simple_memory->socket);
-  }
+  add_queues(hw, program, UnitKind::kDmaLoad, dma_load, load_queues);
+  add_queues(hw, program, UnitKind::kDmaStore, dma_store, store_queues);
   buffers.track_conflicts(&program, &scoreboard, &clock);
   systolic::ArrayParams array;
   array.rows = hw.matrix_unit.rows;
@@ -113,6 +109,30 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   for (const auto& segment : program.dram_init) {
     std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),
                 segment.bytes.size());
+  }
+}
+
+void Soc::add_queues(const HwConfig& hw, const Program& program, UnitKind kind, DmaEngine& first,
+                     std::vector<DmaEngine*>& queues) {
+  int count = 1;
+  for (const auto& instr : program.instructions) {
+    if (instr.unit == kind) count = std::max(count, instr.unit_index + 1);
+  }
+  queues.push_back(&first);
+  for (int i = 1; i < count; ++i) {
+    extra_queues_.push_back(std::make_unique<DmaEngine>(
+        fmt::format("{}{}", kind == UnitKind::kDmaLoad ? "dma_load" : "dma_store", i).c_str(),
+        program, stream_of(program, kind, i), scoreboard, clock, buffers, dma_params(hw)));
+    queues.push_back(extra_queues_.back().get());
+  }
+  // Binding order is the initiator order of the memory's socket (simultaneous requests: loads
+  // before stores, lower queues first, as bound here).
+  for (DmaEngine* q : queues) {
+    if (dram_memory) {
+      q->socket.bind(dram_memory->socket);
+    } else {
+      q->socket.bind(simple_memory->socket);
+    }
   }
 }
 

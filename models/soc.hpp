@@ -1,4 +1,5 @@
-// The accelerator: DMA load and store queues and the matrix units and vector unit, all sharing
+// The accelerator: DMA load and store queues (one of each, more if the program names more) and the
+// matrix units and vector unit, all sharing
 // the banked on-chip buffers; the DMA queues reach off-chip memory through TLM-2.0 sockets. The
 // off-chip memory is the simple latency + bandwidth model or the command-level DRAM model
 // (memory.model in the hardware description). Built from a hardware description and loaded with a
@@ -44,8 +45,11 @@ class Soc : public sc_core::sc_module {
   std::optional<dram::MemoryConfig> dram_config;  // set for memory.model "dram"
   std::unique_ptr<OffChipMemory> simple_memory;   // memory.model "simple"
   std::unique_ptr<DramMemory> dram_memory;        // memory.model "dram"
-  DmaEngine dma_load;
-  DmaEngine dma_store;
+  DmaEngine dma_load;                             // DMA_LOAD queue 0
+  DmaEngine dma_store;                            // DMA_STORE queue 0
+  // Every queue of each kind, queue 0 first: the program's instructions name a queue by
+  // unit_index, and each index it uses gets a queue of its own (the compiler today uses 0 only).
+  std::vector<DmaEngine*> load_queues, store_queues;
   std::vector<std::unique_ptr<MatrixUnit>> matrix_units;
   VectorUnit vector_unit;
 
@@ -53,6 +57,10 @@ class Soc : public sc_core::sc_module {
   static std::vector<uint32_t> stream_of(const Program& program, UnitKind kind, int index);
   DmaParams dma_params(const HwConfig& hw) const;
   std::unique_ptr<DramMemory> make_dram_memory(const Program& program);
+  void add_queues(const HwConfig& hw, const Program& program, UnitKind kind, DmaEngine& first,
+                  std::vector<DmaEngine*>& queues);
+
+  std::vector<std::unique_ptr<DmaEngine>> extra_queues_;
 };
 
 }  // namespace npusim

@@ -178,15 +178,18 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   NPUSIM_CHECK(r.macs == program.total_macs, "the matrix units executed {} MACs, the graph has {}",
                r.macs, program.total_macs);
   r.vpu_busy_cycles = soc.vector_unit.stats().busy_cycles;
-  r.dma_load_busy_cycles = soc.dma_load.stats().busy_cycles;
-  r.dma_store_busy_cycles = soc.dma_store.stats().busy_cycles;
+  for (const DmaEngine* q : soc.load_queues) r.dma_load_busy_cycles += q->stats().busy_cycles;
+  for (const DmaEngine* q : soc.store_queues) r.dma_store_busy_cycles += q->stats().busy_cycles;
+  std::vector<const DmaEngine*> queues(soc.load_queues.begin(), soc.load_queues.end());
+  queues.insert(queues.end(), soc.store_queues.begin(), soc.store_queues.end());
   r.dram_read_bytes = soc.memory_bytes_read();
   r.dram_write_bytes = soc.memory_bytes_written();
   r.memory = memory_figures(hw, soc, r.total_cycles);
-  r.dma_bursts = soc.dma_load.bursts() + soc.dma_store.bursts();
-  r.dma_bank_conflict_cycles =
-      soc.dma_load.bank_conflict_cycles() + soc.dma_store.bank_conflict_cycles();
-  r.dma_window_full_cycles = soc.dma_load.window_full_cycles() + soc.dma_store.window_full_cycles();
+  for (const DmaEngine* q : queues) {
+    r.dma_bursts += q->bursts();
+    r.dma_bank_conflict_cycles += q->bank_conflict_cycles();
+    r.dma_window_full_cycles += q->window_full_cycles();
+  }
   activity(program, timings, 0, uint32_t(program.instructions.size()), &r.dma_active_cycles,
            &r.compute_active_cycles, &r.dma_compute_overlap_cycles);
 
@@ -215,13 +218,13 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
       s.mxu_stall_cycles += mxu->layer_stall_cycles()[li];
     }
     s.vpu_busy_cycles = soc.vector_unit.layer_busy_cycles()[li];
-    s.dma_busy_cycles =
-        soc.dma_load.layer_busy_cycles()[li] + soc.dma_store.layer_busy_cycles()[li];
+    for (const DmaEngine* q : queues) {
+      s.dma_busy_cycles += q->layer_busy_cycles()[li];
+      s.bank_conflict_cycles += q->layer_bank_conflict_cycles()[li];
+    }
     activity(program, timings, rec.first_instruction, rec.end_instruction, &s.dma_active_cycles,
              &s.compute_active_cycles, &s.dma_compute_overlap_cycles);
     s.dma_exposed_cycles = s.dma_active_cycles - s.dma_compute_overlap_cycles;
-    s.bank_conflict_cycles = soc.dma_load.layer_bank_conflict_cycles()[li] +
-                             soc.dma_store.layer_bank_conflict_cycles()[li];
     r.layers.push_back(std::move(s));
   }
 

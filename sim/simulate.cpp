@@ -102,6 +102,8 @@ nlohmann::json memory_figures(const HwConfig& hw, Soc& soc, uint64_t total_cycle
   j["energy_pj"] = s.total_energy_pj;
   j["energy_pj_per_bit"] = s.energy_pj_per_bit;
   j["average_power_mw"] = s.average_power_mw;
+  // The preset as resolved (channels applied), so the run can be reproduced from stats.json.
+  j["config"] = nlohmann::json::parse(dram::memory_config_to_json_text(cfg));
   return j;
 }
 

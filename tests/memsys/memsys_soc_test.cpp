@@ -167,6 +167,27 @@ TEST(MemsysSoc, TwoLoadQueuesRunConcurrently) {
   }
 }
 
+// Simultaneous requests enter by initiator: load queue 0 before load queue 1. Both read the same
+// closed row at core cycle 0: queue 0's burst opens it and reads first; queue 1's reads one
+// read-to-read delay (same bank group: tCCD_L, at least the burst) later.
+TEST(MemsysSoc, SimultaneousRequestsEnterInQueueOrder) {
+  const HwConfig hw = small_chip(4, 8);
+  Instruction a = load(0, BufferId::kUnified, 0, 0, 64);
+  Instruction b = load(1, BufferId::kUnified, 64, 64, 64);
+  b.unit_index = 1;
+  Program p = program_of({a, b});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const dram::MemoryConfig& cfg = *soc.dram_config;
+  const ClockCrossing& x = soc.dram_memory->crossing();
+  const uint64_t first = x.entry_memory_cycle(0) +
+                         uint64_t(cfg.controller.frontend_latency_cycles) +
+                         uint64_t(cfg.timing.rcd_read) + uint64_t(cfg.timing.read_latency());
+  const uint64_t second = first + uint64_t(cfg.timing.read_to_read_l());
+  EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, x.seen_core_cycle(first));
+  EXPECT_EQ(soc.scoreboard.timings()[1].end_cycle, x.seen_core_cycle(second));
+}
+
 // A 4 KiB row with one burst in flight: each burst issues in the core cycle the previous one is
 // seen complete. Bursts 0 and 32 open a row (hbm2 rows hold 2 KiB: burst 32 is in the next bank,
 // nothing else open there); the others hit the open row. Per burst, from issue cycle t:

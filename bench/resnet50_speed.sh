@@ -64,8 +64,14 @@ verdict = "PASS" if ok else "FAIL"
 note = "" if wall < aim_wall else f" (aim {aim_wall:g} s)"
 values = {True: "outputs bit-exact", False: "OUTPUTS DIFFER from the reference",
           None: "outputs not checked"}[bit_exact]
+memory = stats.get("memory", {})
+dram = ""
+if memory.get("model") == "dram":
+    dram = (f"{memory['memory_cycles']} {memory['preset']} memory cycles "
+            f"({memory['memory_cycles'] / wall:.3g}/s, {memory['read_bursts'] + memory['write_bursts']} "
+            f"bursts), ")
 print(f"{label}: wall {wall:.2f} s (cpu {cpu:.2f} s), peak RSS {rss_mib:.0f} MiB, "
-      f"{cycles} simulated cycles, {cycles / wall:.3g} cycles/s, {macs / wall:.3g} MACs/s, "
+      f"{cycles} simulated cycles, {cycles / wall:.3g} cycles/s, {dram}{macs / wall:.3g} MACs/s, "
       f"{values}: {verdict} (limits < {limit_wall:g} s{note}, < {limit_rss:g} MiB)")
 sys.exit(0 if ok else 1)
 EOF

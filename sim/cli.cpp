@@ -21,9 +21,7 @@
 #ifdef NPUSIM_HAVE_SCALESIM
 #include "compat/scalesim/scalesim_cli.hpp"
 #endif
-#ifdef NPUSIM_HAVE_DRAM
 #include "models/dram/membench_cli.hpp"
-#endif
 
 namespace po = boost::program_options;
 
@@ -316,9 +314,7 @@ int cli_main(const std::vector<std::string>& args) {
 #ifdef NPUSIM_HAVE_SCALESIM
     if (command == "scalesim") return scalesim::run_cli(rest);
 #endif
-#ifdef NPUSIM_HAVE_DRAM
     if (command == "membench") return dram::run_membench_cli(rest);
-#endif
     std::cerr << fmt::format("npusim: unknown command '{}'\n\n{}", command, kUsage);
     return 2;
   } catch (const UserError& e) {

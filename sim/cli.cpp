@@ -131,7 +131,7 @@ void add_target_options(po::options_description& o) {
   o.add_options()("hw", po::value<std::string>()->required(),
                   "hardware: a preset name (npusim presets) or a JSON file")(
       "workload", po::value<std::string>()->required(),
-      "network: a zoo name (npusim zoo) or a JSON graph file")(
+      "network: a zoo name (npusim zoo), a JSON graph file or an .onnx model")(
       "batch", po::value<int>(), "batch size (overrides the workload's)")(
       "seed", po::value<uint64_t>()->default_value(1),
       "seed of the pseudo-random weights (and input, without --input)")(
@@ -245,7 +245,7 @@ int command_compile(const std::vector<std::string>& args) {
 int command_validate(const std::vector<std::string>& args) {
   po::options_description o("validate options");
   o.add_options()("hw", po::value<std::string>()->required(), "hardware preset or JSON file")(
-      "workload", po::value<std::string>(), "network: zoo name or JSON graph file")(
+      "workload", po::value<std::string>(), "network: zoo name, JSON graph file or .onnx model")(
       "batch", po::value<int>(), "batch size (overrides the workload's)");
   po::variables_map vm;
   if (!parse("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;

@@ -22,7 +22,11 @@ dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
   try {
     cfg = dram::resolve_memory_config(m.preset);
   } catch (const UserError& e) {
-    throw UserError(fmt::format("{}: /memory/preset: {}", hw.name, e.what()));
+    // The loader speaks to membench's --memory option; here the value came from /memory/preset.
+    std::string what = e.what();
+    const std::string option = "--memory " + m.preset + ": ";
+    if (what.rfind(option, 0) == 0) what = what.substr(option.size());
+    throw UserError(fmt::format("{}: /memory/preset: {}", hw.name, what));
   }
   if (m.channels != 0 && m.channels != cfg.org.channels) {
     cfg.org.channels = m.channels;

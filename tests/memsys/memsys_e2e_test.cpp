@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "run_npusim.hpp"
 
@@ -43,6 +46,31 @@ TEST(MemsysEndToEnd, MnistCnnOnHbmPresetIsBitExactWithMemoryFigures) {
   }
   EXPECT_GT(overlap, 0u) << "double buffering hides some DMA behind compute";
   EXPECT_GT(stats["dma"]["compute_overlap_cycles"].get<uint64_t>(), 0u);
+}
+
+// A description whose memory preset cannot be used is a user error (exit 2) naming the key.
+TEST(MemsysEndToEnd, UnusableMemoryPresetIsAUserError) {
+  auto dir = fresh_dir("memsys-bad-preset");
+  std::filesystem::create_directories(dir);
+  const std::string memory[] = {
+      R"({"model": "dram", "preset": "hbm9"})",
+      R"({"model": "dram", "preset": "hbm2", "channels": 2, "bandwidth_gbps": 256})",
+  };
+  const std::string expected[] = {
+      "npusim: error: chip: /memory/preset: no such preset in ",
+      "npusim: error: chip: /memory/bandwidth_gbps: expected the peak of hbm2 x2 (64.00 GB/s) or "
+      "0, "
+      "got 256",
+  };
+  for (int i = 0; i < 2; ++i) {
+    const auto hw = dir / ("hw" + std::to_string(i) + ".json");
+    std::ofstream(hw) << R"({"schema_version": 1, "name": "chip", "memory": )" << memory[i] << "}";
+    CommandResult r = run_npusim("run --hw " + hw.string() + " --workload mnist-cnn --out " +
+                                 (dir / "out").string());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(expected[i]), std::string::npos) << r.err;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -96,8 +96,8 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
                    fmt::format("only for memory.model \"{}\" (this is \"{}\")", model, m.model));
       }
     };
-    m.bandwidth_gbps = r.number("bandwidth_gbps", dram ? 0.0 : m.bandwidth_gbps, dram ? 0.0 : 0.001,
-                                1e6);
+    m.bandwidth_gbps =
+        r.number("bandwidth_gbps", dram ? 0.0 : m.bandwidth_gbps, dram ? 0.0 : 0.001, 1e6);
     if (dram) {
       only_for("latency_ns", "simple");
       auto preset = r.string_required("preset");
@@ -109,16 +109,19 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
       if (m.channels != 0 && (m.channels & (m.channels - 1)) != 0) {
         diag.error(r.pointer_of("channels"),
                    fmt::format("expected a power of two (the address mapping takes channel bits), "
-                               "got {}", m.channels));
+                               "got {}",
+                               m.channels));
       }
       m.max_outstanding_bursts = static_cast<int>(
           r.integer("max_outstanding_bursts", m.max_outstanding_bursts, 1, 1 << 16));
     } else {
       m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
-      for (const char* key : {"preset", "channels", "max_outstanding_bursts"}) only_for(key, "dram");
+      for (const char* key : {"preset", "channels", "max_outstanding_bursts"}) {
+        only_for(key, "dram");
+      }
     }
-    m.capacity_bytes = static_cast<uint64_t>(
-        r.integer("capacity_bytes", static_cast<int64_t>(m.capacity_bytes), 1 << 20, int64_t{1} << 50));
+    m.capacity_bytes = static_cast<uint64_t>(r.integer(
+        "capacity_bytes", static_cast<int64_t>(m.capacity_bytes), 1 << 20, int64_t{1} << 50));
     r.finish();
   }
   {

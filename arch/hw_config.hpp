@@ -37,13 +37,14 @@ struct BufferConfig {
 
 struct OffChipMemoryConfig {
   // "simple": fixed latency + shared bandwidth (models/offchip_memory.hpp); "dram": the
-  // command-level model of models/dram/ with a preset from configs/memory/ (models/dram_memory.hpp).
+  // command-level model of models/dram/ with a preset from configs/memory/
+  // (models/dram_memory.hpp).
   std::string model = "simple";
   double bandwidth_gbps = 34.0;  // GB/s (10^9 bytes per second); for "dram", the preset's peak
   double latency_ns = 100.0;     // "simple" only
   uint64_t capacity_bytes = 8ull << 30;
-  std::string preset;         // "dram" only: a configs/memory name or a .json path
-  int channels = 0;           // "dram" only: channels used; 0 keeps the preset's count
+  std::string preset;                // "dram" only: a configs/memory name or a .json path
+  int channels = 0;                  // "dram" only: channels used; 0 keeps the preset's count
   int max_outstanding_bursts = 256;  // "dram" only: bursts in flight per DMA queue
 };
 

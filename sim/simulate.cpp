@@ -365,12 +365,12 @@ std::string text_report(const HwConfig& hw, const Program& program, const Simula
                      r.dma_active_cycles, r.dma_compute_overlap_cycles,
                      r.dma_active_cycles - r.dma_compute_overlap_cycles);
   if (per_layer) {
-    out += fmt::format("\n  {:<16} {:<8} {:>12} {:>14} {:>8} {:>12} {:>12}\n", "layer", "op",
-                       "cycles", "MACs", "util %", "mxu stall", "dram bytes");
+    out += fmt::format("\n  {:<16} {:<8} {:>12} {:>14} {:>8} {:>12} {:>12} {:>12}\n", "layer",
+                       "op", "cycles", "MACs", "util %", "mxu stall", "dma exposed", "dram bytes");
     for (const auto& l : r.layers) {
       double util = l.cycles() == 0 ? 0.0 : 100.0 * l.macs / (hw.peak_macs_per_cycle() * l.cycles());
-      out += fmt::format("  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12}\n", l.name, l.op,
-                         l.cycles(), l.macs, util, l.mxu_stall_cycles,
+      out += fmt::format("  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12} {:>12}\n", l.name,
+                         l.op, l.cycles(), l.macs, util, l.mxu_stall_cycles, l.dma_exposed_cycles,
                          l.dram_read_bytes + l.dram_write_bytes);
     }
   }

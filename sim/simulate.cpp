@@ -84,7 +84,7 @@ nlohmann::json memory_figures(const HwConfig& hw, Soc& soc, uint64_t total_cycle
   }
   const dram::MemoryStats s = soc.dram_memory->finish(total_cycles);
   const dram::MemoryConfig& cfg = *soc.dram_config;
-  j["preset"] = cfg.name;
+  j["preset"] = hw.memory.preset;
   j["channels"] = cfg.org.channels;
   j["burst_bytes"] = cfg.org.access_bytes();
   j["tck_ns"] = cfg.timing.tck_ns;

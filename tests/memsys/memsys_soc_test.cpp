@@ -188,6 +188,31 @@ TEST(MemsysSoc, SimultaneousRequestsEnterInQueueOrder) {
   EXPECT_EQ(soc.scoreboard.timings()[1].end_cycle, x.seen_core_cycle(second));
 }
 
+// The simple memory keeps its rule: one transaction per row, row i issued at cycle i, each holding
+// the bus for bytes / bytes_per_cycle. 700 MHz and 44.8 GB/s give 64 bytes per cycle, 100 ns gives
+// ceil(70) = 70 cycles of latency. Three 128-byte rows: the bus is busy until 2, 4, 6, so the last
+// completes at 6 + 70.
+TEST(MemsysSoc, SimpleMemoryKeepsOneTransactionPerRow) {
+  const std::string text = R"({"schema_version": 1, "clock_mhz": 700,
+    "matrix_unit": {"rows": 8, "cols": 8},
+    "buffers": {"unified_buffer": {"capacity_bytes": 65536, "banks": 4},
+                "weight_buffer": {"capacity_bytes": 4096, "banks": 1},
+                "accumulators": {"capacity_bytes": 65536, "banks": 1}},
+    "memory": {"model": "simple", "bandwidth_gbps": 44.8, "latency_ns": 100}})";
+  const HwConfig hw = parse_hw_config(parse_json_text(text, "simple.json"), "simple.json");
+  ASSERT_DOUBLE_EQ(hw.memory_bytes_per_cycle(), 64.0);
+  ASSERT_EQ(hw.memory_latency_cycles(), 70u);
+  Instruction i = load(0, BufferId::kUnified, 0, 100, 128);
+  std::get<DmaOp>(i.op).count[1] = 3;
+  std::get<DmaOp>(i.op).dram_stride[0] = 1000;
+  Program p = program_of({i});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  EXPECT_EQ(soc.dma_load.bursts(), 3u);
+  EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, 6u + 70u);
+  EXPECT_FALSE(soc.dram_memory);
+}
+
 // A 4 KiB row with one burst in flight: each burst issues in the core cycle the previous one is
 // seen complete. Bursts 0 and 32 open a row (hbm2 rows hold 2 KiB: burst 32 is in the next bank,
 // nothing else open there); the others hit the open row. Per burst, from issue cycle t:

@@ -102,6 +102,12 @@ nlohmann::json memory_figures(const HwConfig& hw, Soc& soc, uint64_t total_cycle
   j["energy_pj"] = s.total_energy_pj;
   j["energy_pj_per_bit"] = s.energy_pj_per_bit;
   j["average_power_mw"] = s.average_power_mw;
+  nlohmann::json per_channel = nlohmann::json::array();
+  for (int c = 0; c < soc.dram_memory->memory().channels(); ++c) {
+    const dram::ChannelStats& cs = soc.dram_memory->memory().channel(c).stats();
+    per_channel.push_back(cs.reads + cs.writes);
+  }
+  j["channel_bursts"] = per_channel;  // how the address mapping spread the traffic
   // The preset as resolved (channels applied), so the run can be reproduced from stats.json.
   j["config"] = nlohmann::json::parse(dram::memory_config_to_json_text(cfg));
   return j;

@@ -30,6 +30,14 @@ TEST(MemsysEndToEnd, MnistCnnOnHbmPresetIsBitExactWithMemoryFigures) {
       stats["dram"]["read_bytes"].get<uint64_t>() + stats["dram"]["write_bytes"].get<uint64_t>());
   EXPECT_EQ(m["read_bursts"].get<uint64_t>() + m["write_bursts"].get<uint64_t>(),
             stats["dma"]["bursts"].get<uint64_t>());
+  // The address mapping spreads the traffic over every channel.
+  uint64_t channel_sum = 0;
+  ASSERT_EQ(m["channel_bursts"].size(), 8u);
+  for (const auto& n : m["channel_bursts"]) {
+    EXPECT_GT(n.get<uint64_t>(), 0u);
+    channel_sum += n.get<uint64_t>();
+  }
+  EXPECT_EQ(channel_sum, stats["dma"]["bursts"].get<uint64_t>());
   EXPECT_GT(m["act_commands"].get<uint64_t>(), 0u);
   EXPECT_GT(m["row_hit_rate"].get<double>(), 0.0);
   EXPECT_LE(m["row_hit_rate"].get<double>(), 1.0);

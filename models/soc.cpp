@@ -11,12 +11,6 @@
 namespace npusim {
 
 dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
-#ifndef NPUSIM_HAVE_DRAM
-  throw UserError(
-      fmt::format("{}: /memory/model: \"dram\" needs an npusim built with the DRAM "
-                  "model (cmake -DNPUSIM_WITH_DRAM=ON)",
-                  hw.name));
-#else
   const auto& m = hw.memory;
   dram::MemoryConfig cfg;
   try {
@@ -48,7 +42,6 @@ dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
                     hw.name, cfg.org.capacity_bytes(), cfg.name, m.capacity_bytes));
   }
   return cfg;
-#endif
 }
 
 std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int index) {
@@ -60,13 +53,8 @@ std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int 
 }
 
 std::unique_ptr<DramMemory> Soc::make_dram_memory(const Program& program) {
-#ifdef NPUSIM_HAVE_DRAM
-  if (dram_config) {
-    return std::make_unique<DramMemory>("memory", program.dram_bytes, *dram_config, clock);
-  }
-#endif
-  (void)program;
-  return nullptr;
+  if (!dram_config) return nullptr;
+  return std::make_unique<DramMemory>("memory", program.dram_bytes, *dram_config, clock);
 }
 
 DmaParams Soc::dma_params(const HwConfig& hw) const {

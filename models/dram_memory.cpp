@@ -132,6 +132,9 @@ void DramMemory::admit_arrivals(uint64_t c) {
 void DramMemory::step() {
   const uint64_t c = clock_.now();
   advance(c);
+  NPUSIM_CHECK(arrivals_.empty() || arrivals_.top().cycle >= c,
+               "{}: request arriving at core cycle {} missed (now {})", name(),
+               arrivals_.top().cycle, c);
   if (!arrivals_.empty() && arrivals_.top().cycle == c) {
     // Requests of cycle c may still come from processes that run later in this cycle (a queue
     // starting an instruction); admitting them all at once, by initiator, keeps the order of

@@ -45,6 +45,7 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   JsonDiagnostics diag(origin);
   ObjectReader top(diag, &root, "", true);
   HwConfig c;
+  c.origin = origin;
   auto version = top.integer_required("schema_version", 1, 1000);
   if (version && *version != kHwSchemaVersion) {
     diag.error("/schema_version",

@@ -55,6 +55,7 @@ struct DataTypeConfig {
 };
 
 struct HwConfig {
+  std::string origin;  // the file (or configs/hw/<preset>.json) it was read from, for messages
   std::string name;
   std::string description;
   std::string source;

@@ -12,6 +12,7 @@ namespace npusim {
 
 dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
   const auto& m = hw.memory;
+  const std::string& where = hw.origin.empty() ? hw.name : hw.origin;
   dram::MemoryConfig cfg;
   try {
     cfg = dram::resolve_memory_config(m.preset);
@@ -20,7 +21,7 @@ dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
     std::string what = e.what();
     const std::string option = "--memory " + m.preset + ": ";
     if (what.rfind(option, 0) == 0) what = what.substr(option.size());
-    throw UserError(fmt::format("{}: /memory/preset: {}", hw.name, what));
+    throw UserError(fmt::format("{}: /memory/preset: {}", where, what));
   }
   if (m.channels != 0 && m.channels != cfg.org.channels) {
     cfg.org.channels = m.channels;
@@ -33,13 +34,13 @@ dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
   const double peak = cfg.peak_bandwidth_gbps();
   if (m.bandwidth_gbps > 0 && std::abs(m.bandwidth_gbps - peak) > 0.01 * peak) {
     throw UserError(fmt::format(
-        "{}: /memory/bandwidth_gbps: expected the peak of {} ({:.2f} GB/s) or 0, got {}", hw.name,
+        "{}: /memory/bandwidth_gbps: expected the peak of {} ({:.2f} GB/s) or 0, got {}", where,
         cfg.name, peak, m.bandwidth_gbps));
   }
   if (m.capacity_bytes > cfg.org.capacity_bytes()) {
     throw UserError(
         fmt::format("{}: /memory/capacity_bytes: expected at most the {} bytes of {}, got {}",
-                    hw.name, cfg.org.capacity_bytes(), cfg.name, m.capacity_bytes));
+                    where, cfg.org.capacity_bytes(), cfg.name, m.capacity_bytes));
   }
   return cfg;
 }

@@ -1,17 +1,18 @@
 #include "sim/cli.hpp"
 
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 
-#include <boost/program_options.hpp>
-#include <fmt/format.h>
-
 #include "arch/hw_config.hpp"
 #include "compiler/graph.hpp"
 #include "compiler/lowering.hpp"
 #include "compiler/quantize.hpp"
+#include "models/soc.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/embedded_files.hpp"
@@ -62,7 +63,8 @@ bool parse(const std::string& command, const std::string& synopsis,
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    throw UsageError(fmt::format("npusim {}: {} (see npusim {} --help)", command, e.what(), command));
+    throw UsageError(
+        fmt::format("npusim {}: {} (see npusim {} --help)", command, e.what(), command));
   }
   return true;
 }
@@ -106,7 +108,8 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
     quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()));
   }
   CompileResult result = compile(c.graph, c.hw);
-  if (!result.ok) throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
+  if (!result.ok)
+    throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
   return c;
 }
@@ -123,8 +126,7 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
                           batch_option(vm), vm["seed"].as<uint64_t>(),
-                          vm.count("input") ? vm["input"].as<std::string>() : "",
-                          dtype_option(vm));
+                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm));
 }
 
 void add_target_options(po::options_description& o) {
@@ -250,16 +252,18 @@ int command_validate(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;
   HwConfig hw = load_hw_config(vm["hw"].as<std::string>());
+  if (hw.memory.model == "dram") resolve_dram_config(hw);  // the memory preset must load too
   std::cout << fmt::format("{}: valid hardware description '{}'\n", vm["hw"].as<std::string>(),
                            hw.name);
   if (vm.count("workload")) {
     const std::string workload = vm["workload"].as<std::string>();
     Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1, "",
                                   std::nullopt);
-    std::cout << fmt::format("{}: valid network '{}' ({} layers after fusion, {} MACs at batch {}); "
-                             "it fits, {} instructions\n",
-                             workload, c.graph.name, c.graph.layers.size(), c.graph.total_macs(),
-                             c.graph.batch, c.program.instructions.size());
+    std::cout << fmt::format(
+        "{}: valid network '{}' ({} layers after fusion, {} MACs at batch {}); "
+        "it fits, {} instructions\n",
+        workload, c.graph.name, c.graph.layers.size(), c.graph.total_macs(), c.graph.batch,
+        c.program.instructions.size());
   }
   return 0;
 }
@@ -270,12 +274,12 @@ int command_presets(const std::vector<std::string>& args) {
   if (!parse("presets", "", o, args, vm)) return 0;
   for (const auto& name : embedded_file_names("hw")) {
     HwConfig hw = load_hw_config(name);
-    std::cout << fmt::format("{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
-                             "off-chip\n           {}\n",
-                             name, hw.matrix_unit.rows, hw.matrix_unit.cols,
-                             to_string(hw.matrix_unit.dataflow), hw.matrix_unit.count,
-                             hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
-                             hw.memory.bandwidth_gbps, hw.description);
+    std::cout << fmt::format(
+        "{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
+        "off-chip\n           {}\n",
+        name, hw.matrix_unit.rows, hw.matrix_unit.cols, to_string(hw.matrix_unit.dataflow),
+        hw.matrix_unit.count, hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
+        hw.memory.bandwidth_gbps, hw.description);
   }
   return 0;
 }

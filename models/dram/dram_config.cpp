@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "models/dram/address_mapping.hpp"
+#include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
 
@@ -305,13 +306,22 @@ std::string memory_config_dir() {
   return "configs/memory";
 }
 
+// Presets are compiled into the binary (support/embedded_files.hpp), so a relocated binary needs
+// no configs folder; NPUSIM_CONFIG_DIR, when set, takes precedence so users can edit presets.
+bool use_embedded_presets() {
+  const char* env = std::getenv("NPUSIM_CONFIG_DIR");
+  return env == nullptr || *env == '\0';
+}
+
 std::vector<std::string> list_memory_presets() {
   std::vector<std::string> names;
+  if (use_embedded_presets()) names = embedded_file_names("memory");
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(memory_config_dir(), ec)) {
     if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 
@@ -320,6 +330,11 @@ MemoryConfig resolve_memory_config(const std::string& name_or_path) {
       name_or_path.find('/') != std::string::npos ||
       (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
   if (looks_like_path) return load_memory_config(name_or_path);
+  if (use_embedded_presets()) {
+    if (const EmbeddedFile* preset = find_embedded_file("memory", name_or_path)) {
+      return parse_memory_config(preset->text, fmt::format("configs/memory/{}.json", name_or_path));
+    }
+  }
   std::filesystem::path p = std::filesystem::path(memory_config_dir()) / (name_or_path + ".json");
   if (!std::filesystem::exists(p)) {
     auto names = list_memory_presets();

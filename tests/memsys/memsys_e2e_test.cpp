@@ -64,14 +64,14 @@ TEST(MemsysEndToEnd, UnusableMemoryPresetIsAUserError) {
       R"({"model": "dram", "preset": "hbm9"})",
       R"({"model": "dram", "preset": "hbm2", "channels": 2, "bandwidth_gbps": 256})",
   };
-  const std::string expected[] = {
-      "npusim: error: chip: /memory/preset: no such preset in ",
-      "npusim: error: chip: /memory/bandwidth_gbps: expected the peak of hbm2 x2 (64.00 GB/s) or "
-      "0, "
-      "got 256",
-  };
   for (int i = 0; i < 2; ++i) {
     const auto hw = dir / ("hw" + std::to_string(i) + ".json");
+    // The message names the description's file and the key.
+    const std::string expected[] = {
+        "npusim: error: " + hw.string() + ": /memory/preset: no such preset in ",
+        "npusim: error: " + hw.string() +
+            ": /memory/bandwidth_gbps: expected the peak of hbm2 x2 (64.00 GB/s) or 0, got 256",
+    };
     std::ofstream(hw) << R"({"schema_version": 1, "name": "chip", "memory": )" << memory[i] << "}";
     CommandResult r = run_npusim("run --hw " + hw.string() + " --workload mnist-cnn --out " +
                                  (dir / "out").string());

@@ -84,6 +84,13 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
   PcState& p = pcs_[pseudo_channel_of(flat)];
   auto raise = [](uint64_t& bound, uint64_t value) { bound = std::max(bound, value); };
   auto refresh_act_bound = [&]() { p.next[kA] = std::max(p.next_rrd, p.faw[size_t(p.faw_pos)]); };
+  // RDA / WRA: the device precharges by itself as soon as tRTP (tWR) and tRAS allow.
+  auto auto_precharge = [&] {
+    const uint64_t pre = b.next[kP];
+    close_bank(flat);
+    raise(b.next[kA], pre + t_.rp);
+    raise(p.next_ref, pre + t_.rp);
+  };
   switch (cmd) {
     case Command::kAct:
       b.open = true;
@@ -117,13 +124,7 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
       raise(g.next[kR], t + t_.read_to_read_l());
       raise(p.next[kR], t + t_.read_to_read_s());
       raise(p.next[kW], t + t_.read_to_write());
-      if (cmd == Command::kReadAp) {
-        // The device precharges by itself as soon as tRTP and tRAS allow.
-        const uint64_t pre = b.next[kP];
-        close_bank(flat);
-        raise(b.next[kA], pre + t_.rp);
-        raise(p.next_ref, pre + t_.rp);
-      }
+      if (cmd == Command::kReadAp) auto_precharge();
       occupy_bus(true, t + t_.column_command_cycles);
       break;
     case Command::kWrite:
@@ -134,12 +135,7 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
       raise(g.next[kR], t + t_.write_to_read_l());
       raise(p.next[kW], t + t_.read_to_read_s());
       raise(p.next[kR], t + t_.write_to_read_s());
-      if (cmd == Command::kWriteAp) {
-        const uint64_t pre = b.next[kP];
-        close_bank(flat);
-        raise(b.next[kA], pre + t_.rp);
-        raise(p.next_ref, pre + t_.rp);
-      }
+      if (cmd == Command::kWriteAp) auto_precharge();
       occupy_bus(true, t + t_.column_command_cycles);
       break;
     case Command::kRefresh:

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "models/hazard_checker.hpp"
 #include "models/soc.hpp"
 #include "compiler/reference.hpp"
 #include "compiler/reference_bf16.hpp"
@@ -301,6 +302,9 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
              [&recs](size_t i) { return recs[i].tiling; });
   reg.derived("simulation.wall_seconds", "s", "host time of the simulation",
               [&r] { return r.wall_seconds; });
+  reg.value("simulation.hazard_check_seconds", "s",
+            "host time of the hazard checker (models/hazard_checker.hpp), part of wall_seconds",
+            r.hazard_check_seconds);
 }
 
 }  // namespace
@@ -322,6 +326,14 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
 
   SimulationResult r;
   const auto& timings = soc.scoreboard.timings();
+  // Always on: no instruction touched bytes before the instruction it depends on was done.
+  const auto check_start = std::chrono::steady_clock::now();
+  std::vector<Window> windows;
+  windows.reserve(timings.size());
+  for (const auto& t : timings) windows.push_back({t.start_cycle, t.end_cycle});
+  if (const auto hazard = find_hazard(program, windows)) throw InternalError(hazard->message);
+  r.hazard_check_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
   for (const auto& t : timings) r.total_cycles = std::max(r.total_cycles, t.end_cycle);
   r.macs = sum(soc.matrix_units, [](const MatrixUnit& m) { return m.macs(); });
   NPUSIM_CHECK(r.macs == program.total_macs, "the matrix units executed {} MACs, the graph has {}",

@@ -55,6 +55,7 @@ struct SimulationResult {
   std::vector<std::vector<uint8_t>> tensors;  // per Program::tensors, when asked for
   FunctionalCheck check;
   double wall_seconds = 0.0;
+  double hazard_check_seconds = 0.0;
   // stats.json, formatted from the stats registry, and what each of its figures is.
   nlohmann::json stats;
   std::vector<stats::Descriptor> descriptors;

@@ -1,0 +1,230 @@
+#include "models/hazard_checker.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <variant>
+
+#include <fmt/format.h>
+
+namespace npusim {
+
+namespace {
+
+struct Extents {
+  std::vector<Access>& out;
+  int eb;  // bytes per unified-buffer element: 1 (int8) or 2 (bf16)
+  void add(BufferId space, uint64_t begin, uint64_t bytes, bool write) const {
+    if (bytes > 0) out.push_back({space, begin, begin + bytes, write});
+  }
+  // rows x cols elements with a row pitch of `ld` elements, as one span.
+  static uint64_t span(int rows, int cols, int ld) {
+    return rows <= 0 || cols <= 0 ? 0 : uint64_t(rows - 1) * uint64_t(ld) + uint64_t(cols);
+  }
+};
+
+struct AccessVisitor {
+  const Instruction& instr;
+  Extents x;
+  void operator()(const DmaOp& d) const {
+    const bool load = instr.unit == UnitKind::kDmaLoad;
+    x.add(d.buffer, d.buffer_addr, d.bytes(), load);
+    // The off-chip side, row by row, contiguous rows merged.
+    uint64_t run_begin = 0, run_end = 0;
+    bool open = false;
+    for (uint32_t i2 = 0; i2 < d.count[2] && d.count[0] > 0; ++i2) {
+      for (uint32_t i1 = 0; i1 < d.count[1]; ++i1) {
+        const uint64_t row = d.dram_addr + i2 * d.dram_stride[1] + i1 * d.dram_stride[0];
+        if (open && row == run_end) {
+          run_end += d.count[0];
+          continue;
+        }
+        if (open) x.add(BufferId::kDram, run_begin, run_end - run_begin, !load);
+        run_begin = row;
+        run_end = row + d.count[0];
+        open = true;
+      }
+    }
+    if (open) x.add(BufferId::kDram, run_begin, run_end - run_begin, !load);
+  }
+  void operator()(const MatmulOp& m) const {
+    const ActivationView& v = m.a;
+    x.add(BufferId::kUnified, v.ub_addr,
+          uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * x.eb, false);
+    x.add(BufferId::kWeight, m.wb_addr, Extents::span(m.k, m.n, m.w_ld) * x.eb, false);
+    const uint64_t acc = Extents::span(m.m, m.n, m.acc_ld) * 4;
+    if (m.accumulate) x.add(BufferId::kAccumulator, m.acc_addr, acc, false);
+    x.add(BufferId::kAccumulator, m.acc_addr, acc, true);
+  }
+  void operator()(const RequantOp& r) const {
+    x.add(BufferId::kAccumulator, r.acc_addr, Extents::span(r.m, r.n, r.acc_ld) * 4, false);
+    if (r.has_bias) x.add(BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, false);
+    x.add(BufferId::kUnified, r.out_ub_addr, Extents::span(r.m, r.n, r.out_ld) * x.eb, true);
+  }
+  void operator()(const PoolOp& p) const {
+    x.add(BufferId::kUnified, p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c * x.eb,
+          false);
+    x.add(BufferId::kUnified, p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c * x.eb, true);
+  }
+  void operator()(const SoftmaxOp& s) const {
+    const uint64_t n = uint64_t(s.rows) * s.length * x.eb;
+    x.add(BufferId::kUnified, s.in_ub_addr, n, false);
+    x.add(BufferId::kUnified, s.out_ub_addr, n, true);
+  }
+  void operator()(const LayerNormOp& l) const {
+    const uint64_t n = uint64_t(l.rows) * l.length * x.eb;
+    x.add(BufferId::kUnified, l.params_ub_addr, uint64_t(l.length) * 8, false);
+    x.add(BufferId::kUnified, l.in_ub_addr, n, false);
+    x.add(BufferId::kUnified, l.out_ub_addr, n, true);
+  }
+  void operator()(const LutOp& l) const {
+    x.add(BufferId::kUnified, l.in_ub_addr, l.elements * x.eb, false);
+    x.add(BufferId::kUnified, l.out_ub_addr, l.elements * x.eb, true);
+  }
+  void operator()(const EltwiseOp& e) const {
+    x.add(BufferId::kUnified, e.a_ub_addr, Extents::span(e.rows, e.cols, e.a_ld) * x.eb, false);
+    if (e.kind != EltwiseKind::kRescale) {
+      x.add(BufferId::kUnified, e.b_ub_addr, Extents::span(e.rows, e.cols, e.b_ld) * x.eb, false);
+    }
+    x.add(BufferId::kUnified, e.out_ub_addr, Extents::span(e.rows, e.cols, e.out_ld) * x.eb, true);
+  }
+};
+
+// An access still pending when later instructions come: who, on which unit, until when.
+struct Pending {
+  uint32_t instruction = 0;
+  int unit = 0;
+  uint64_t until = 0;  // cycle the access is over: the instruction's completion
+};
+
+// The pending accesses of bytes [begin, end): the last write (if any) and the reads since, at
+// most one per unit (a unit completes in order, so its latest read covers its earlier ones).
+struct Segment {
+  uint64_t end = 0;
+  bool written = false;
+  Pending write;
+  std::vector<Pending> reads;
+};
+
+// Disjoint segments of one address space, keyed by their first byte.
+class SegmentMap {
+ public:
+  // Splits segments so that `pos` is a segment boundary (if a segment covers it).
+  void split(uint64_t pos) {
+    auto it = map_.upper_bound(pos);
+    if (it == map_.begin()) return;
+    --it;
+    if (it->first < pos && pos < it->second.end) {
+      Segment tail = it->second;
+      it->second.end = pos;
+      map_.emplace_hint(std::next(it), pos, std::move(tail));
+    }
+  }
+  // The segments overlapping [begin, end), after split(begin) and split(end).
+  std::map<uint64_t, Segment>::iterator first(uint64_t begin) {
+    auto it = map_.upper_bound(begin);
+    if (it != map_.begin() && std::prev(it)->second.end > begin) --it;
+    return it;
+  }
+  std::map<uint64_t, Segment>& map() { return map_; }
+
+ private:
+  std::map<uint64_t, Segment> map_;
+};
+
+int unit_key(const Instruction& i) { return int(i.unit) * 4096 + i.unit_index; }
+
+std::string describe(const Program& p, uint32_t id) {
+  const Instruction& i = p.instructions[id];
+  const std::string layer = i.layer < p.layers.size() ? p.layers[i.layer].name : "?";
+  return fmt::format("instruction {} ({} on {}{}, layer {})", id, opcode_name(i), to_string(i.unit),
+                     i.unit_index, layer);
+}
+
+}  // namespace
+
+std::vector<Access> accesses_of(const Instruction& instr, DataType dtype) {
+  std::vector<Access> out;
+  std::visit(AccessVisitor{instr, Extents{out, dtype == DataType::kBf16 ? 2 : 1}}, instr.op);
+  return out;
+}
+
+std::optional<Hazard> find_hazard(const Program& program, const std::vector<Window>& windows) {
+  std::array<SegmentMap, 4> spaces;
+  for (size_t id = 0; id < program.instructions.size(); ++id) {
+    const Instruction& instr = program.instructions[id];
+    const Window w = windows.at(id);
+    const int unit = unit_key(instr);
+    const std::vector<Access> accesses = accesses_of(instr, program.dtype);
+    // Check every access against what is pending before recording any of them (an instruction
+    // may read and write the same bytes).
+    for (const Access& a : accesses) {
+      SegmentMap& space = spaces[size_t(a.space)];
+      for (auto it = space.first(a.begin); it != space.map().end() && it->first < a.end; ++it) {
+        const Segment& seg = it->second;
+        const Pending* conflict = nullptr;
+        bool conflict_writes = false;
+        if (seg.written && seg.write.unit != unit && seg.write.instruction != id &&
+            w.start < seg.write.until) {
+          conflict = &seg.write;
+          conflict_writes = true;
+        }
+        for (size_t r = 0; conflict == nullptr && a.write && r < seg.reads.size(); ++r) {
+          const Pending& p = seg.reads[r];
+          if (p.unit != unit && p.instruction != id && w.start < p.until) conflict = &p;
+        }
+        if (conflict == nullptr) continue;
+        Hazard h;
+        h.kind = !a.write ? "RAW" : conflict_writes ? "WAW" : "WAR";
+        h.earlier = conflict->instruction;
+        h.later = uint32_t(id);
+        h.range = {a.space, std::max(a.begin, it->first), std::min(a.end, seg.end), a.write};
+        h.earlier_window = windows.at(conflict->instruction);
+        h.later_window = w;
+        h.message = fmt::format(
+            "{} hazard on {}[{:#x}, {:#x}): {} {} it from cycle {}, but {} {} it until cycle {} "
+            "(a dependency the program does not declare)",
+            h.kind, to_string(a.space), h.range.begin, h.range.end, describe(program, h.later),
+            a.write ? "writes" : "reads", w.start, describe(program, conflict->instruction),
+            conflict_writes ? "writes" : "reads", conflict->until);
+        return h;
+      }
+    }
+    for (const Access& a : accesses) {
+      SegmentMap& space = spaces[size_t(a.space)];
+      space.split(a.begin);
+      space.split(a.end);
+      auto& map = space.map();
+      const Pending me{uint32_t(id), unit, w.end};
+      if (a.write) {
+        // A write supersedes everything pending on its bytes: a later conflicting access must
+        // wait for it, and it waited for those (or completes after them, on their unit).
+        auto it = space.first(a.begin);
+        while (it != map.end() && it->first < a.end) it = map.erase(it);
+        map.emplace(a.begin, Segment{a.end, true, me, {}});
+        continue;
+      }
+      uint64_t pos = a.begin;
+      auto it = space.first(a.begin);
+      while (pos < a.end) {
+        if (it == map.end() || it->first > pos) {  // a gap nobody touched yet
+          const uint64_t gap_end = it == map.end() ? a.end : std::min(a.end, it->first);
+          it = map.emplace_hint(it, pos, Segment{gap_end, false, {}, {me}});
+          pos = gap_end;
+          ++it;
+          continue;
+        }
+        auto& reads = it->second.reads;
+        reads.erase(std::remove_if(reads.begin(), reads.end(),
+                                   [&](const Pending& p) { return p.unit == unit; }),
+                    reads.end());
+        reads.push_back(me);
+        pos = it->second.end;
+        ++it;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace npusim

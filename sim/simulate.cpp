@@ -79,49 +79,66 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
   *both = overlap(d, c);
 }
 
-void check_outputs(const Program& program, const Graph& graph, const std::vector<uint8_t>& input,
-                   SimulationResult& r) {
-  FunctionalCheck& c = r.check;
-  c.bit_exact = true;
-  if (graph.dtype == DataType::kInt8) {
-    const auto reference = run_reference(graph, Tensor8(input.begin(), input.end()));
-    for (size_t o = 0; o < program.outputs.size(); ++o) {
-      const Tensor8& ref = reference.at(program.outputs[o].name);
-      const std::vector<uint8_t>& sim = r.outputs[o];
-      NPUSIM_CHECK(ref.size() == sim.size(), "output {}: {} simulated values, {} reference values",
-                   program.outputs[o].name, sim.size(), ref.size());
-      for (size_t i = 0; i < sim.size(); ++i) {
-        const int err = std::abs(int(static_cast<int8_t>(sim[i])) - int(ref[i]));
-        c.max_abs_error = std::max(c.max_abs_error, double(err));
-        c.mismatches += err != 0;
-      }
-      c.compared += sim.size();
+// Compares one simulated tensor with its reference: int8 bit for bit (errors in int8 steps), bf16
+// within the tolerance of the tensor's own range (errors in real values).
+void check_tensor(const std::string& layer, const uint8_t* sim_bytes, uint64_t elements,
+                  const Tensor8* ref8, const TensorF* ref16, FunctionalCheck& c) {
+  const uint64_t before = c.mismatches;
+  bool within = true;
+  if (ref8 != nullptr) {
+    NPUSIM_CHECK(ref8->size() == elements, "tensor of {}: {} simulated values, {} reference values",
+                 layer, elements, ref8->size());
+    for (uint64_t i = 0; i < elements; ++i) {
+      const int err = std::abs(int(static_cast<int8_t>(sim_bytes[i])) - int((*ref8)[i]));
+      c.max_abs_error = std::max(c.max_abs_error, double(err));
+      c.mismatches += err != 0;
     }
-    c.bit_exact = c.mismatches == 0;
-    c.within_tolerance = c.bit_exact;
-    c.max_relative_error = 0.0;
-    return;
-  }
-  c.tolerance = kBf16Tolerance;
-  const auto reference = run_reference_bf16(graph, decode_tensor(input, 2, 1.0f));
-  for (size_t o = 0; o < program.outputs.size(); ++o) {
-    const TensorF& ref = reference.at(program.outputs[o].name);
-    const std::vector<float> sim = decode_tensor(r.outputs[o], 2, 1.0f);
-    NPUSIM_CHECK(ref.size() == sim.size(), "output {}: {} simulated values, {} reference values",
-                 program.outputs[o].name, sim.size(), ref.size());
+    within = c.mismatches == before;
+  } else {
+    const std::vector<float> sim =
+        decode_tensor(std::vector<uint8_t>(sim_bytes, sim_bytes + elements * 2), 2, 1.0f);
+    NPUSIM_CHECK(ref16->size() == elements, "tensor of {}: {} simulated values, {} reference values",
+                 layer, elements, ref16->size());
     double range = 0.0, worst = 0.0;
-    for (size_t i = 0; i < sim.size(); ++i) {
-      range = std::max(range, std::fabs(double(ref[i])));
-      const double err = std::fabs(double(sim[i]) - double(ref[i]));
-      worst = std::max(worst, err);
-      c.mismatches += sim[i] != ref[i];
+    for (uint64_t i = 0; i < elements; ++i) {
+      range = std::max(range, std::fabs(double((*ref16)[i])));
+      worst = std::max(worst, std::fabs(double(sim[i]) - double((*ref16)[i])));
+      c.mismatches += sim[i] != (*ref16)[i];
     }
+    const double relative = range > 0.0 ? worst / range : worst;
     c.max_abs_error = std::max(c.max_abs_error, worst);
-    c.max_relative_error = std::max(c.max_relative_error, range > 0.0 ? worst / range : worst);
-    c.compared += sim.size();
+    c.max_relative_error = std::max(c.max_relative_error, relative);
+    within = relative <= c.tolerance;
+  }
+  c.compared += elements;
+  c.tensors += 1;
+  if (!within && c.first_mismatch.empty()) c.first_mismatch = layer;
+  c.within_tolerance = c.within_tolerance && within;
+}
+
+// Every layer's output tensor in simulated off-chip memory against the reference (the graph's
+// outputs are among them).
+void check_tensors(const Program& program, const Graph& graph, const std::vector<uint8_t>& input,
+                   const uint8_t* memory, SimulationResult& r) {
+  FunctionalCheck& c = r.check;
+  c.within_tolerance = true;
+  const bool int8 = graph.dtype == DataType::kInt8;
+  c.tolerance = int8 ? 0.0 : kBf16Tolerance;
+  std::map<std::string, Tensor8> ref8;
+  std::map<std::string, TensorF> ref16;
+  if (int8) {
+    ref8 = run_reference(graph, Tensor8(input.begin(), input.end()));
+  } else {
+    ref16 = run_reference_bf16(graph, decode_tensor(input, 2, 1.0f));
+  }
+  std::map<std::string, std::string> producer;
+  for (const Layer& l : graph.layers) producer[l.output] = l.name;
+  for (const TensorPlacement& t : program.tensors) {
+    const std::string& layer = producer.count(t.name) ? producer.at(t.name) : t.name;
+    check_tensor(layer, memory + t.dram_addr, t.elements(), int8 ? &ref8.at(t.name) : nullptr,
+                 int8 ? nullptr : &ref16.at(t.name), c);
   }
   c.bit_exact = c.mismatches == 0;
-  c.within_tolerance = c.max_relative_error <= c.tolerance;
 }
 
 }  // namespace
@@ -236,17 +253,22 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
             total.dma - total.both);
 
   const FunctionalCheck& c = r.check;
-  reg.value("functional_check.bit_exact", "", "every output value equals the reference",
-            c.bit_exact);
+  reg.value("functional_check.bit_exact", "",
+            "every value of every layer's output tensor equals the reference", c.bit_exact);
+  reg.value("functional_check.tensors", "count",
+            "tensors compared: every layer's output in simulated off-chip memory", c.tensors);
+  reg.value("functional_check.first_mismatch", "",
+            "the first layer (in program order) whose output is outside the tolerance, or empty",
+            c.first_mismatch);
   reg.value("functional_check.within_tolerance", "",
-            "the verdict: int8 must be bit-exact; bf16 within `tolerance` of each output's range",
+            "the verdict: int8 must be bit-exact; bf16 within `tolerance` of each tensor's range",
             c.within_tolerance);
   reg.value("functional_check.tolerance", "ratio",
-            "allowed error relative to the output's largest reference magnitude (0 for int8)",
+            "allowed error relative to each tensor's largest reference magnitude (0 for int8)",
             c.tolerance);
   reg.value("functional_check.max_abs_error", "",
             "largest difference (int8: in int8 steps; bf16: in real values)", c.max_abs_error);
-  reg.value("functional_check.max_relative_error", "ratio", "max_abs_error / range, worst output",
+  reg.value("functional_check.max_relative_error", "ratio", "max_abs_error / range, worst tensor",
             c.max_relative_error);
   reg.value("functional_check.mismatches", "count", "values that differ from the reference",
             c.mismatches);
@@ -344,7 +366,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     const uint8_t* base = soc.memory_contents().data() + out.dram_addr;
     r.outputs.emplace_back(base, base + out.bytes());
   }
-  check_outputs(program, graph, input, r);
+  check_tensors(program, graph, input, soc.memory_contents().data(), r);
   for (size_t i = 0; all_tensors && i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
     const uint8_t* base = soc.memory_contents().data() + t.dram_addr;
@@ -384,16 +406,19 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
       100.0 * s["mxu_utilization"].get<double>(), s["dram"]["read_bytes"].get<uint64_t>(),
       s["dram"]["write_bytes"].get<uint64_t>(),
       c["bit_exact"].get<bool>()
-          ? fmt::format("outputs match the reference bit for bit ({} values)",
-                        c["compared_values"].get<uint64_t>())
+          ? fmt::format("outputs match the reference bit for bit, every layer's tensor too ({} "
+                        "tensors, {} values)",
+                        c["tensors"].get<uint64_t>(), c["compared_values"].get<uint64_t>())
       : c["within_tolerance"].get<bool>()
-          ? fmt::format("outputs match the reference within {:g} of their range (max relative "
-                        "error {:.2g}, {} values; bf16 sums in a different order)",
+          ? fmt::format("outputs match the reference within {:g} of their range, every layer's "
+                        "tensor too (max relative error {:.2g}, {} tensors, {} values; bf16 sums "
+                        "in a different order)",
                         c["tolerance"].get<double>(), c["max_relative_error"].get<double>(),
-                        c["compared_values"].get<uint64_t>())
-          : fmt::format("MISMATCH: {} of {} values differ from the reference, max abs error {:g}",
-                        c["mismatches"].get<uint64_t>(), c["compared_values"].get<uint64_t>(),
-                        c["max_abs_error"].get<double>()));
+                        c["tensors"].get<uint64_t>(), c["compared_values"].get<uint64_t>())
+          : fmt::format("MISMATCH from layer {} on: {} of {} values differ from the reference, "
+                        "max abs error {:g}",
+                        c["first_mismatch"].get<std::string>(), c["mismatches"].get<uint64_t>(),
+                        c["compared_values"].get<uint64_t>(), c["max_abs_error"].get<double>()));
   const auto& m = s["memory"];
   if (m.value("model", "") == "dram") {
     out += fmt::format(

@@ -1,10 +1,10 @@
 #include "models/dram_memory.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "support/error.hpp"
 
@@ -59,8 +59,10 @@ void DramMemory::trace_waveforms(sc_core::sc_trace_file* file, const std::string
 
 void DramMemory::observe_commands() {
   for (int c = 0; c < memory_.channels(); ++c) {
-    memory_.set_command_observer(c, [this, c](dram::Command cmd, uint32_t bank, uint32_t row,
-                                              uint64_t cycle) { on_command(c, cmd, bank, row, cycle); });
+    memory_.set_command_observer(
+        c, [this, c](dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle) {
+          on_command(c, cmd, bank, row, cycle);
+        });
   }
 }
 

@@ -313,8 +313,11 @@ struct VcdFile {
     NPUSIM_CHECK(file != nullptr, "cannot create the VCD trace file {}.tmp.vcd", path_);
     file->set_time_unit(1, sc_core::SC_PS);
   }
-  void finish() {
+  // After sc_start returned (nothing left to do): the trace file writes a time step's values when
+  // time moves on, so one more idle cycle flushes the changes of the run's last cycle.
+  void finish(const sc_core::sc_time& period) {
     if (!file) return;
+    sc_core::sc_start(period);
     sc_core::sc_close_vcd_trace_file(file);
     file = nullptr;
     std::error_code ec;
@@ -349,7 +352,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   if (vcd.file) soc.trace_waveforms(vcd.file);
 
   sc_core::sc_start();
-  vcd.finish();
+  vcd.finish(soc.clock.period());
   if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
   NPUSIM_CHECK(soc.scoreboard.all_done(),
                "simulation ended with {} of {} instructions completed: a dependency was never met",

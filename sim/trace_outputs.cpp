@@ -25,8 +25,8 @@ void prepare_file(const std::string& flag, const std::string& path) {
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   if (ec || (p.has_parent_path() && !fs::is_directory(p.parent_path()))) {
-    throw UserError(fmt::format("{} '{}': cannot create directory '{}'", flag, path,
-                                p.parent_path().string()));
+    throw UserError(
+        fmt::format("{} '{}': cannot create directory '{}'", flag, path, p.parent_path().string()));
   }
   if (fs::is_directory(p)) throw UserError(fmt::format("{} '{}': is a directory", flag, path));
   const std::string probe = path + ".tmp";
@@ -69,8 +69,8 @@ void TraceOutputs::add_options(po::options_description& o) {
   o.add_options()("trace", po::value<std::string>(),
                   "write DIR/trace.json: Chrome trace-event JSON for ui.perfetto.dev or "
                   "chrome://tracing (a track per unit, a slice per instruction, dependency "
-                  "arrows, counters)")(
-      "trace-json", po::value<std::string>(), "write the trace JSON to FILE instead")(
+                  "arrows, counters)")("trace-json", po::value<std::string>(),
+                                       "write the trace JSON to FILE instead")(
       "trace-layers", po::value<std::string>(),
       "trace only these layers: NAME,NAME,... (layer names as in --layers)")(
       "trace-window", po::value<std::string>(),
@@ -115,8 +115,8 @@ TraceOutputs::TraceOutputs(const po::variables_map& vm) {
       const size_t comma = std::min(list.find(',', p), list.size());
       const std::string name = list.substr(p, comma - p);
       if (name.empty()) {
-        throw UserError(fmt::format("--trace-layers '{}': expected NAME,NAME,... (an empty name)",
-                                    list));
+        throw UserError(
+            fmt::format("--trace-layers '{}': expected NAME,NAME,... (an empty name)", list));
       }
       layers_.push_back(name);
       p = comma + 1;
@@ -166,9 +166,9 @@ std::unique_ptr<timeline::Timeline> TraceOutputs::make_timeline(const HwConfig& 
           if (!known.empty()) known += ", ";
           known += l.name;
         }
-        throw UserError(fmt::format(
-            "--trace-layers: unknown layer '{}' (layers of {} after fusion: {})", name,
-            program.network, known));
+        throw UserError(
+            fmt::format("--trace-layers: unknown layer '{}' (layers of {} after fusion: {})", name,
+                        program.network, known));
       }
     }
   }

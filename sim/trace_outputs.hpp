@@ -1,16 +1,15 @@
 // The trace outputs of `npusim run` (docs/traces.md): --trace DIR / --trace-json FILE (Chrome and
 // Perfetto trace JSON), --html FILE (the self-contained report), --vcd FILE (SystemC waveforms),
-// and the filters --trace-layers, --trace-window, --trace-detail. Bad flags and paths that cannot be
-// written are UserErrors found before the simulation; every file is written to a temporary name and
-// renamed, and an old file of the same name is removed first, so nothing left behind looks like
+// and the filters --trace-layers, --trace-window, --trace-detail. Bad flags and paths that cannot
+// be written are UserErrors found before the simulation; every file is written to a temporary name
+// and renamed, and an old file of the same name is removed first, so nothing left behind looks like
 // this run's output.
 #pragma once
 
 #include <boost/program_options.hpp>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
@@ -28,7 +27,8 @@ class TraceOutputs {
   const std::string& vcd_path() const { return vcd_path_; }
   // A timeline for `program` with the filter applied (layer names checked against the program),
   // or null when no trace output was asked for.
-  std::unique_ptr<timeline::Timeline> make_timeline(const HwConfig& hw, const Program& program) const;
+  std::unique_ptr<timeline::Timeline> make_timeline(const HwConfig& hw,
+                                                    const Program& program) const;
   // Writes the trace JSON and the HTML report from the recorded timeline and the run's stats.json.
   void write(const timeline::Timeline& timeline, const HwConfig& hw, const Program& program,
              const nlohmann::json& stats) const;

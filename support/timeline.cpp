@@ -6,12 +6,18 @@ namespace npusim::timeline {
 
 const char* to_string(TrackKind kind) {
   switch (kind) {
-    case TrackKind::kDmaLoad: return "dma_load";
-    case TrackKind::kDmaStore: return "dma_store";
-    case TrackKind::kMatrix: return "matrix";
-    case TrackKind::kVector: return "vector";
-    case TrackKind::kMemoryChannel: return "memory_channel";
-    case TrackKind::kBursts: return "bursts";
+    case TrackKind::kDmaLoad:
+      return "dma_load";
+    case TrackKind::kDmaStore:
+      return "dma_store";
+    case TrackKind::kMatrix:
+      return "matrix";
+    case TrackKind::kVector:
+      return "vector";
+    case TrackKind::kMemoryChannel:
+      return "memory_channel";
+    case TrackKind::kBursts:
+      return "bursts";
   }
   return "?";
 }

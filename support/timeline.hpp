@@ -63,8 +63,8 @@ struct BurstRecord {
 };
 
 struct CommandRecord {
-  uint32_t track;  // a kMemoryChannel track
-  uint64_t cycle;  // core cycle in which the command issued
+  uint32_t track;   // a kMemoryChannel track
+  uint64_t cycle;   // core cycle in which the command issued
   uint8_t command;  // index into command_names
   uint32_t bank, row;
 };

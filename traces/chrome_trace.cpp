@@ -97,10 +97,18 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", int(c));
@@ -124,8 +132,10 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
   std::vector<std::vector<uint32_t>> by_track(tracks.size());
   std::vector<uint8_t> written(rec.size(), 0);
   for (uint32_t i = 0; i < rec.size(); ++i) {
-    NPUSIM_CHECK(rec[i].track != InstructionRecord::kNone, "chrome trace: instruction {} was not "
-                 "recorded", i);
+    NPUSIM_CHECK(rec[i].track != InstructionRecord::kNone,
+                 "chrome trace: instruction {} was not "
+                 "recorded",
+                 i);
     if (filter.layer(program.instructions[i].layer) && filter.window(rec[i].start, rec[i].end)) {
       written[i] = 1;
       by_track[rec[i].track].push_back(i);
@@ -143,9 +153,8 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
   }
   std::vector<uint32_t> burst_order(t.bursts().size());
   for (uint32_t b = 0; b < burst_order.size(); ++b) burst_order[b] = b;
-  std::sort(burst_order.begin(), burst_order.end(), [&](uint32_t a, uint32_t b) {
-    return t.bursts()[a].start < t.bursts()[b].start;
-  });
+  std::sort(burst_order.begin(), burst_order.end(),
+            [&](uint32_t a, uint32_t b) { return t.bursts()[a].start < t.bursts()[b].start; });
   std::vector<uint32_t> burst_lane(t.bursts().size(), 0);
   for (uint32_t b : burst_order) {
     const auto& x = t.bursts()[b];
@@ -176,17 +185,17 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
   }
   w.out_ += "]},\"traceEvents\":[\n";
 
-  w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kPid,
-                      json_string(fmt::format("{} on {} ({} MHz)", run.workload, run.hardware,
-                                              t.clock_mhz()))));
+  w.event(fmt::format(
+      R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kPid,
+      json_string(fmt::format("{} on {} ({} MHz)", run.workload, run.hardware, t.clock_mhz()))));
   for (uint32_t tr = 0; tr < tracks.size(); ++tr) {
     const uint32_t n = std::max<uint32_t>(1, uint32_t(lanes[tr].lane_end.size()));
     for (uint32_t l = 0; l < n; ++l) {
       const std::string name =
           l == 0 ? tracks[tr].name : fmt::format("{} #{}", tracks[tr].name, l + 1);
-      w.event(fmt::format(
-          R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})", kPid,
-          first_tid[tr] + l, json_string(name)));
+      w.event(
+          fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
+                      kPid, first_tid[tr] + l, json_string(name)));
       w.event(fmt::format(
           R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
           kPid, first_tid[tr] + l, first_tid[tr] + l));

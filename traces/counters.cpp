@@ -120,7 +120,8 @@ std::vector<Series> counter_series(const Timeline& timeline, const Program& prog
     Series s{name, "bytes", std::vector<double>(windows, 0.0)};
     for (const Instruction& instr : program.instructions) {
       const uint64_t bytes = bytes_written(instr, buffer, eb);
-      if (bytes > 0) spread(s.values, window_cycles, rec[instr.id].start, last_use[instr.id], double(bytes));
+      if (bytes > 0)
+        spread(s.values, window_cycles, rec[instr.id].start, last_use[instr.id], double(bytes));
     }
     for (size_t w = 0; w < windows; ++w) s.values[w] /= window_len(w);
     out.push_back(std::move(s));

@@ -1,7 +1,8 @@
 // Counter series derived from a recorded timeline, shared by the trace writers. Each series is a
 // step function sampled once per window of `window_cycles` (the last window may be shorter); the
 // value of a window is its time-weighted mean:
-//   - "<channel> bandwidth" (GB/s): off-chip bytes completed on the channel in the window / its time;
+//   - "<channel> bandwidth" (GB/s): off-chip bytes completed on the channel in the window / its
+//   time;
 //   - "<unit> utilization" (%): share of the window with an instruction of the unit in flight;
 //   - "unified buffer in use", "weight buffer in use" (bytes): bytes a producer wrote into the
 //     buffer (a DMA load, a vector instruction's output) that are live from the producer's start
@@ -19,8 +20,8 @@
 namespace npusim::traces {
 
 struct Series {
-  std::string name;  // "dram ch0 bandwidth"
-  std::string unit;  // "GB/s", "%", "bytes"
+  std::string name;            // "dram ch0 bandwidth"
+  std::string unit;            // "GB/s", "%", "bytes"
   std::vector<double> values;  // window i covers cycles [i * window, (i + 1) * window)
 };
 

@@ -21,8 +21,10 @@ json timeline_tracks(const timeline::Timeline& t, const Program& program, uint64
   const auto& tracks = t.tracks();
   std::vector<std::vector<uint32_t>> by_track(tracks.size());
   for (uint32_t i = 0; i < rec.size(); ++i) {
-    NPUSIM_CHECK(rec[i].track != InstructionRecord::kNone, "html report: instruction {} was not "
-                 "recorded", i);
+    NPUSIM_CHECK(rec[i].track != InstructionRecord::kNone,
+                 "html report: instruction {} was not "
+                 "recorded",
+                 i);
     by_track[rec[i].track].push_back(i);
   }
   json out = json::array();
@@ -84,10 +86,10 @@ std::string html_report(const timeline::Timeline& t, const Program& program, con
   for (const auto& row : stats.value("layers", json::array())) {
     json l;
     for (const auto& [key, value] : row.items()) {
-      const bool wanted = key == "name" || key == "op" || key == "cycles" ||
-                          key == "start_cycle" || key == "end_cycle" || key == "macs" ||
-                          key == "mxu_utilization" || key == "dram_read_bytes" ||
-                          key == "dram_write_bytes" || key.find("energy") != std::string::npos ||
+      const bool wanted = key == "name" || key == "op" || key == "cycles" || key == "start_cycle" ||
+                          key == "end_cycle" || key == "macs" || key == "mxu_utilization" ||
+                          key == "dram_read_bytes" || key == "dram_write_bytes" ||
+                          key.find("energy") != std::string::npos ||
                           key.find("power") != std::string::npos;
       if (wanted) l[key] = value;
     }

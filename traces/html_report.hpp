@@ -7,9 +7,8 @@
 // a roofline of the layers against the chip's peak compute and off-chip bandwidth.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "arch/program.hpp"
 #include "support/timeline.hpp"

@@ -57,7 +57,8 @@ class ChannelController {
   // Called once per completed request with the cycle its data transfer ends.
   using Callback = std::function<void(uint64_t id, uint64_t cycle)>;
   // Called for every command issued (tracing only; unset, it costs one branch per command).
-  using CommandObserver = std::function<void(Command cmd, uint32_t bank, uint32_t row, uint64_t cycle)>;
+  using CommandObserver =
+      std::function<void(Command cmd, uint32_t bank, uint32_t row, uint64_t cycle)>;
 
   explicit ChannelController(const MemoryConfig& config);
 

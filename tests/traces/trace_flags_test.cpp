@@ -13,8 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("npusim-trace-flags-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path dir =
+      fs::temp_directory_path() / ("npusim-trace-flags-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -25,8 +25,8 @@ const std::string kRun = "run --hw tpu-v1 --workload mnist-cnn ";
 void expect_usage_error(const std::string& args, const std::string& message) {
   const CommandResult r = run_npusim(kRun + args);
   EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nexpected: " << message
-                                                    << "\ngot: " << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos)
+      << args << "\nexpected: " << message << "\ngot: " << r.err;
 }
 
 TEST(TraceFlags, BadWindowSyntax) {
@@ -52,7 +52,8 @@ TEST(TraceFlags, BadDetailAndFiltersWithoutTrace) {
   const fs::path dir = fresh("detail");
   expect_usage_error("--trace " + dir.string() + " --trace-detail cycles",
                      "--trace-detail 'cycles': expected instructions or bursts");
-  expect_usage_error("--trace-layers conv1", "--trace-layers needs --trace DIR or --trace-json FILE");
+  expect_usage_error("--trace-layers conv1",
+                     "--trace-layers needs --trace DIR or --trace-json FILE");
   expect_usage_error("--html " + (dir / "r.html").string() + " --trace-window 1:2",
                      "--trace-window needs --trace DIR or --trace-json FILE");
   expect_usage_error("--trace " + dir.string() + " --trace-json " + (dir / "t.json").string(),
@@ -64,8 +65,8 @@ TEST(TraceFlags, UnwritablePaths) {
   std::ofstream(dir / "file") << "x";
   expect_usage_error("--vcd " + (dir / "file" / "w.vcd").string(), "--vcd '");
   expect_usage_error("--html " + dir.string(), "is a directory");
-  expect_usage_error("--trace " + (dir / "file").string(), "--trace '" + (dir / "file").string() +
-                                                               "': cannot create directory");
+  expect_usage_error("--trace " + (dir / "file").string(),
+                     "--trace '" + (dir / "file").string() + "': cannot create directory");
   EXPECT_FALSE(fs::exists(dir / "file" / "w.vcd"));
 }
 

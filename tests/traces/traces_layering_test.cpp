@@ -25,8 +25,8 @@ TEST(TracesLayering, WritersIncludeOnlySupportArchAndThemselves) {
       if (!std::regex_search(line, match, include_line)) continue;
       ++includes;
       const std::string header = match[1];
-      const bool project = header.find('/') != std::string::npos &&
-                           header.rfind("fmt/", 0) != 0 && header.rfind("nlohmann/", 0) != 0;
+      const bool project = header.find('/') != std::string::npos && header.rfind("fmt/", 0) != 0 &&
+                           header.rfind("nlohmann/", 0) != 0;
       const bool allowed = header.rfind("support/", 0) == 0 || header.rfind("arch/", 0) == 0 ||
                            header.rfind("traces/", 0) == 0;
       EXPECT_FALSE(header.rfind("systemc", 0) == 0 || header.rfind("tlm", 0) == 0 ||

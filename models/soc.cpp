@@ -163,7 +163,7 @@ void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_
   }
   const dram::MemoryStats s = dram_memory->finish(end_cycle);
   stats::Registry figures;
-  dram::register_memory_stats(figures, *dram_config, s,
+  dram::register_memory_stats(figures, hw.memory.preset, *dram_config, s,
                               dram::channel_bursts(dram_memory->memory()));
   reg.include("memory", figures);
 }

@@ -53,12 +53,13 @@ uint64_t parse_count(const std::string& flag, const std::string& value, uint64_t
 
 // The report: the run's `memory` figures with the same keys as stats.json's `memory` section
 // (one registration, models/dram/memory_stats.cpp), what membench drove, and the host's speed.
-nlohmann::ordered_json to_json(const MemoryConfig& cfg, const std::string& pattern,
+nlohmann::ordered_json to_json(const std::string& preset, const MemoryConfig& cfg,
+                               const std::string& pattern,
                                const MembenchResult& r) {
   const MemoryStats& s = r.stats;
   const double peak = cfg.peak_bandwidth_gbps();
   stats::Registry reg;
-  register_memory_stats(reg, cfg, s, r.channel_bursts);
+  register_memory_stats(reg, preset, cfg, s, r.channel_bursts);
   nlohmann::ordered_json j;
   j["pattern"] = pattern;
   j["memory_file"] = cfg.file;
@@ -160,7 +161,7 @@ int run(const std::vector<std::string>& args) {
 
   MembenchResult result = run_membench(cfg, opt);
   std::cout << to_json(
-                   cfg,
+                   memory, cfg,
                    opt.pattern == Pattern::kTrace ? "trace:" + trace : pattern_name(opt.pattern),
                    result)
                    .dump(2)

@@ -11,10 +11,10 @@ std::vector<uint64_t> channel_bursts(const MemorySystem& memory) {
   return out;
 }
 
-void register_memory_stats(stats::Registry& reg, const MemoryConfig& cfg, const MemoryStats& s,
+void register_memory_stats(stats::Registry& reg, const std::string& preset,
+                           const MemoryConfig& cfg, const MemoryStats& s,
                            const std::vector<uint64_t>& per_channel) {
-  reg.value("preset", "", "memory preset (configs/memory), with ` xN` when channels were changed",
-            cfg.name);
+  reg.value("preset", "", "memory preset (configs/memory) or file, as named", preset);
   reg.value("channels", "count", "independent channels", cfg.org.channels);
   reg.value("burst_bytes", "bytes", "bytes of one access (one burst)", cfg.org.access_bytes());
   reg.value("tck_ns", "ns", "memory clock period", cfg.timing.tck_ns);

@@ -14,8 +14,10 @@ namespace npusim::dram {
 std::vector<uint64_t> channel_bursts(const MemorySystem& memory);
 
 // Registers the figures of a memory at the end of a run (`s`, from MemorySystem::stats() or its
-// end-of-run equivalent; `per_channel` from channel_bursts()), captured by value.
-void register_memory_stats(stats::Registry& reg, const MemoryConfig& config, const MemoryStats& s,
+// end-of-run equivalent; `per_channel` from channel_bursts()), captured by value. `preset` is the
+// preset as the user named it (the resolved configuration is registered as `config`).
+void register_memory_stats(stats::Registry& reg, const std::string& preset,
+                           const MemoryConfig& config, const MemoryStats& s,
                            const std::vector<uint64_t>& per_channel);
 
 }  // namespace npusim::dram

@@ -32,6 +32,13 @@ void DmaEngine::burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle) {
   NPUSIM_CHECK(p.is_response_ok(), "{}: instruction {}: memory error at {:#x}", name(), instr_->id,
                p.get_address());
   end_ = std::max(end_, cycle);
+  if (burst_track_ != timeline::InstructionRecord::kNone) {
+    const uint64_t issue = burst_issue_.at(&p);
+    if (timeline_->bursts_wanted(instr_->layer, issue, cycle)) {
+      timeline_->burst({burst_track_, instr_->id, issue, cycle, p.get_address(),
+                        p.get_data_length(), p.is_write()});
+    }
+  }
   if (load_ && !op_->transpose) {
     const uint64_t local = op_->buffer_addr + uint64_t(p.get_data_ptr() - local_);
     conflicts_ += buffers_.dma_write_conflicts(op_->buffer, local, p.get_data_length(), cycle);
@@ -51,6 +58,7 @@ void DmaEngine::send(uint64_t dram_addr, uint8_t* local, uint64_t len, uint64_t 
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time delay = clock_.cycles(issue_cycle - now);
   ++bursts_;
+  if (burst_track_ != timeline::InstructionRecord::kNone) burst_issue_[p] = issue_cycle;
   const tlm::tlm_sync_enum r = socket->nb_transport_fw(*p, phase, delay);
   if (r == tlm::TLM_COMPLETED) {  // early completion: the simple memory
     burst_done(*p, now + clock_.to_cycles(delay));
@@ -144,7 +152,7 @@ void DmaEngine::execute(const Instruction& instr) {
   add_busy(instr, end - start);
   const uint64_t now = clock_.now();
   if (end > now) wait(clock_.cycles(end - now));
-  scoreboard_.complete(instr.id, start, end);
+  complete(instr, start, end);
 }
 
 void DmaEngine::register_stats(stats::Registry& reg, const std::string& prefix) const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <tlm>
+#include <unordered_map>
 #include <vector>
 
 #include "models/execution_unit.hpp"
@@ -60,6 +61,8 @@ class DmaEngine : public ExecutionUnit {
   const std::vector<uint64_t>& layer_bank_conflict_cycles() const { return layer_conflicts_; }
   // Cycles a burst waited for a free slot of the outstanding window.
   uint64_t window_full_cycles() const { return window_full_cycles_; }
+  // With the timeline's burst detail: records each burst (issue to completion) on `track`.
+  void record_bursts(uint32_t track) { burst_track_ = track; }
   void register_stats(stats::Registry& reg, const std::string& prefix) const override;
 
  protected:
@@ -93,6 +96,8 @@ class DmaEngine : public ExecutionUnit {
   uint64_t conflicts_ = 0;              // bank-conflict cycles of this instruction
   uint64_t window_since_ = UINT64_MAX;  // when a burst found the window full
   std::vector<uint8_t> staging_;        // the box of a transposing load, row by row
+  uint32_t burst_track_ = timeline::InstructionRecord::kNone;
+  std::unordered_map<const tlm::tlm_generic_payload*, uint64_t> burst_issue_;  // burst detail only
 
   uint64_t bytes_moved_ = 0, bursts_ = 0, bank_conflict_cycles_ = 0, window_full_cycles_ = 0;
   std::vector<uint64_t> layer_conflicts_;

@@ -1,5 +1,7 @@
 #include "models/dram_memory.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -28,6 +30,63 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::Memor
   SC_METHOD(step);
   sensitive << arrival_event_;
   dont_initialize();
+  SC_METHOD(clear_commands);  // waveforms only: never triggered without them
+  sensitive << clear_event_;
+  dont_initialize();
+}
+
+void DramMemory::record_to(timeline::Timeline* timeline, std::vector<uint32_t> channel_tracks) {
+  NPUSIM_CHECK(channel_tracks.size() == size_t(memory_.channels()),
+               "{}: {} channel tracks for {} channels", name(), channel_tracks.size(),
+               memory_.channels());
+  timeline_ = timeline;
+  channel_tracks_ = std::move(channel_tracks);
+  if (timeline_->filter().detail == timeline::Detail::kBursts) observe_commands();
+}
+
+void DramMemory::trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix) {
+  const size_t n = size_t(memory_.channels());
+  waves_ = std::make_unique<Waves>();
+  waves_->command.assign(n, 0);
+  waves_->bank.assign(n, 0);
+  waves_->set_at.assign(n, 0);
+  for (size_t c = 0; c < n; ++c) {
+    sc_core::sc_trace(file, waves_->command[c], fmt::format("{}.ch{}.command", prefix, c), 3);
+    sc_core::sc_trace(file, waves_->bank[c], fmt::format("{}.ch{}.bank", prefix, c), 8);
+  }
+  observe_commands();
+}
+
+void DramMemory::observe_commands() {
+  for (int c = 0; c < memory_.channels(); ++c) {
+    memory_.set_command_observer(
+        c, [this, c](dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle) {
+          on_command(c, cmd, bank, row, cycle);
+        });
+  }
+}
+
+void DramMemory::on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row,
+                            uint64_t cycle) {
+  if (timeline_) {
+    const uint64_t core = crossing_.core_cycle_of(cycle);
+    if (timeline_->commands_wanted(core)) {
+      timeline_->command({channel_tracks_[size_t(channel)], core, uint8_t(cmd), bank, row});
+    }
+  }
+  if (waves_ && sc_core::sc_is_running()) {
+    waves_->command[size_t(channel)] = 1u + unsigned(cmd);
+    waves_->bank[size_t(channel)] = bank;
+    waves_->set_at[size_t(channel)] = clock_.now();
+    clear_event_.notify(clock_.period());
+  }
+}
+
+void DramMemory::clear_commands() {
+  const uint64_t now = clock_.now();
+  for (size_t c = 0; c < waves_->command.size(); ++c) {
+    if (waves_->set_at[c] < now) waves_->command[c] = 0;
+  }
 }
 
 tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
@@ -80,6 +139,11 @@ void DramMemory::deliver(uint64_t c) {
                    done.memory_cycle, c);
       InFlight f = in_flight_[done.slot];
       free_slots_.push_back(done.slot);
+      if (timeline_) {
+        const uint64_t addr = f.payload->get_address();
+        timeline_->memory_bytes(channel_tracks_[size_t(memory_.mapper().map(addr).channel)], c,
+                                f.payload->get_data_length());
+      }
       tlm::tlm_phase phase = tlm::BEGIN_RESP;
       sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
       f.payload->set_response_status(tlm::TLM_OK_RESPONSE);

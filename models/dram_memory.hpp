@@ -20,12 +20,20 @@
 // The module's process wakes only at core cycles where a request arrives or the memory has an event
 // (MemorySystem::next_event_cycle), never on idle cycles; with nothing in flight it sleeps until
 // the next request, and the refreshes of the idle stretch are replayed by the next advance_to.
+//
+// Recording (off unless asked for): completed bytes per channel and, with burst detail, every DRAM
+// command go to the timeline; with waveforms, "<channel>.command" (0 none, else 1 + the
+// dram::Command) and "<channel>.bank" are traced. The command variables change at the core cycle
+// in which the module processes the command: the core edge at or after it while requests are in
+// flight, later for refreshes of a stretch without traffic (replayed at the next request); they
+// return to 0 one core cycle later.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <queue>
 #include <systemc>
 #include <tlm>
@@ -33,6 +41,7 @@
 
 #include "models/clock.hpp"
 #include "models/dram/memory_system.hpp"
+#include "support/timeline.hpp"
 
 namespace npusim {
 
@@ -45,6 +54,8 @@ class ClockCrossing {
   uint64_t entry_memory_cycle(uint64_t c) const { return c * core_ps_ / mem_ps_ + 1; }
   // Core cycle at which a completion at memory cycle `e` is seen.
   uint64_t seen_core_cycle(uint64_t e) const { return (e * mem_ps_ + core_ps_ - 1) / core_ps_; }
+  // Core cycle during which memory cycle `e` begins.
+  uint64_t core_cycle_of(uint64_t e) const { return e * mem_ps_ / core_ps_; }
   uint64_t memory_period_ps() const { return mem_ps_; }
 
  private:
@@ -69,6 +80,10 @@ class DramMemory : public sc_core::sc_module {
   // Brings the memory to core cycle `end_cycle` (refresh and background of the tail included) and
   // returns its statistics. Contract: nothing may be in flight.
   dram::MemoryStats finish(uint64_t end_cycle);
+  // Records completed bytes (and, with burst detail, commands) of channel c on channel_tracks[c].
+  void record_to(timeline::Timeline* timeline, std::vector<uint32_t> channel_tracks);
+  // Traces "<prefix>.ch<c>.command" and ".bank" into `file` (before sc_start).
+  void trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix);
 
  private:
   struct Arrival {
@@ -99,6 +114,9 @@ class DramMemory : public sc_core::sc_module {
   // Moves the FIFOs' heads into the controller while it accepts them.
   void admit_waiting();
   void deliver(uint64_t c);
+  void observe_commands();
+  void on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle);
+  void clear_commands();
 
   std::vector<uint8_t> data_;
   const CoreClock& clock_;
@@ -117,6 +135,15 @@ class DramMemory : public sc_core::sc_module {
   uint64_t next_seq_ = 0;
   sc_core::sc_event arrival_event_;
   uint64_t bytes_read_ = 0, bytes_written_ = 0;
+
+  timeline::Timeline* timeline_ = nullptr;
+  std::vector<uint32_t> channel_tracks_;
+  struct Waves {
+    std::vector<unsigned> command, bank;
+    std::vector<uint64_t> set_at;  // core cycle each command variable was set
+  };
+  std::unique_ptr<Waves> waves_;
+  sc_core::sc_event clear_event_;
 };
 
 }  // namespace npusim

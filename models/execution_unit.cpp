@@ -23,18 +23,35 @@ void ExecutionUnit::add_busy(const Instruction& instr, uint64_t cycles) {
   layer_busy_[instr.layer] += cycles;
 }
 
+void ExecutionUnit::trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix) {
+  waves_ = std::make_unique<Waves>();
+  waves_->queue_depth = static_cast<uint32_t>(stream_.size());
+  sc_core::sc_trace(file, waves_->busy, prefix + ".busy");
+  sc_core::sc_trace(file, waves_->waiting, prefix + ".waiting");
+  sc_core::sc_trace(file, waves_->instruction, prefix + ".instruction");
+  sc_core::sc_trace(file, waves_->queue_depth, prefix + ".queue_depth");
+}
+
 void ExecutionUnit::run() {
   try {
     for (uint32_t id : stream_) {
       const Instruction& instr = program_.instructions[id];
       uint64_t before = clock_.now();
+      if (waves_) waves_->busy = false, waves_->waiting = true;
       scoreboard_.wait_for(instr.deps);
       uint64_t stalled = clock_.now() - before;
       stats_.stall_cycles += stalled;
       layer_stall_[instr.layer] += stalled;
+      if (waves_) {
+        waves_->waiting = false;
+        waves_->busy = true;
+        waves_->instruction = id;
+        --waves_->queue_depth;
+      }
       execute(instr);
       ++stats_.instructions;
     }
+    if (waves_) waves_->busy = waves_->waiting = false;
   } catch (...) {
     if (!failure_) failure_ = std::current_exception();
     sc_core::sc_stop();

@@ -1,9 +1,16 @@
 // What every unit of the SoC shares: it executes its own instruction stream in order, waiting on
 // the scoreboard for each instruction's dependency tokens. A failure inside a unit's thread is
 // kept and rethrown by the driver after sc_start returns, with its type intact.
+//
+// Recording (both off unless asked for): each instruction's [start, end) goes to the timeline
+// (support/timeline.hpp) when one is attached; with waveforms, four variables traced by SystemC's
+// VCD writer follow the unit: `busy` (from issuing an instruction until the unit can take the
+// next), `waiting` (its next instruction waits on dependency tokens), `instruction` (id of the last
+// instruction issued) and `queue_depth` (instructions of its stream not yet issued).
 #pragma once
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +20,7 @@
 #include "models/clock.hpp"
 #include "models/scoreboard.hpp"
 #include "support/stats.hpp"
+#include "support/timeline.hpp"
 
 namespace npusim {
 
@@ -35,23 +43,42 @@ class ExecutionUnit : public sc_core::sc_module {
   // Registers this unit's counters under `prefix` (e.g. "units.dma_load"); the registry must be
   // formatted while the unit exists.
   virtual void register_stats(stats::Registry& reg, const std::string& prefix) const;
+  // Records every instruction's [start, end) on `track` of `timeline` (which outlives the run).
+  void record_to(timeline::Timeline* timeline, uint32_t track) {
+    timeline_ = timeline;
+    track_ = track;
+  }
+  // Traces this unit's waveform variables into `file` as "<prefix>.busy" etc. (before sc_start).
+  void trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix);
 
  protected:
   // Executes one instruction: computes its values, advances simulated time for as long as the
   // unit is occupied, and reports the instruction's completion to the scoreboard.
   virtual void execute(const Instruction& instr) = 0;
   void add_busy(const Instruction& instr, uint64_t cycles);
+  // Reports the instruction's completion to the scoreboard (and the timeline, when recording).
+  void complete(const Instruction& instr, uint64_t start, uint64_t end) {
+    scoreboard_.complete(instr.id, start, end);
+    if (timeline_) timeline_->instruction(track_, instr.id, start, end);
+  }
 
   const Program& program_;
   Scoreboard& scoreboard_;
   const CoreClock& clock_;
   UnitStats stats_;
+  timeline::Timeline* timeline_ = nullptr;
+  uint32_t track_ = 0;
 
  private:
+  struct Waves {
+    bool busy = false, waiting = false;
+    uint32_t instruction = 0, queue_depth = 0;
+  };
   void run();
 
   std::vector<uint32_t> stream_;
   std::vector<uint64_t> layer_busy_, layer_stall_;
+  std::unique_ptr<Waves> waves_;  // only with waveforms
   static std::exception_ptr failure_;
 };
 

@@ -70,7 +70,7 @@ void MatrixUnit::execute(const Instruction& instr) {
   last_done_ = std::max(last_done_, t.done_cycle);
   macs_ += uint64_t(op->m) * op->k * op->n;
   add_busy(instr, t.busy_cycles);
-  scoreboard_.complete(instr.id, t.start_cycle, last_done_);
+  complete(instr, t.start_cycle, last_done_);
   wait(clock_.cycles(t.next_issue_cycle - issue));
 }
 

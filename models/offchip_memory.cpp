@@ -51,6 +51,7 @@ void OffChipMemory::b_transport(int, tlm::tlm_generic_payload& payload, sc_core:
     std::memcpy(data_.data() + addr, payload.get_data_ptr(), len);
     bytes_written_ += len;
   }
+  if (timeline_) timeline_->memory_bytes(track_, done, len);
   delay = clock_.cycles(done - now);
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/clock.hpp"
+#include "support/timeline.hpp"
 
 namespace npusim {
 
@@ -44,6 +45,11 @@ class OffChipMemory : public sc_core::sc_module {
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t bytes_written() const { return bytes_written_; }
   uint64_t busy_cycles() const { return timing_.busy_cycles(); }
+  // Records the bytes of every completed request on `track` of `timeline`.
+  void record_to(timeline::Timeline* timeline, uint32_t track) {
+    timeline_ = timeline;
+    track_ = track;
+  }
 
  private:
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
@@ -54,6 +60,8 @@ class OffChipMemory : public sc_core::sc_module {
   BandwidthLatencyTiming timing_;
   const CoreClock& clock_;
   uint64_t bytes_read_ = 0, bytes_written_ = 0;
+  timeline::Timeline* timeline_ = nullptr;
+  uint32_t track_ = 0;
 };
 
 }  // namespace npusim

@@ -149,7 +149,8 @@ std::vector<const ExecutionUnit*> Soc::units() const {
 }
 
 void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle) {
-  for (const ExecutionUnit* u : units()) u->register_stats(reg, std::string("units.") + u->basename());
+  for (const ExecutionUnit* u : units())
+    u->register_stats(reg, std::string("units.") + u->basename());
   reg.value("memory.model", "", "off-chip memory model: simple or dram", hw.memory.model);
   if (!dram_memory) {
     reg.value("memory.bandwidth_gbps", "GB/s", "simple memory: bandwidth shared by the DMA queues",
@@ -165,6 +166,66 @@ void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_
   dram::register_memory_stats(figures, hw.memory.preset, *dram_config, s,
                               dram::channel_bursts(dram_memory->memory()));
   reg.include("memory", figures);
+}
+
+void Soc::record_to(timeline::Timeline& timeline) {
+  using timeline::TrackKind;
+  const auto kind_of = [](UnitKind k) {
+    switch (k) {
+      case UnitKind::kDmaLoad:
+        return TrackKind::kDmaLoad;
+      case UnitKind::kDmaStore:
+        return TrackKind::kDmaStore;
+      case UnitKind::kMatrix:
+        return TrackKind::kMatrix;
+      case UnitKind::kVector:
+        return TrackKind::kVector;
+    }
+    return TrackKind::kVector;
+  };
+  const auto add_unit = [&](ExecutionUnit& u, UnitKind kind, int index) {
+    u.record_to(&timeline, timeline.add_track(u.basename(), kind_of(kind), index));
+  };
+  for (size_t i = 0; i < load_queues.size(); ++i)
+    add_unit(*load_queues[i], UnitKind::kDmaLoad, int(i));
+  for (size_t i = 0; i < store_queues.size(); ++i) {
+    add_unit(*store_queues[i], UnitKind::kDmaStore, int(i));
+  }
+  for (size_t i = 0; i < matrix_units.size(); ++i)
+    add_unit(*matrix_units[i], UnitKind::kMatrix, int(i));
+  add_unit(vector_unit, UnitKind::kVector, 0);
+  if (timeline.filter().detail == timeline::Detail::kBursts) {
+    for (auto* queues : {&load_queues, &store_queues}) {
+      for (size_t i = 0; i < queues->size(); ++i) {
+        DmaEngine& q = *(*queues)[i];
+        q.record_bursts(
+            timeline.add_track(std::string(q.basename()) + " bursts", TrackKind::kBursts, int(i)));
+      }
+    }
+  }
+  if (dram_memory) {
+    std::vector<uint32_t> tracks;
+    for (int c = 0; c < dram_memory->memory().channels(); ++c) {
+      tracks.push_back(
+          timeline.add_track(fmt::format("dram ch{}", c), TrackKind::kMemoryChannel, c));
+    }
+    std::vector<std::string> names;
+    for (int k = 0; k < dram::kCommandKinds; ++k)
+      names.push_back(dram::command_name(dram::Command(k)));
+    timeline.set_command_names(std::move(names));
+    dram_memory->record_to(&timeline, std::move(tracks));
+  } else {
+    simple_memory->record_to(&timeline, timeline.add_track("memory", TrackKind::kMemoryChannel, 0));
+  }
+}
+
+void Soc::trace_waveforms(sc_core::sc_trace_file* file) {
+  std::vector<ExecutionUnit*> all(load_queues.begin(), load_queues.end());
+  all.insert(all.end(), store_queues.begin(), store_queues.end());
+  for (auto& m : matrix_units) all.push_back(m.get());
+  all.push_back(&vector_unit);
+  for (ExecutionUnit* u : all) u->trace_waveforms(file, u->basename());
+  if (dram_memory) dram_memory->trace_waveforms(file, "dram");
 }
 
 }  // namespace npusim

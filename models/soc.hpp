@@ -43,6 +43,12 @@ class Soc : public sc_core::sc_module {
   void register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle);
   // Every unit, DMA queues first, then matrix units, then the vector unit.
   std::vector<const ExecutionUnit*> units() const;
+  // Records into `timeline` (which outlives the run): a track per unit, named as the unit, one per
+  // off-chip memory channel ("dram ch<c>", or "memory" for the simple model) and, with burst
+  // detail, one per DMA queue for its bursts ("<queue> bursts"). Before sc_start.
+  void record_to(timeline::Timeline& timeline);
+  // Traces every unit's and memory channel's waveform variables into `file`. Before sc_start.
+  void trace_waveforms(sc_core::sc_trace_file* file);
 
   CoreClock clock;
   OnChipBuffers buffers;

@@ -18,7 +18,7 @@ void VectorUnit::execute(const Instruction& instr) {
   elements_ += vector_execute(buffers_, program_, instr);
   add_busy(instr, cycles);
   wait(clock_.cycles(cycles));
-  scoreboard_.complete(instr.id, start, start + cycles);
+  complete(instr, start, start + cycles);
 }
 
 }  // namespace npusim

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy
   python3
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

@@ -15,6 +15,7 @@
 #include "models/soc.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
+#include "sim/trace_outputs.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
@@ -169,8 +170,10 @@ int command_run(const std::vector<std::string>& args) {
       "save-outputs", po::value<std::string>(),
       "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
       "save-intermediates", "with --save-outputs: also write every layer's output");
+  TraceOutputs::add_options(o);
   po::variables_map vm;
   if (!parse("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
+  const TraceOutputs traces(vm);
   const auto fidelity = parse_fidelity(vm["fidelity"].as<std::string>());
   std::filesystem::path out_dir;
   if (vm.count("out")) {
@@ -198,7 +201,10 @@ int command_run(const std::vector<std::string>& args) {
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const bool intermediates = vm.count("save-intermediates") > 0;
   const RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates);
+  const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);
+  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
+                                {timeline.get(), traces.vcd_path()});
+  if (timeline) traces.write(*timeline, c.hw, c.program, r.stats);
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {
       const auto& out = c.program.outputs[i];

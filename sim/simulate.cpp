@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -329,18 +330,55 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
             r.hazard_check_seconds);
 }
 
+// SystemC's VCD trace file at `path` (nothing if empty), written to "<path>.tmp.vcd" and renamed
+// by finish(); a run that fails leaves no file behind.
+struct VcdFile {
+  explicit VcdFile(const std::string& path) : path_(path) {
+    if (path_.empty()) return;
+    file = sc_core::sc_create_vcd_trace_file((path_ + ".tmp").c_str());
+    NPUSIM_CHECK(file != nullptr, "cannot create the VCD trace file {}.tmp.vcd", path_);
+    file->set_time_unit(1, sc_core::SC_PS);
+  }
+  // After sc_start returned (nothing left to do): the trace file writes a time step's values when
+  // time moves on, so one more idle cycle flushes the changes of the run's last cycle.
+  void finish(const sc_core::sc_time& period) {
+    if (!file) return;
+    sc_core::sc_start(period);
+    sc_core::sc_close_vcd_trace_file(file);
+    file = nullptr;
+    std::error_code ec;
+    std::filesystem::rename(path_ + ".tmp.vcd", path_, ec);
+    if (ec) throw UserError(fmt::format("--vcd '{}': cannot write: {}", path_, ec.message()));
+  }
+  ~VcdFile() {
+    if (!file) return;
+    sc_core::sc_close_vcd_trace_file(file);
+    std::error_code ec;
+    std::filesystem::remove(path_ + ".tmp.vcd", ec);
+  }
+  sc_core::sc_trace_file* file = nullptr;
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
 
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
                           const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
-                          const RunDescription& run, bool all_tensors) {
+                          const RunDescription& run, bool all_tensors,
+                          const Recording& recording) {
   const auto wall_start = std::chrono::steady_clock::now();
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
   Soc soc("soc", hw, program, fidelity);
   std::memcpy(soc.memory_contents().data() + program.input.dram_addr, input.data(), input.size());
+  if (recording.timeline) soc.record_to(*recording.timeline);
+  VcdFile vcd(recording.vcd_path);
+  if (vcd.file) soc.trace_waveforms(vcd.file);
 
   sc_core::sc_start();
+  vcd.finish(soc.clock.period());
   if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
   NPUSIM_CHECK(soc.scoreboard.all_done(),
                "simulation ended with {} of {} instructions completed: a dependency was never met",

@@ -13,6 +13,7 @@
 #include "compiler/graph.hpp"
 #include "models/systolic/array_model.hpp"
 #include "support/stats.hpp"
+#include "support/timeline.hpp"
 
 namespace npusim {
 
@@ -64,10 +65,19 @@ struct SimulationResult {
   std::vector<stats::Descriptor> descriptors;
 };
 
+// What a run records besides its results (nothing by default): the timeline for the trace writers
+// (traces/), and waveforms written by SystemC's VCD tracing to `vcd_path` (via a temporary file
+// renamed once the simulation finished).
+struct Recording {
+  timeline::Timeline* timeline = nullptr;
+  std::string vcd_path;
+};
+
 // `all_tensors`: also read every layer's output back from simulated memory.
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
                           const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
-                          const RunDescription& run, bool all_tensors = false);
+                          const RunDescription& run, bool all_tensors = false,
+                          const Recording& recording = {});
 
 // The human summary (also report.txt), from a run's stats.json.
 std::string text_report(const nlohmann::json& stats, bool per_layer);

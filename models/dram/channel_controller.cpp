@@ -243,6 +243,7 @@ void ChannelController::execute(const Decision& d) {
   }
   track_background(t);
   dirty_ |= bit(d.bank);
+  if (observer_) observer_(d.cmd, d.bank, d.cmd == Command::kRefresh ? 0 : d.row, t);
   switch (d.cmd) {
     case Command::kAct:
       timing_.issue(Command::kAct, d.bank, d.row, t);

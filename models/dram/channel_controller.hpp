@@ -56,6 +56,9 @@ class ChannelController {
  public:
   // Called once per completed request with the cycle its data transfer ends.
   using Callback = std::function<void(uint64_t id, uint64_t cycle)>;
+  // Called for every command issued (tracing only; unset, it costs one branch per command).
+  using CommandObserver =
+      std::function<void(Command cmd, uint32_t bank, uint32_t row, uint64_t cycle)>;
 
   explicit ChannelController(const MemoryConfig& config);
 
@@ -76,6 +79,7 @@ class ChannelController {
     return queued_[0] + queued_[1] + read_done_.size() + write_done_.size();
   }
   const ChannelTiming& timing() const { return timing_; }
+  void set_command_observer(CommandObserver observer) { observer_ = std::move(observer); }
 
  private:
   struct Request {
@@ -163,6 +167,7 @@ class ChannelController {
   bool any_open_ = false;
   uint64_t background_since_ = 0;
   ChannelStats stats_;
+  CommandObserver observer_;
 };
 
 }  // namespace npusim::dram

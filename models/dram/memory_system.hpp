@@ -68,6 +68,10 @@ class MemorySystem {
   uint64_t next_event_cycle();
   void advance_to(uint64_t cycle);
   void set_callback(Callback on_complete) { on_complete_ = std::move(on_complete); }
+  // Observes the commands of channel `ch` (tracing; see ChannelController::CommandObserver).
+  void set_command_observer(int ch, ChannelController::CommandObserver observer) {
+    channels_[size_t(ch)]->set_command_observer(std::move(observer));
+  }
 
   uint64_t now() const { return now_; }
   // Requests accepted and not yet completed.

@@ -1,0 +1,40 @@
+// Chrome trace-event JSON (the format ui.perfetto.dev and chrome://tracing open) from a recorded
+// timeline and its program.
+//
+// Layout: one process (the chip); one thread per unit (each DMA queue, each matrix unit, the
+// vector unit), per off-chip memory channel (its DRAM commands, burst detail) and per DMA queue's
+// bursts (burst detail). Work that overlaps on one unit (a matrix unit accepting its next tile
+// while the previous drains; bursts in flight) goes to extra lanes, "<unit> #2", ..., so the
+// slices of every thread are disjoint. Complete events ("X") per instruction with its arguments,
+// flow events ("s"/"f", bound to the enclosing slices) from each dependency's producer to its
+// consumer, instant events ("i") per DRAM command, counter events ("C", traces/counters.hpp).
+//
+// Time: "ts" and "dur" are microseconds of simulated time. Every time is first rounded to whole
+// nanoseconds; "ts" carries 0.3 ns more so that readers that truncate (Perfetto) and readers that
+// round both land on that nanosecond, and "dur" is the exact difference of two such times, so a
+// slice that ends when the next begins never overlaps it. The clock and the cycle counts are in
+// "otherData" and in every slice's arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "arch/program.hpp"
+#include "support/timeline.hpp"
+
+namespace npusim::traces {
+
+struct RunInfo {
+  std::string hardware, workload;
+  uint64_t total_cycles = 0;
+  double peak_macs_per_cycle = 0;     // for the roofline
+  double memory_bytes_per_cycle = 0;  // off-chip peak, for the roofline
+};
+
+std::string chrome_trace_json(const timeline::Timeline& timeline, const Program& program,
+                              const RunInfo& run);
+
+// Quotes and escapes `s` as a JSON string.
+std::string json_string(const std::string& s);
+
+}  // namespace npusim::traces

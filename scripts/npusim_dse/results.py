@@ -3,7 +3,7 @@
 Figures come from the run's stats.json, flattened to dotted names (`dram.read_bytes`): every
 number, string and boolean at any depth, except lists (per-layer and per-channel tables) and the
 DRAM preset echoed under `memory.config`. New sections of stats.json (energy, power, area, ...)
-thus become columns without a change here. The resolved hardware description follows under `hw.`.
+thus become columns without a change here. The point's hardware description follows under `hw.`.
 Columns: point, key, workload, the parameters, status, error, the headline figures, every other
 figure (sorted), the hardware, run_seconds (the run's wall time through the driver).
 """
@@ -61,7 +61,7 @@ def rows(sweep, store, lost):
             row.update(status=STATUS_LOST, error=lost.get(run.key, "not run"))
             out.append(row)
             continue
-        result, stats, hw = store.load(run.key)
+        result, stats, _ = store.load(run.key)
         figures = flatten(stats) if stats else {}
         if result["exit_code"] != 0:
             row.update(status=STATUS_FAILED, error=result["error"])
@@ -80,8 +80,9 @@ def rows(sweep, store, lost):
                     row.update(status=STATUS_INFEASIBLE, error=f"violates '{e.text}'")
                     break
         row.update(figures)
-        if hw:
-            row.update(flatten(hw, "hw.", HW_SKIPPED))
+        # The description the driver derived (npusim's config.resolved.json equals it, but a
+        # failed run has none).
+        row.update(flatten(run.hw, "hw.", HW_SKIPPED))
         row["run_seconds"] = round(result["seconds"], 4)
         out.append(row)
     return out

@@ -424,8 +424,6 @@ class _Loader:
 
     def check_pointers(self, params, bases, overrides):
         for p in params:
-            if p.domain is None:
-                continue
             for ptr, tokens, where in p.pointers:
                 for name, hw in bases.items():
                     if hw is None:
@@ -440,6 +438,8 @@ class _Loader:
                         like = pointer_get(hw, tokens)
                     except KeyError:
                         self.error(where, self.unknown_pointer(ptr, hw, tokens, name))
+                        continue
+                    if p.domain is None:
                         continue
                     if p.domain.discrete:
                         for j, v in enumerate(p.domain.values):

@@ -76,10 +76,11 @@ def main():
         out = subprocess.run(cmd + ["--memory", memory, "--channels", "1", "--pattern", pattern,
                                     "--requests", str(n)], check=True, capture_output=True,
                              text=True).stdout
-        d = json.loads(out)
+        top = json.loads(out)
+        d = dict(top["memory"], acts_per_request=top["acts_per_request"])
         bw, lat, p50, p99, hit, pj = ref
         diff = 100.0 * (d["bandwidth_gbps"] - bw) / bw
-        reads = d["reads"] > 0
+        reads = d["read_bursts"] > 0
         print("| %s | %s | %.2f / %.2f (%+.1f %%) | %s / %s | %s / %s | %s / %s | %.3f / %.3f | %.3f "
               "| %.2f | %.2f / %.2f |" % (
                   pattern, 1 if pattern in TIER1 else 2, d["bandwidth_gbps"], bw, diff,
@@ -87,7 +88,7 @@ def main():
                   d["p50_read_latency_cycles"] if reads else "–", fmt(p50),
                   d["p99_read_latency_cycles"] if reads else "–", fmt(p99),
                   d["row_hit_rate"], hit, d["acts_per_request"],
-                  d["ref_commands"] * 3900.0 / d["sim_cycles"], d["energy_pj_per_bit"],
+                  d["ref_commands"] * 3900.0 / d["memory_cycles"], d["energy_pj_per_bit"],
                   pj if pj is not None else float("nan")))
 
 

@@ -39,10 +39,11 @@ for channels in 1 8; do
       python3 -c '
 import json, sys
 d = json.load(sys.stdin)
+m, h = d["memory"], d["host"]
 print("%-18s %3d %9d %12d %8.3f %14.2f %14.2f %14.2f %14.2f %9.2f" % (
-    d["pattern"], d["channels"], d["requests"], d["sim_cycles"], d["cpu_seconds"],
-    d["sim_cycles_per_cpu_second"] / 1e6, d["requests_per_cpu_second"] / 1e6,
-    d["sim_cycles_per_second"] / 1e6, d["requests_per_second"] / 1e6, d["bandwidth_gbps"]))'
+    d["pattern"], m["channels"], d["requests"], m["memory_cycles"], h["cpu_seconds"],
+    h["memory_cycles_per_cpu_second"] / 1e6, h["requests_per_cpu_second"] / 1e6,
+    h["memory_cycles_per_second"] / 1e6, h["requests_per_second"] / 1e6, m["bandwidth_gbps"]))'
   done
 done
 cat <<'REF'

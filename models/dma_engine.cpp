@@ -147,4 +147,16 @@ void DmaEngine::execute(const Instruction& instr) {
   scoreboard_.complete(instr.id, start, end);
 }
 
+void DmaEngine::register_stats(stats::Registry& reg, const std::string& prefix) const {
+  ExecutionUnit::register_stats(reg, prefix);
+  reg.counter(prefix + ".bytes", "bytes", "bytes the queue moved", bytes_moved_);
+  reg.counter(prefix + ".bursts", "count", "transactions the queue issued", bursts_);
+  reg.counter(prefix + ".bank_conflict_cycles", "cycles",
+              "cycles the queue's loads lost to compute holding a buffer bank",
+              bank_conflict_cycles_);
+  reg.counter(prefix + ".window_full_cycles", "cycles",
+              "cycles a burst waited for a free slot of the outstanding window",
+              window_full_cycles_);
+}
+
 }  // namespace npusim

@@ -60,6 +60,7 @@ class DmaEngine : public ExecutionUnit {
   const std::vector<uint64_t>& layer_bank_conflict_cycles() const { return layer_conflicts_; }
   // Cycles a burst waited for a free slot of the outstanding window.
   uint64_t window_full_cycles() const { return window_full_cycles_; }
+  void register_stats(stats::Registry& reg, const std::string& prefix) const override;
 
  protected:
   void execute(const Instruction& instr) override;

@@ -41,4 +41,13 @@ void ExecutionUnit::run() {
   }
 }
 
+void ExecutionUnit::register_stats(stats::Registry& reg, const std::string& prefix) const {
+  reg.counter(prefix + ".instructions", "count", "instructions the unit executed",
+              stats_.instructions);
+  reg.counter(prefix + ".busy_cycles", "cycles", "cycles the unit's datapath was occupied",
+              stats_.busy_cycles);
+  reg.counter(prefix + ".stall_cycles", "cycles",
+              "cycles the unit's next instruction waited on its dependencies", stats_.stall_cycles);
+}
+
 }  // namespace npusim

@@ -12,6 +12,7 @@
 #include "arch/program.hpp"
 #include "models/clock.hpp"
 #include "models/scoreboard.hpp"
+#include "support/stats.hpp"
 
 namespace npusim {
 
@@ -31,6 +32,9 @@ class ExecutionUnit : public sc_core::sc_module {
   const std::vector<uint64_t>& layer_busy_cycles() const { return layer_busy_; }
   const std::vector<uint64_t>& layer_stall_cycles() const { return layer_stall_; }
   static std::exception_ptr failure() { return failure_; }
+  // Registers this unit's counters under `prefix` (e.g. "units.dma_load"); the registry must be
+  // formatted while the unit exists.
+  virtual void register_stats(stats::Registry& reg, const std::string& prefix) const;
 
  protected:
   // Executes one instruction: computes its values, advances simulated time for as long as the

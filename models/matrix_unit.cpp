@@ -74,4 +74,22 @@ void MatrixUnit::execute(const Instruction& instr) {
   wait(clock_.cycles(t.next_issue_cycle - issue));
 }
 
+void MatrixUnit::register_stats(stats::Registry& reg, const std::string& prefix) const {
+  ExecutionUnit::register_stats(reg, prefix);
+  const systolic::ArrayStats& a = array_->stats();
+  reg.counter(prefix + ".tiles", "count", "tiles the systolic array executed", a.tiles);
+  reg.counter(prefix + ".macs", "count", "multiply-accumulates, all data types", a.macs);
+  reg.counter(prefix + ".int8_macs", "count", "int8 x int8 multiply-accumulates", a.int8_macs);
+  reg.counter(prefix + ".bf16_macs", "count", "bf16 x bf16 multiply-accumulates", a.bf16_macs);
+  reg.counter(prefix + ".fp16_macs", "count", "fp16 x fp16 multiply-accumulates", a.fp16_macs);
+  reg.counter(prefix + ".stationary_rows_loaded", "count",
+              "rows shifted into the stationary register bank (ws/is: K per tile)",
+              a.stationary_rows_loaded);
+  reg.counter(prefix + ".accumulator_writes", "count", "accumulator words written (M x N per tile)",
+              a.accumulator_writes);
+  reg.counter(prefix + ".accumulator_reads", "count",
+              "accumulator words read back to accumulate (M x N per accumulating tile)",
+              a.accumulator_reads);
+}
+
 }  // namespace npusim

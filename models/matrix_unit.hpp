@@ -21,6 +21,9 @@ class MatrixUnit : public ExecutionUnit {
              const systolic::ArrayParams& array, systolic::Fidelity fidelity);
 
   uint64_t macs() const { return macs_; }
+  // The array's own counts (tiles, MACs by data type, accumulator traffic).
+  const systolic::ArrayStats& array_stats() const { return array_->stats(); }
+  void register_stats(stats::Registry& reg, const std::string& prefix) const override;
 
  protected:
   void execute(const Instruction& instr) override;

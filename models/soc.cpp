@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/dram/memory_stats.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -137,6 +138,33 @@ uint64_t Soc::memory_bytes_read() const {
 }
 uint64_t Soc::memory_bytes_written() const {
   return dram_memory ? dram_memory->bytes_written() : simple_memory->bytes_written();
+}
+
+std::vector<const ExecutionUnit*> Soc::units() const {
+  std::vector<const ExecutionUnit*> out(load_queues.begin(), load_queues.end());
+  out.insert(out.end(), store_queues.begin(), store_queues.end());
+  for (const auto& m : matrix_units) out.push_back(m.get());
+  out.push_back(&vector_unit);
+  return out;
+}
+
+void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle) {
+  for (const ExecutionUnit* u : units()) u->register_stats(reg, std::string("units.") + u->basename());
+  reg.value("memory.model", "", "off-chip memory model: simple or dram", hw.memory.model);
+  if (!dram_memory) {
+    reg.value("memory.bandwidth_gbps", "GB/s", "simple memory: bandwidth shared by the DMA queues",
+              hw.memory.bandwidth_gbps);
+    reg.value("memory.latency_ns", "ns", "simple memory: latency of every request",
+              hw.memory.latency_ns);
+    reg.value("memory.busy_cycles", "cycles", "simple memory: cycles its data bus was busy",
+              simple_memory->busy_cycles());
+    return;
+  }
+  const dram::MemoryStats s = dram_memory->finish(end_cycle);
+  stats::Registry figures;
+  dram::register_memory_stats(figures, hw.memory.preset, *dram_config, s,
+                              dram::channel_bursts(dram_memory->memory()));
+  reg.include("memory", figures);
 }
 
 }  // namespace npusim

@@ -38,6 +38,11 @@ class Soc : public sc_core::sc_module {
   std::vector<uint8_t>& memory_contents();
   uint64_t memory_bytes_read() const;
   uint64_t memory_bytes_written() const;
+  // Brings the memory model to `end_cycle` (the run's last cycle) and registers the figures of
+  // every unit under "units.<unit>" and of the off-chip memory under "memory".
+  void register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle);
+  // Every unit, DMA queues first, then matrix units, then the vector unit.
+  std::vector<const ExecutionUnit*> units() const;
 
   CoreClock clock;
   OnChipBuffers buffers;

@@ -165,6 +165,7 @@ int command_run(const std::vector<std::string>& args) {
       "fidelity", po::value<std::string>()->default_value("fast"),
       "matrix-unit model: fast (closed form, default) or pe (every PE, every cycle)")(
       "layers", "print the per-layer table")(
+      "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
       "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
       "save-intermediates", "with --save-outputs: also write every layer's output");
@@ -196,7 +197,8 @@ int command_run(const std::vector<std::string>& args) {
   Compiled c = load_and_compile(vm);
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const bool intermediates = vm.count("save-intermediates") > 0;
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, intermediates);
+  const RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
+  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates);
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {
       const auto& out = c.program.outputs[i];
@@ -209,13 +211,18 @@ int command_run(const std::vector<std::string>& args) {
                        r.tensors[i]);
     }
   }
-  RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed};
-  const std::string report = text_report(c.hw, c.program, r, run, vm.count("layers") > 0);
-  std::cout << report;
+  if (vm.count("list-stats")) {
+    // What this run's stats.json holds, figure by figure (the table of docs/stats.md).
+    stats::Registry listing;
+    for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
+    std::cout << listing.markdown();
+  } else {
+    std::cout << text_report(r.stats, vm.count("layers") > 0);
+  }
   if (!out_dir.empty()) {
     write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");
-    write_file(out_dir / "report.txt", text_report(c.hw, c.program, r, run, true));
-    write_file(out_dir / "stats.json", stats_json(c.hw, c.program, r, run).dump(2) + "\n");
+    write_file(out_dir / "report.txt", text_report(r.stats, true));
+    write_file(out_dir / "stats.json", r.stats.dump(2) + "\n");
   }
   if (!r.check.within_tolerance) {
     std::cerr << fmt::format(

@@ -13,6 +13,7 @@
 #include "compiler/reference_bf16.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/error.hpp"
+#include "support/stats.hpp"
 
 namespace npusim {
 
@@ -52,6 +53,10 @@ uint64_t overlap(const std::vector<Interval>& a, const std::vector<Interval>& b)
   return n;
 }
 
+struct Activity {
+  uint64_t dma = 0, compute = 0, both = 0;
+};
+
 // DMA and compute (matrix, vector) activity of instructions [first, end): cycles with a DMA
 // instruction in flight, with a compute instruction in flight, and with both.
 void activity(const Program& program, const std::vector<InstructionTiming>& timings,
@@ -71,46 +76,6 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
   *dma = length(d);
   *compute = length(c);
   *both = overlap(d, c);
-}
-
-// The off-chip memory model's figures for stats.json "memory"; brings a DRAM model to the end.
-nlohmann::json memory_figures(const HwConfig& hw, Soc& soc, uint64_t total_cycles) {
-  nlohmann::json j{{"model", hw.memory.model}};
-  if (!soc.dram_memory) {
-    j["bandwidth_gbps"] = hw.memory.bandwidth_gbps;
-    j["latency_ns"] = hw.memory.latency_ns;
-    j["busy_cycles"] = soc.simple_memory->busy_cycles();
-    return j;
-  }
-  const dram::MemoryStats s = soc.dram_memory->finish(total_cycles);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  j["preset"] = hw.memory.preset;
-  j["channels"] = cfg.org.channels;
-  j["burst_bytes"] = cfg.org.access_bytes();
-  j["tck_ns"] = cfg.timing.tck_ns;
-  j["memory_cycles"] = s.cycles;
-  j["read_bursts"] = s.reads;
-  j["write_bursts"] = s.writes;
-  j["row_hit_rate"] = s.row_hit_rate;
-  j["act_commands"] = s.acts;
-  j["pre_commands"] = s.pres;
-  j["ref_commands"] = s.refs;
-  j["bandwidth_gbps"] = s.bandwidth_gbps;
-  j["peak_bandwidth_gbps"] = cfg.peak_bandwidth_gbps();
-  j["avg_read_latency_cycles"] = s.avg_read_latency_cycles;
-  j["p99_read_latency_cycles"] = s.p99_read_latency_cycles;
-  j["energy_pj"] = s.total_energy_pj;
-  j["energy_pj_per_bit"] = s.energy_pj_per_bit;
-  j["average_power_mw"] = s.average_power_mw;
-  nlohmann::json per_channel = nlohmann::json::array();
-  for (int c = 0; c < soc.dram_memory->memory().channels(); ++c) {
-    const dram::ChannelStats& cs = soc.dram_memory->memory().channel(c).stats();
-    per_channel.push_back(cs.reads + cs.writes);
-  }
-  j["channel_bursts"] = per_channel;  // how the address mapping spread the traffic
-  // The preset as resolved (channels applied), so the run can be reproduced from stats.json.
-  j["config"] = nlohmann::json::parse(dram::memory_config_to_json_text(cfg));
-  return j;
 }
 
 void check_outputs(const Program& program, const Graph& graph, const std::vector<uint8_t>& input,
@@ -160,58 +125,18 @@ void check_outputs(const Program& program, const Graph& graph, const std::vector
 
 }  // namespace
 
-SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
-                          const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
-                          bool all_tensors) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
-               input.size(), program.input.bytes());
-  Soc soc("soc", hw, program, fidelity);
-  std::memcpy(soc.memory_contents().data() + program.input.dram_addr, input.data(), input.size());
+namespace {
 
-  sc_core::sc_start();
-  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
-  NPUSIM_CHECK(soc.scoreboard.all_done(),
-               "simulation ended with {} of {} instructions completed: a dependency was never met",
-               soc.scoreboard.completed(), program.instructions.size());
-
-  SimulationResult r;
-  r.instructions = program.instructions.size();
+// Per layer: its span and what each unit did in it, from the instruction timings and the units'
+// per-layer counters.
+std::vector<LayerStats> layer_stats(const Program& program, const Soc& soc) {
   const auto& timings = soc.scoreboard.timings();
-  for (const auto& t : timings) r.total_cycles = std::max(r.total_cycles, t.end_cycle);
-  for (const auto& mxu : soc.matrix_units) {
-    r.macs += mxu->macs();
-    r.mxu_busy_cycles += mxu->stats().busy_cycles;
-  }
-  NPUSIM_CHECK(r.macs == program.total_macs, "the matrix units executed {} MACs, the graph has {}",
-               r.macs, program.total_macs);
-  r.vpu_busy_cycles = soc.vector_unit.stats().busy_cycles;
-  for (const DmaEngine* q : soc.load_queues) r.dma_load_busy_cycles += q->stats().busy_cycles;
-  for (const DmaEngine* q : soc.store_queues) r.dma_store_busy_cycles += q->stats().busy_cycles;
   std::vector<const DmaEngine*> queues(soc.load_queues.begin(), soc.load_queues.end());
   queues.insert(queues.end(), soc.store_queues.begin(), soc.store_queues.end());
-  r.dram_read_bytes = soc.memory_bytes_read();
-  r.dram_write_bytes = soc.memory_bytes_written();
-  r.memory = memory_figures(hw, soc, r.total_cycles);
-  for (const DmaEngine* q : queues) {
-    r.dma_bursts += q->bursts();
-    r.dma_bank_conflict_cycles += q->bank_conflict_cycles();
-    r.dma_window_full_cycles += q->window_full_cycles();
-  }
-  activity(program, timings, 0, uint32_t(program.instructions.size()), &r.dma_active_cycles,
-           &r.compute_active_cycles, &r.dma_compute_overlap_cycles);
-
+  std::vector<LayerStats> layers;
   for (size_t li = 0; li < program.layers.size(); ++li) {
     const LayerRecord& rec = program.layers[li];
     LayerStats s;
-    s.name = rec.name;
-    s.op = rec.op;
-    s.fused = rec.fused;
-    s.macs = rec.macs;
-    s.tiling = rec.tiling;
-    s.dram_read_bytes = rec.dram_read_bytes;
-    s.dram_write_bytes = rec.dram_write_bytes;
-    s.dram_bytes_lower_bound = rec.dram_bytes_lower_bound;
     if (rec.end_instruction > rec.first_instruction) {
       s.start_cycle = UINT64_MAX;
       for (uint32_t i = rec.first_instruction; i < rec.end_instruction; ++i) {
@@ -219,7 +144,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
         s.end_cycle = std::max(s.end_cycle, timings[i].end_cycle);
       }
     } else if (li > 0) {
-      s.start_cycle = s.end_cycle = r.layers.back().end_cycle;
+      s.start_cycle = s.end_cycle = layers.back().end_cycle;
     }
     for (const auto& mxu : soc.matrix_units) {
       s.mxu_busy_cycles += mxu->layer_busy_cycles()[li];
@@ -233,8 +158,174 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     activity(program, timings, rec.first_instruction, rec.end_instruction, &s.dma_active_cycles,
              &s.compute_active_cycles, &s.dma_compute_overlap_cycles);
     s.dma_exposed_cycles = s.dma_active_cycles - s.dma_compute_overlap_cycles;
-    r.layers.push_back(std::move(s));
+    layers.push_back(s);
   }
+  return layers;
+}
+
+double utilization(const HwConfig& hw, uint64_t macs, uint64_t cycles) {
+  return cycles == 0 ? 0.0 : macs / (hw.peak_macs_per_cycle() * cycles);
+}
+
+// Sum of one counter over a group of units.
+template <class Units, class F>
+uint64_t sum(const Units& units, F f) {
+  uint64_t n = 0;
+  for (const auto& u : units) n += f(*u);
+  return n;
+}
+
+// Everything stats.json says, registered once (docs/stats.md is generated from these
+// descriptions: `npusim run --list-stats`).
+void register_run(stats::Registry& reg, const HwConfig& hw, const Program& program,
+                  const RunDescription& run, const Soc& soc, const SimulationResult& r,
+                  const std::vector<LayerStats>& layers, const Activity& total) {
+  using stats::Registry;
+  const double latency = double(r.total_cycles) / (hw.clock_mhz * 1e6);
+  reg.value("npusim_stats_version", "", "version of this format", 1);
+  reg.value("hardware", "", "hardware preset or file", run.hw_name);
+  reg.value("workload", "", "zoo network or file", run.workload_name);
+  reg.value("batch", "count", "inferences in the batch", program.batch);
+  reg.value("seed", "", "seed of the generated parameters and input", run.seed);
+  reg.value("fidelity", "", "matrix-unit model: fast or pe", run.fidelity);
+  reg.value("clock_mhz", "MHz", "core clock", hw.clock_mhz);
+  reg.value("dtype", "", "data type the network ran in: int8 or bf16", to_string(program.dtype));
+  reg.value("total_cycles", "cycles",
+            "cycle at which the last instruction completed (the first starts at 0)",
+            r.total_cycles);
+  reg.value("latency_s", "s", "total_cycles / clock, for the whole batch", latency);
+  reg.value("inferences_per_s", "1/s", "batch / latency_s", latency > 0 ? program.batch / latency : 0.0);
+  reg.value("macs", "count", "multiply-accumulates executed by the matrix units", r.macs);
+  reg.value("ops_per_s", "ops/s", "2 x macs / latency_s", latency > 0 ? 2.0 * r.macs / latency : 0.0);
+  reg.value("mxu_utilization", "ratio", "macs / (total_cycles x rows x cols x count)",
+            utilization(hw, r.macs, r.total_cycles));
+  reg.value("instructions", "count", "instructions in the program", program.instructions.size());
+
+  const auto busy = [](const ExecutionUnit& u) { return u.stats().busy_cycles; };
+  reg.value("units.mxu_busy_cycles", "cycles", "busy cycles of the matrix units, summed",
+            sum(soc.matrix_units, busy));
+  reg.value("units.vpu_busy_cycles", "cycles", "busy cycles of the vector unit",
+            soc.vector_unit.stats().busy_cycles);
+  reg.value("units.dma_load_busy_cycles", "cycles", "busy cycles of the DMA load queues, summed",
+            sum(soc.load_queues, busy));
+  reg.value("units.dma_store_busy_cycles", "cycles", "busy cycles of the DMA store queues, summed",
+            sum(soc.store_queues, busy));
+  reg.value("dram.read_bytes", "bytes", "bytes read from off-chip memory", soc.memory_bytes_read());
+  reg.value("dram.write_bytes", "bytes", "bytes written to off-chip memory",
+            soc.memory_bytes_written());
+
+  std::vector<const DmaEngine*> queues(soc.load_queues.begin(), soc.load_queues.end());
+  queues.insert(queues.end(), soc.store_queues.begin(), soc.store_queues.end());
+  reg.value("dma.bursts", "count",
+            "transactions the DMA queues issued (one per DRAM burst, or per row with the simple "
+            "memory)",
+            sum(queues, [](const DmaEngine& q) { return q.bursts(); }));
+  reg.value("dma.bank_conflict_cycles", "cycles",
+            "cycles DMA loads lost to compute holding a buffer bank (docs/memory_system.md)",
+            sum(queues, [](const DmaEngine& q) { return q.bank_conflict_cycles(); }));
+  reg.value("dma.window_full_cycles", "cycles",
+            "cycles a queue had a burst waiting for a free slot of its outstanding window",
+            sum(queues, [](const DmaEngine& q) { return q.window_full_cycles(); }));
+  reg.value("dma.active_cycles", "cycles", "cycles with a DMA instruction in flight", total.dma);
+  reg.value("dma.compute_active_cycles", "cycles",
+            "cycles with a matrix or vector instruction in flight", total.compute);
+  reg.value("dma.compute_overlap_cycles", "cycles", "cycles with both DMA and compute in flight",
+            total.both);
+  reg.value("dma.exposed_cycles", "cycles", "cycles with DMA alone (DMA time compute did not hide)",
+            total.dma - total.both);
+
+  const FunctionalCheck& c = r.check;
+  reg.value("functional_check.bit_exact", "", "every output value equals the reference",
+            c.bit_exact);
+  reg.value("functional_check.within_tolerance", "",
+            "the verdict: int8 must be bit-exact; bf16 within `tolerance` of each output's range",
+            c.within_tolerance);
+  reg.value("functional_check.tolerance", "ratio",
+            "allowed error relative to the output's largest reference magnitude (0 for int8)",
+            c.tolerance);
+  reg.value("functional_check.max_abs_error", "",
+            "largest difference (int8: in int8 steps; bf16: in real values)", c.max_abs_error);
+  reg.value("functional_check.max_relative_error", "ratio", "max_abs_error / range, worst output",
+            c.max_relative_error);
+  reg.value("functional_check.mismatches", "count", "values that differ from the reference",
+            c.mismatches);
+  reg.value("functional_check.compared_values", "count", "values compared", c.compared);
+
+  const size_t n = layers.size();
+  const auto& recs = program.layers;
+  const auto& L = layers;
+  reg.column("layers", n, "name", "", "layer name", [&recs](size_t i) { return recs[i].name; });
+  reg.column("layers", n, "op", "", "operator", [&recs](size_t i) { return recs[i].op; });
+  reg.column("layers", n, "fused", "", "layers folded into it",
+             [&recs](size_t i) { return recs[i].fused; });
+  reg.column("layers", n, "cycles", "cycles",
+             "end_cycle - start_cycle: from its first instruction's start to its last completion "
+             "(spans of neighbouring layers may overlap)",
+             [L](size_t i) { return L[i].cycles(); });
+  reg.column("layers", n, "start_cycle", "cycles", "start of its first instruction",
+             [L](size_t i) { return L[i].start_cycle; });
+  reg.column("layers", n, "end_cycle", "cycles", "completion of its last instruction",
+             [L](size_t i) { return L[i].end_cycle; });
+  reg.column("layers", n, "macs", "count", "multiply-accumulates",
+             [&recs](size_t i) { return recs[i].macs; });
+  reg.column("layers", n, "mxu_utilization", "ratio", "macs / (cycles x peak MACs per cycle)",
+             [L, &recs, &hw](size_t i) { return utilization(hw, recs[i].macs, L[i].cycles()); });
+  reg.column("layers", n, "mxu_busy_cycles", "cycles", "matrix units' busy cycles, summed",
+             [L](size_t i) { return L[i].mxu_busy_cycles; });
+  reg.column("layers", n, "mxu_stall_cycles", "cycles",
+             "matrix units waiting for their operands (mostly DMA)",
+             [L](size_t i) { return L[i].mxu_stall_cycles; });
+  reg.column("layers", n, "vpu_busy_cycles", "cycles", "vector unit's busy cycles",
+             [L](size_t i) { return L[i].vpu_busy_cycles; });
+  reg.column("layers", n, "dma_busy_cycles", "cycles", "DMA queues' busy cycles, summed",
+             [L](size_t i) { return L[i].dma_busy_cycles; });
+  reg.column("layers", n, "dma_active_cycles", "cycles", "cycles with its DMA in flight",
+             [L](size_t i) { return L[i].dma_active_cycles; });
+  reg.column("layers", n, "compute_active_cycles", "cycles", "cycles with its compute in flight",
+             [L](size_t i) { return L[i].compute_active_cycles; });
+  reg.column("layers", n, "dma_compute_overlap_cycles", "cycles", "cycles with both",
+             [L](size_t i) { return L[i].dma_compute_overlap_cycles; });
+  reg.column("layers", n, "dma_exposed_cycles", "cycles",
+             "its DMA time not hidden behind compute",
+             [L](size_t i) { return L[i].dma_exposed_cycles; });
+  reg.column("layers", n, "bank_conflict_cycles", "cycles", "bank-conflict cycles of its loads",
+             [L](size_t i) { return L[i].bank_conflict_cycles; });
+  reg.column("layers", n, "dram_read_bytes", "bytes", "off-chip bytes its program reads",
+             [&recs](size_t i) { return recs[i].dram_read_bytes; });
+  reg.column("layers", n, "dram_write_bytes", "bytes", "off-chip bytes its program writes",
+             [&recs](size_t i) { return recs[i].dram_write_bytes; });
+  reg.column("layers", n, "dram_bytes_lower_bound", "bytes",
+             "each input, weight and output byte once",
+             [&recs](size_t i) { return recs[i].dram_bytes_lower_bound; });
+  reg.column("layers", n, "tiling", "", "the tiling the compiler chose",
+             [&recs](size_t i) { return recs[i].tiling; });
+  reg.derived("simulation.wall_seconds", "s", "host time of the simulation",
+              [&r] { return r.wall_seconds; });
+}
+
+}  // namespace
+
+SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
+                          const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
+                          const RunDescription& run, bool all_tensors) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
+               input.size(), program.input.bytes());
+  Soc soc("soc", hw, program, fidelity);
+  std::memcpy(soc.memory_contents().data() + program.input.dram_addr, input.data(), input.size());
+
+  sc_core::sc_start();
+  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
+  NPUSIM_CHECK(soc.scoreboard.all_done(),
+               "simulation ended with {} of {} instructions completed: a dependency was never met",
+               soc.scoreboard.completed(), program.instructions.size());
+
+  SimulationResult r;
+  const auto& timings = soc.scoreboard.timings();
+  for (const auto& t : timings) r.total_cycles = std::max(r.total_cycles, t.end_cycle);
+  r.macs = sum(soc.matrix_units, [](const MatrixUnit& m) { return m.macs(); });
+  NPUSIM_CHECK(r.macs == program.total_macs, "the matrix units executed {} MACs, the graph has {}",
+               r.macs, program.total_macs);
 
   // Outputs from simulated off-chip memory, against the reference.
   for (const auto& out : program.outputs) {
@@ -247,96 +338,24 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     const uint8_t* base = soc.memory_contents().data() + t.dram_addr;
     r.tensors.emplace_back(base, base + t.bytes());
   }
+
+  Activity total;
+  activity(program, timings, 0, uint32_t(program.instructions.size()), &total.dma, &total.compute,
+           &total.both);
+  const std::vector<LayerStats> layers = layer_stats(program, soc);
+  stats::Registry reg;
+  register_run(reg, hw, program, run, soc, r, layers, total);
+  soc.register_stats(reg, hw, r.total_cycles);
+  r.descriptors = reg.descriptors();
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  r.stats = reg.to_json();
   return r;
 }
 
-namespace {
-double latency_s(const HwConfig& hw, const SimulationResult& r) {
-  return static_cast<double>(r.total_cycles) / (hw.clock_mhz * 1e6);
-}
-double utilization(const HwConfig& hw, const SimulationResult& r) {
-  return r.total_cycles == 0 ? 0.0 : r.macs / (hw.peak_macs_per_cycle() * r.total_cycles);
-}
-}  // namespace
-
-nlohmann::json stats_json(const HwConfig& hw, const Program& program, const SimulationResult& r,
-                          const RunDescription& run) {
-  using nlohmann::json;
-  const double latency = latency_s(hw, r);
-  json layers = json::array();
-  for (const auto& l : r.layers) {
-    layers.push_back({{"name", l.name},
-                      {"op", l.op},
-                      {"fused", l.fused},
-                      {"cycles", l.cycles()},
-                      {"start_cycle", l.start_cycle},
-                      {"end_cycle", l.end_cycle},
-                      {"macs", l.macs},
-                      {"mxu_utilization",
-                       l.cycles() == 0 ? 0.0 : l.macs / (hw.peak_macs_per_cycle() * l.cycles())},
-                      {"mxu_busy_cycles", l.mxu_busy_cycles},
-                      {"mxu_stall_cycles", l.mxu_stall_cycles},
-                      {"vpu_busy_cycles", l.vpu_busy_cycles},
-                      {"dma_busy_cycles", l.dma_busy_cycles},
-                      {"dma_active_cycles", l.dma_active_cycles},
-                      {"compute_active_cycles", l.compute_active_cycles},
-                      {"dma_compute_overlap_cycles", l.dma_compute_overlap_cycles},
-                      {"dma_exposed_cycles", l.dma_exposed_cycles},
-                      {"bank_conflict_cycles", l.bank_conflict_cycles},
-                      {"dram_read_bytes", l.dram_read_bytes},
-                      {"dram_write_bytes", l.dram_write_bytes},
-                      {"dram_bytes_lower_bound", l.dram_bytes_lower_bound},
-                      {"tiling", l.tiling}});
-  }
-  return json{
-      {"npusim_stats_version", 1},
-      {"hardware", run.hw_name},
-      {"workload", run.workload_name},
-      {"batch", program.batch},
-      {"seed", run.seed},
-      {"fidelity", run.fidelity},
-      {"clock_mhz", hw.clock_mhz},
-      {"total_cycles", r.total_cycles},
-      {"latency_s", latency},
-      {"inferences_per_s", latency > 0 ? program.batch / latency : 0.0},
-      {"macs", r.macs},
-      {"ops_per_s", latency > 0 ? 2.0 * r.macs / latency : 0.0},
-      {"mxu_utilization", utilization(hw, r)},
-      {"instructions", r.instructions},
-      {"units",
-       {{"mxu_busy_cycles", r.mxu_busy_cycles},
-        {"vpu_busy_cycles", r.vpu_busy_cycles},
-        {"dma_load_busy_cycles", r.dma_load_busy_cycles},
-        {"dma_store_busy_cycles", r.dma_store_busy_cycles}}},
-      {"dram", {{"read_bytes", r.dram_read_bytes}, {"write_bytes", r.dram_write_bytes}}},
-      {"memory", r.memory},
-      {"dma",
-       {{"bursts", r.dma_bursts},
-        {"bank_conflict_cycles", r.dma_bank_conflict_cycles},
-        {"window_full_cycles", r.dma_window_full_cycles},
-        {"active_cycles", r.dma_active_cycles},
-        {"compute_active_cycles", r.compute_active_cycles},
-        {"compute_overlap_cycles", r.dma_compute_overlap_cycles},
-        {"exposed_cycles", r.dma_active_cycles - r.dma_compute_overlap_cycles}}},
-      {"dtype", to_string(program.dtype)},
-      {"functional_check",
-       {{"bit_exact", r.check.bit_exact},
-        {"within_tolerance", r.check.within_tolerance},
-        {"tolerance", r.check.tolerance},
-        {"max_abs_error", r.check.max_abs_error},
-        {"max_relative_error", r.check.max_relative_error},
-        {"mismatches", r.check.mismatches},
-        {"compared_values", r.check.compared}}},
-      {"layers", layers},
-      {"simulation", {{"wall_seconds", r.wall_seconds}}},
-  };
-}
-
-std::string text_report(const HwConfig& hw, const Program& program, const SimulationResult& r,
-                        const RunDescription& run, bool per_layer) {
-  const double latency = latency_s(hw, r);
+std::string text_report(const nlohmann::json& s, bool per_layer) {
+  const auto& c = s["functional_check"];
+  const double latency = s["latency_s"].get<double>();
   std::string out = fmt::format(
       "npusim: {} on {} (batch {}, {}, seed {}, fidelity {})\n"
       "  total cycles       {}\n"
@@ -346,41 +365,52 @@ std::string text_report(const HwConfig& hw, const Program& program, const Simula
       "  MXU utilization    {:.2f} %\n"
       "  off-chip traffic   {} B read, {} B written\n"
       "  functional check   {}\n",
-      run.workload_name, run.hw_name, program.batch, to_string(program.dtype), run.seed,
-      run.fidelity, r.total_cycles,
-      latency * 1e6, hw.clock_mhz, latency > 0 ? program.batch / latency : 0.0, r.macs,
-      100.0 * utilization(hw, r), r.dram_read_bytes, r.dram_write_bytes,
-      r.check.bit_exact
-          ? fmt::format("outputs match the reference bit for bit ({} values)", r.check.compared)
-      : r.check.within_tolerance
+      s["workload"].get<std::string>(), s["hardware"].get<std::string>(), s["batch"].get<int>(),
+      s["dtype"].get<std::string>(), s["seed"].get<uint64_t>(), s["fidelity"].get<std::string>(),
+      s["total_cycles"].get<uint64_t>(), latency * 1e6, s["clock_mhz"].get<double>(),
+      s["inferences_per_s"].get<double>(), s["macs"].get<uint64_t>(),
+      100.0 * s["mxu_utilization"].get<double>(), s["dram"]["read_bytes"].get<uint64_t>(),
+      s["dram"]["write_bytes"].get<uint64_t>(),
+      c["bit_exact"].get<bool>()
+          ? fmt::format("outputs match the reference bit for bit ({} values)",
+                        c["compared_values"].get<uint64_t>())
+      : c["within_tolerance"].get<bool>()
           ? fmt::format("outputs match the reference within {:g} of their range (max relative "
                         "error {:.2g}, {} values; bf16 sums in a different order)",
-                        r.check.tolerance, r.check.max_relative_error, r.check.compared)
+                        c["tolerance"].get<double>(), c["max_relative_error"].get<double>(),
+                        c["compared_values"].get<uint64_t>())
           : fmt::format("MISMATCH: {} of {} values differ from the reference, max abs error {:g}",
-                        r.check.mismatches, r.check.compared, r.check.max_abs_error));
-  if (r.memory.value("model", "") == "dram") {
+                        c["mismatches"].get<uint64_t>(), c["compared_values"].get<uint64_t>(),
+                        c["max_abs_error"].get<double>()));
+  const auto& m = s["memory"];
+  if (m.value("model", "") == "dram") {
     out += fmt::format(
         "  off-chip memory    {} ({} channels): {:.1f} of {:.1f} GB/s, row hits {:.1f} %, {} ACT, "
         "{} REF, {:.2f} pJ/bit\n",
-        r.memory["preset"].get<std::string>(), r.memory["channels"].get<int>(),
-        r.memory["bandwidth_gbps"].get<double>(), r.memory["peak_bandwidth_gbps"].get<double>(),
-        100.0 * r.memory["row_hit_rate"].get<double>(), r.memory["act_commands"].get<uint64_t>(),
-        r.memory["ref_commands"].get<uint64_t>(), r.memory["energy_pj_per_bit"].get<double>());
+        m["preset"].get<std::string>(), m["channels"].get<int>(),
+        m["bandwidth_gbps"].get<double>(), m["peak_bandwidth_gbps"].get<double>(),
+        100.0 * m["row_hit_rate"].get<double>(), m["act_commands"].get<uint64_t>(),
+        m["ref_commands"].get<uint64_t>(), m["energy_pj_per_bit"].get<double>());
   }
+  const auto& d = s["dma"];
   out += fmt::format("  DMA / compute      {} DMA cycles, {} overlapped with compute, {} exposed\n",
-                     r.dma_active_cycles, r.dma_compute_overlap_cycles,
-                     r.dma_active_cycles - r.dma_compute_overlap_cycles);
+                     d["active_cycles"].get<uint64_t>(), d["compute_overlap_cycles"].get<uint64_t>(),
+                     d["exposed_cycles"].get<uint64_t>());
   if (per_layer) {
     out += fmt::format("\n  {:<16} {:<8} {:>12} {:>14} {:>8} {:>12} {:>12} {:>12}\n", "layer",
                        "op", "cycles", "MACs", "util %", "mxu stall", "dma exposed", "dram bytes");
-    for (const auto& l : r.layers) {
-      double util = l.cycles() == 0 ? 0.0 : 100.0 * l.macs / (hw.peak_macs_per_cycle() * l.cycles());
-      out += fmt::format("  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12} {:>12}\n", l.name,
-                         l.op, l.cycles(), l.macs, util, l.mxu_stall_cycles, l.dma_exposed_cycles,
-                         l.dram_read_bytes + l.dram_write_bytes);
+    for (const auto& l : s["layers"]) {
+      out += fmt::format("  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12} {:>12}\n",
+                         l["name"].get<std::string>(), l["op"].get<std::string>(),
+                         l["cycles"].get<uint64_t>(), l["macs"].get<uint64_t>(),
+                         100.0 * l["mxu_utilization"].get<double>(),
+                         l["mxu_stall_cycles"].get<uint64_t>(),
+                         l["dma_exposed_cycles"].get<uint64_t>(),
+                         l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
-  out += fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+  out += fmt::format("  simulated in {:.3f} s wall\n",
+                     s["simulation"]["wall_seconds"].get<double>());
   return out;
 }
 

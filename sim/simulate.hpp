@@ -12,12 +12,12 @@
 #include "arch/program.hpp"
 #include "compiler/graph.hpp"
 #include "models/systolic/array_model.hpp"
+#include "support/stats.hpp"
 
 namespace npusim {
 
+// What one layer's instructions did: its span and each unit's share (stats.json "layers").
 struct LayerStats {
-  std::string name, op, fused;
-  uint64_t macs = 0;
   uint64_t start_cycle = 0, end_cycle = 0;  // first instruction start, last completion
   uint64_t mxu_busy_cycles = 0, vpu_busy_cycles = 0, dma_busy_cycles = 0;
   uint64_t mxu_stall_cycles = 0;  // matrix units waiting for operands (mostly DMA)
@@ -26,8 +26,6 @@ struct LayerStats {
   // hide); bank-conflict cycles of its loads.
   uint64_t dma_active_cycles = 0, compute_active_cycles = 0, dma_compute_overlap_cycles = 0,
            dma_exposed_cycles = 0, bank_conflict_cycles = 0;
-  uint64_t dram_read_bytes = 0, dram_write_bytes = 0, dram_bytes_lower_bound = 0;
-  std::string tiling;
   uint64_t cycles() const { return end_cycle - start_cycle; }
 };
 
@@ -45,39 +43,29 @@ struct FunctionalCheck {
 };
 constexpr double kBf16Tolerance = 0.03;
 
-struct SimulationResult {
-  uint64_t total_cycles = 0;
-  uint64_t instructions = 0;
-  uint64_t macs = 0;
-  uint64_t mxu_busy_cycles = 0, vpu_busy_cycles = 0, dma_load_busy_cycles = 0,
-           dma_store_busy_cycles = 0;
-  uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
-  // Off-chip memory model figures (docs/stats.md, "memory"); DMA figures.
-  nlohmann::json memory;
-  uint64_t dma_bursts = 0, dma_bank_conflict_cycles = 0, dma_window_full_cycles = 0;
-  uint64_t dma_active_cycles = 0, compute_active_cycles = 0, dma_compute_overlap_cycles = 0;
-  std::vector<LayerStats> layers;
-  std::vector<std::vector<uint8_t>> outputs;  // stored bytes, per Program::outputs
-  std::vector<std::vector<uint8_t>> tensors;  // per Program::tensors, when asked for
-  FunctionalCheck check;
-  double wall_seconds = 0.0;
-};
-
-// `all_tensors`: also read every layer's output back from simulated memory.
-SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
-                          const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
-                          bool all_tensors = false);
-
 struct RunDescription {
   std::string hw_name, workload_name, fidelity;
   uint64_t seed = 0;
 };
 
-// stats.json: the one machine-readable result (docs/stats.md lists every key).
-nlohmann::json stats_json(const HwConfig& hw, const Program& program, const SimulationResult& r,
-                          const RunDescription& run);
-// The human summary (also report.txt).
-std::string text_report(const HwConfig& hw, const Program& program, const SimulationResult& r,
-                        const RunDescription& run, bool per_layer);
+struct SimulationResult {
+  uint64_t total_cycles = 0;
+  uint64_t macs = 0;
+  std::vector<std::vector<uint8_t>> outputs;  // stored bytes, per Program::outputs
+  std::vector<std::vector<uint8_t>> tensors;  // per Program::tensors, when asked for
+  FunctionalCheck check;
+  double wall_seconds = 0.0;
+  // stats.json, formatted from the stats registry, and what each of its figures is.
+  nlohmann::json stats;
+  std::vector<stats::Descriptor> descriptors;
+};
+
+// `all_tensors`: also read every layer's output back from simulated memory.
+SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
+                          const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
+                          const RunDescription& run, bool all_tensors = false);
+
+// The human summary (also report.txt), from a run's stats.json.
+std::string text_report(const nlohmann::json& stats, bool per_layer);
 
 }  // namespace npusim

@@ -1,4 +1,5 @@
 #include "models/dram/membench.hpp"
+#include "models/dram/memory_stats.hpp"
 
 #include <fmt/format.h>
 
@@ -265,6 +266,7 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
   }
   MembenchResult result;
   result.stats = mem.stats();
+  result.channel_bursts = channel_bursts(mem);
   result.requests = total;
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -77,6 +77,7 @@ struct MembenchOptions {
 
 struct MembenchResult {
   MemoryStats stats;
+  std::vector<uint64_t> channel_bursts;  // reads + writes per channel
   uint64_t requests = 0;
   double wall_seconds = 0;
   double cpu_seconds = 0;  // of this process, as the reference simulators' speeds are measured

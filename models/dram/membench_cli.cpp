@@ -1,4 +1,5 @@
 #include "models/dram/membench_cli.hpp"
+#include "models/dram/memory_stats.hpp"
 
 #include <fmt/format.h>
 
@@ -50,49 +51,30 @@ uint64_t parse_count(const std::string& flag, const std::string& value, uint64_t
   return v;
 }
 
-nlohmann::ordered_json to_json(const MemoryConfig& cfg, const std::string& pattern,
+// The report: the run's `memory` figures with the same keys as stats.json's `memory` section
+// (one registration, models/dram/memory_stats.cpp), what membench drove, and the host's speed.
+nlohmann::ordered_json to_json(const std::string& preset, const MemoryConfig& cfg,
+                               const std::string& pattern,
                                const MembenchResult& r) {
   const MemoryStats& s = r.stats;
   const double peak = cfg.peak_bandwidth_gbps();
+  stats::Registry reg;
+  register_memory_stats(reg, preset, cfg, s, r.channel_bursts);
   nlohmann::ordered_json j;
-  j["memory"] = cfg.name;
-  j["memory_file"] = cfg.file;
   j["pattern"] = pattern;
-  j["channels"] = cfg.org.channels;
-  j["pseudo_channels"] = cfg.org.pseudo_channels;
-  j["address_mapping"] = cfg.controller.address_mapping;
-  j["page_policy"] = cfg.controller.page_policy == PagePolicy::kOpen ? "open" : "closed";
-  j["access_bytes"] = cfg.org.access_bytes();
-  j["tck_ns"] = cfg.timing.tck_ns;
+  j["memory_file"] = cfg.file;
   j["requests"] = r.requests;
-  j["reads"] = s.reads;
-  j["writes"] = s.writes;
-  j["sim_cycles"] = s.cycles;
-  j["bandwidth_gbps"] = s.bandwidth_gbps;
-  j["peak_bandwidth_gbps"] = peak;
   j["bandwidth_pct_of_peak"] = peak > 0 ? 100.0 * s.bandwidth_gbps / peak : 0.0;
-  j["avg_read_latency_cycles"] = s.avg_read_latency_cycles;
-  j["p50_read_latency_cycles"] = s.p50_read_latency_cycles;
-  j["p99_read_latency_cycles"] = s.p99_read_latency_cycles;
-  j["max_read_latency_cycles"] = s.max_read_latency_cycles;
-  j["avg_write_latency_cycles"] = s.avg_write_latency_cycles;
-  j["row_hit_rate"] = s.row_hit_rate;
-  j["act_commands"] = s.acts;
-  j["pre_commands"] = s.pres;
-  j["ref_commands"] = s.refs;
   j["acts_per_request"] = r.requests > 0 ? double(s.acts) / double(r.requests) : 0.0;
-  j["energy_pj_per_bit"] = s.energy_pj_per_bit;
-  j["energy_pj"] = {{"total", s.total_energy_pj},     {"act", s.act_energy_pj},
-                    {"read", s.read_energy_pj},       {"write", s.write_energy_pj},
-                    {"refresh", s.refresh_energy_pj}, {"background", s.background_energy_pj}};
-  j["average_power_mw"] = s.average_power_mw;
-  j["resolved_config"] = nlohmann::ordered_json::parse(memory_config_to_json_text(cfg));
-  j["wall_seconds"] = r.wall_seconds;
-  j["cpu_seconds"] = r.cpu_seconds;
-  j["requests_per_second"] = r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0;
-  j["sim_cycles_per_second"] = r.wall_seconds > 0 ? double(s.cycles) / r.wall_seconds : 0.0;
-  j["requests_per_cpu_second"] = r.cpu_seconds > 0 ? double(r.requests) / r.cpu_seconds : 0.0;
-  j["sim_cycles_per_cpu_second"] = r.cpu_seconds > 0 ? double(s.cycles) / r.cpu_seconds : 0.0;
+  j["memory"] = reg.to_json();
+  j["host"] = {
+      {"wall_seconds", r.wall_seconds},
+      {"cpu_seconds", r.cpu_seconds},
+      {"requests_per_second", r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0},
+      {"memory_cycles_per_second", r.wall_seconds > 0 ? double(s.cycles) / r.wall_seconds : 0.0},
+      {"requests_per_cpu_second", r.cpu_seconds > 0 ? double(r.requests) / r.cpu_seconds : 0.0},
+      {"memory_cycles_per_cpu_second",
+       r.cpu_seconds > 0 ? double(s.cycles) / r.cpu_seconds : 0.0}};
   return j;
 }
 
@@ -179,7 +161,7 @@ int run(const std::vector<std::string>& args) {
 
   MembenchResult result = run_membench(cfg, opt);
   std::cout << to_json(
-                   cfg,
+                   memory, cfg,
                    opt.pattern == Pattern::kTrace ? "trace:" + trace : pattern_name(opt.pattern),
                    result)
                    .dump(2)

@@ -42,6 +42,9 @@ def parse_args(argv):
                     help="npusim run --values: off runs timing only (overrides the spec's run)")
     ap.add_argument("--retry-failed", action="store_true",
                     help="run again the points that failed before (they are skipped otherwise)")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="only the first N points (a trial of a large sweep; the rest resume "
+                    "later)")
     ap.add_argument("--dry-run", action="store_true",
                     help="check the spec and list the points; run nothing")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -61,6 +64,8 @@ def main(argv):
                              "or pass --npusim")
         if args.jobs is not None and args.jobs < 1:
             raise UsageError(f"--jobs {args.jobs}: expected at least 1")
+        if args.limit is not None and args.limit < 1:
+            raise UsageError(f"--limit {args.limit}: expected at least 1")
         if args.scheduler is not None and not args.scheduler.startswith(("tcp://", "tls://")):
             raise UsageError(f"--scheduler '{args.scheduler}': expected tcp://HOST:PORT")
         sweep = spec.load(args.spec, npusim, values=args.values)
@@ -76,6 +81,9 @@ def main(argv):
         return 2
     out = args.out or os.path.join("dse-out", os.path.splitext(os.path.basename(args.spec))[0])
     jobs = args.jobs or len(os.sched_getaffinity(0))
+    if args.limit is not None:
+        sweep.points = sweep.points[:args.limit]
+        sweep.runs = [r for r in sweep.runs if r.point.index < args.limit]
     runs = sweep.runs
     print(f"dse.py: {args.spec}: {len(sweep.points)} points x {len(sweep.workloads)} workloads = "
           f"{len(runs)} runs" + (f"; {sweep.excluded} points excluded by the input constraints"

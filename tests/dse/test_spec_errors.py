@@ -134,3 +134,14 @@ def test_bad_command_line(tmp_path, npusim):
         r = dse(args, npusim)
         assert r.returncode == 2, (args, r.stderr)
         assert message in r.stderr, r.stderr
+
+
+def test_the_example_specs_are_valid(npusim):
+    from conftest import ROOT
+    sweeps = os.path.join(ROOT, "configs", "sweeps")
+    names = sorted(n for n in os.listdir(sweeps) if n.endswith(".json"))
+    assert names
+    for name in names:
+        r = dse([os.path.join(sweeps, name), "--dry-run"], npusim)
+        assert r.returncode == 0, (name, r.stderr)
+        assert len(r.stdout.splitlines()) > 1, name

@@ -15,7 +15,7 @@ import os
 
 from .expr import ExpressionError
 
-HEADLINE = ("hardware", "batch", "dtype", "total_cycles", "latency_s", "inferences_per_s",
+HEADLINE = ("hardware", "stats.workload", "batch", "dtype", "total_cycles", "latency_s", "inferences_per_s",
             "ops_per_s", "mxu_utilization", "macs", "dram.read_bytes", "dram.write_bytes",
             "memory.bandwidth_gbps", "memory.peak_bandwidth_gbps")
 # Top-level sections whose figures lead the rest when present (energy, power, area, efficiency).
@@ -79,7 +79,9 @@ def rows(sweep, store, lost):
                 if not ok:
                     row.update(status=STATUS_INFEASIBLE, error=f"violates '{e.text}'")
                     break
-        row.update(figures)
+        # A figure named like a leading column (stats.json's own `workload`, the graph's name; a
+        # parameter called `batch`) keeps its value under `stats.`.
+        row.update({(f"stats.{k}" if k in row else k): v for k, v in figures.items()})
         # The description the driver derived (npusim's config.resolved.json equals it, but a
         # failed run has none).
         row.update(flatten(run.hw, "hw.", HW_SKIPPED))

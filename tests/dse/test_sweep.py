@@ -145,7 +145,7 @@ def test_sampling_is_seeded_and_latin_hypercube_covers_each_stratum(tmp_path, np
 
 def test_constraints_on_inputs_and_results(tmp_path, npusim):
     spec = {
-        "base": "edge", "workloads": ["mnist-cnn"],
+        "base": "edge", "workloads": [{"workload": "mnist-cnn", "label": "mnist"}],
         "parameters": [
             {"name": "rows", "pointer": "/matrix_unit/rows", "values": [8, 16, 32]},
             {"name": "cols", "pointer": "/matrix_unit/cols", "values": [8, 16, 32]},
@@ -161,6 +161,8 @@ def test_constraints_on_inputs_and_results(tmp_path, npusim):
     assert [(x["rows"], x["cols"]) for x in rows] == [("8", "8"), ("8", "16"), ("16", "8"),
                                                       ("16", "16")]
     for x in rows:
+        # The spec's label names the workload; stats.json's name for it moves aside.
+        assert x["workload"] == "mnist" and x["stats.workload"] == "mnist-cnn"
         expected = "ok" if int(x["total_cycles"]) < 100000 else "infeasible"
         assert x["status"] == expected
         if expected == "infeasible":

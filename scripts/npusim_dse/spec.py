@@ -583,8 +583,9 @@ class _Loader:
             hw_value = values.get(next((p.name for p in params if p.flag == "hw"), None))
             base_name = hw_value if hw_value is not None else next(iter(bases))
             hw = copy.deepcopy(bases[base_name])
+            # Values are copied in: points must share no object (a later pointer edits inside).
             for tokens, value in overrides:
-                pointer_set(hw, tokens, conform(value, pointer_get(hw, tokens)))
+                pointer_set(hw, tokens, copy.deepcopy(conform(value, pointer_get(hw, tokens))))
             flags = {k: v for k, v in run.items()}
             for p, v in zip(params, row):
                 for _, tokens, where in p.pointers:
@@ -594,7 +595,7 @@ class _Loader:
                         self.error(where, f"{_escape_path(tokens)} is gone from the point's "
                                    "hardware (an earlier parameter replaced its parent)")
                         return
-                    pointer_set(hw, tokens, conform(v, like))
+                    pointer_set(hw, tokens, copy.deepcopy(conform(v, like)))
                 if p.flag is not None and p.flag != "hw":
                     flags[p.flag] = v
             memory = hw.get("memory", {})

@@ -175,3 +175,24 @@ def test_constraints_on_inputs_and_results(tmp_path, npusim):
     for x in read_rows(out / "results.csv"):
         assert x["status"] == "constraint-error"
         assert "no value named 'no_such.figure_mm2'" in x["error"]
+
+
+def test_points_share_no_object(tmp_path, npusim):
+    # `set` swaps in a whole memory object and a parameter edits inside it: every point must get
+    # its own copy, or the last value would reach them all.
+    spec = {
+        "base": "edge", "workloads": ["mnist-cnn"],
+        "set": {"/memory": {"model": "simple", "bandwidth_gbps": 12.8, "latency_ns": 100,
+                            "capacity_bytes": 1073741824}},
+        "parameters": [{"name": "bw", "pointer": "/memory/bandwidth_gbps", "values": [1, 100]}],
+    }
+    out = tmp_path / "out"
+    r = dse([write_spec(tmp_path, spec), "--out", str(out)], npusim)
+    assert r.returncode == 0, r.stderr
+    rows = read_rows(out / "results.csv")
+    assert [x["hw.memory.bandwidth_gbps"] for x in rows] == ["1", "100"]
+    assert [x["memory.bandwidth_gbps"] for x in rows] == ["1.0", "100.0"]
+    for x in rows:
+        hw = json.loads((out / "runs" / x["key"] / "hw.json").read_text())
+        assert hw["memory"]["bandwidth_gbps"] == int(x["bw"])
+    assert int(rows[0]["total_cycles"]) > 2 * int(rows[1]["total_cycles"])

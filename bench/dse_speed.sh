@@ -57,10 +57,11 @@ printf "driver overhead per point: %.1f ms (100 runs with --jobs 1: %.2f s throu
   "$(calc "(${driver_s} - ${bare_s}) * 10")" "${driver_s}" "${bare_s}"
 
 values=on
-if "${npusim}" run --help | grep -q -- "--values"; then values=off; fi
+values_flag=()
+if "${npusim}" run --help | grep -q -- "--values"; then values=off; values_flag=(--values off); fi
 t0=$(now)
 "${py}" "${repo}/scripts/dse.py" "${repo}/configs/sweeps/resnet50_lhs_1000.json" --out "${work}/resnet" \
-  --jobs "${jobs}" --limit "${resnet_points}" --values "${values}" --no-progress 2>"${work}/resnet.log"
+  --jobs "${jobs}" --limit "${resnet_points}" "${values_flag[@]}" --no-progress 2>"${work}/resnet.log"
 t1=$(now)
 resnet_s=$(calc "${t1} - ${t0}")
 per1000=$(calc "${resnet_s} * 1000 / ${resnet_points}")

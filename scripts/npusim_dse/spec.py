@@ -249,6 +249,8 @@ class _Loader:
                 out[k] = v
         if values is not None:
             out["values"] = values  # the command line wins
+        if out.get("values") == "on":
+            del out["values"]  # npusim's default: the same runs (and keys) as without the flag
         return out
 
     def flag_value(self, flag, v, place):

@@ -39,7 +39,7 @@ commands:
   run        compile a network for a hardware description and simulate it
   compile    print the instruction stream as readable assembly
   validate   check a hardware description (and a workload) without simulating
-  presets    list the built-in hardware presets
+  presets    list the built-in hardware presets (--show NAME prints one as JSON)
   zoo        list the built-in networks
   scalesim   run a SCALE-Sim v2 config and topology, writing SCALE-Sim's reports
   membench   drive the off-chip memory model alone with a traffic pattern
@@ -284,8 +284,25 @@ int command_validate(const std::vector<std::string>& args) {
 
 int command_presets(const std::vector<std::string>& args) {
   po::options_description o("presets options");
+  o.add_options()("show", po::value<std::string>(),
+                  "print this preset (or hardware JSON file) as JSON with every default filled "
+                  "in, as run --out writes config.resolved.json");
   po::variables_map vm;
-  if (!parse("presets", "", o, args, vm)) return 0;
+  if (!parse("presets", "[--show HW]", o, args, vm)) return 0;
+  if (vm.count("show")) {
+    const std::string spec = vm["show"].as<std::string>();
+    HwConfig hw;
+    try {
+      hw = load_hw_config(spec);
+    } catch (const UserError& e) {
+      // The loader names the option it serves, --hw; here the name came from --show.
+      std::string what = e.what();
+      if (what.rfind("--hw ", 0) == 0) what = "--show " + what.substr(5);
+      throw UserError(what);
+    }
+    std::cout << to_json(hw).dump(2) << "\n";
+    return 0;
+  }
   for (const auto& name : embedded_file_names("hw")) {
     HwConfig hw = load_hw_config(name);
     std::cout << fmt::format(

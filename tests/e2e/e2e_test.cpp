@@ -110,6 +110,20 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
   EXPECT_NE(z.out.find("mlp-1000"), std::string::npos);
 }
 
+// presets --show prints the description a run resolves (what scripts/dse.py edits by JSON pointer).
+TEST(EndToEnd, ShowsAPresetAsTheResolvedDescription) {
+  CommandResult s = run_npusim("presets --show edge");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto dir = fresh_dir("presets-show");
+  ASSERT_EQ(run_npusim("run --hw edge --workload mnist-cnn --out " + dir.string()).exit_code, 0);
+  EXPECT_EQ(json::parse(s.out), json::parse(slurp(dir / "config.resolved.json")));
+  std::filesystem::remove_all(dir);
+  CommandResult bad = run_npusim("presets --show no-such-chip");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--show 'no-such-chip': no such file and no such preset"), std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 
 namespace {

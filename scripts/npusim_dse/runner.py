@@ -1,0 +1,190 @@
+"""Running a sweep's runs: one npusim process per run, on local threads or a Dask cluster.
+
+`execute` is the whole of a run and needs nothing but its task dict and the npusim binary (at the
+same path on every Dask worker): it writes the point's hardware description to a private
+directory, runs `npusim run --hw hw.json --workload W --out DIR`, and returns what npusim wrote.
+The client alone writes into the sweep's directory, so workers need no shared file system.
+
+A run is finished when OUT/runs/<key>/result.json exists (written last, atomically): resuming
+skips it. npusim's own verdicts (exit 0, 1 or 2) are final; a run killed by a signal or lost with
+its worker is reported but not recorded, so the next invocation runs it again.
+"""
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+RECORDED_EXIT_CODES = (0, 1, 2)
+
+
+def command(task, hw_path, out_dir):
+    args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
+            out_dir]
+    for flag in ("batch", "dtype", "seed", "fidelity", "values"):
+        if flag in task["flags"]:
+            args += [f"--{flag}", str(task["flags"][flag])]
+    return args
+
+
+def execute(task):
+    """Runs one task; returns {key, exit_code, error, seconds, files: {name: text}}."""
+    work = tempfile.mkdtemp(prefix="npusim-dse-")
+    try:
+        hw_path = os.path.join(work, "hw.json")
+        with open(hw_path, "w", encoding="utf-8") as f:
+            json.dump(task["hw"], f, indent=2)
+            f.write("\n")
+        out = os.path.join(work, "out")
+        start = time.perf_counter()
+        try:
+            r = subprocess.run(command(task, hw_path, out), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+            exit_code, stderr = r.returncode, r.stderr
+        except OSError as e:
+            exit_code, stderr = None, f"cannot start {task['npusim']}: {e.strerror}"
+        seconds = time.perf_counter() - start
+        files = {}
+        if exit_code is not None and exit_code >= 0:
+            for name in ("stats.json", "config.resolved.json", "report.txt"):
+                try:
+                    with open(os.path.join(out, name), encoding="utf-8") as f:
+                        files[name] = f.read()
+                except OSError:
+                    pass
+        error = ""
+        if exit_code != 0:
+            lines = [line.removeprefix("npusim: error: ").removeprefix("npusim: ")
+                     for line in stderr.strip().splitlines()]
+            error = " ".join(lines)
+            # npusim names the hardware by the worker's private file: name the run's own copy.
+            error = error.replace(hw_path, "hw.json")
+            if exit_code is not None and exit_code < 0:
+                error = f"killed by signal {-exit_code}" + (f": {error}" if error else "")
+            elif not error:
+                error = f"npusim exited with {exit_code}"
+        return {"key": task["key"], "exit_code": exit_code, "error": error,
+                "seconds": seconds, "files": files}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class Store:
+    """OUT/runs/<key>/: hw.json, run.json (what ran), npusim's files, result.json (last)."""
+
+    def __init__(self, out_dir):
+        self.root = os.path.join(out_dir, "runs")
+
+    def dir(self, key):
+        return os.path.join(self.root, key)
+
+    def finished(self, key):
+        return os.path.exists(os.path.join(self.dir(key), "result.json"))
+
+    def forget(self, key):
+        path = os.path.join(self.dir(key), "result.json")
+        if os.path.exists(path):
+            os.remove(path)
+
+    def record(self, run, task, result):
+        d = self.dir(run.key)
+        os.makedirs(d, exist_ok=True)
+        for name in ("stats.json", "config.resolved.json", "report.txt"):
+            if os.path.exists(os.path.join(d, name)):
+                os.remove(os.path.join(d, name))
+        _write(os.path.join(d, "hw.json"), json.dumps(task["hw"], indent=2) + "\n")
+        how = {"workload": task["workload"], "flags": task["flags"],
+               "command": command(dict(task, npusim="npusim"), "hw.json", ".")}
+        _write(os.path.join(d, "run.json"), json.dumps(how, indent=2) + "\n")
+        for name, text in result["files"].items():
+            _write(os.path.join(d, name), text)
+        if result["exit_code"] in RECORDED_EXIT_CODES:
+            summary = {k: result[k] for k in ("exit_code", "error", "seconds")}
+            _write(os.path.join(d, "result.json"), json.dumps(summary, indent=2) + "\n")
+
+    def load(self, key):
+        """(result summary, stats dict or None, resolved hardware or None) of a finished run."""
+        d = self.dir(key)
+        with open(os.path.join(d, "result.json"), encoding="utf-8") as f:
+            result = json.load(f)
+        docs = []
+        for name in ("stats.json", "config.resolved.json"):
+            try:
+                with open(os.path.join(d, name), encoding="utf-8") as f:
+                    docs.append(json.load(f))
+            except (OSError, json.JSONDecodeError):
+                docs.append(None)
+        return result, docs[0], docs[1]
+
+
+def run_all(runs, npusim, store, jobs, scheduler=None, progress=True):
+    """Runs `runs` (not yet finished); records each as it completes. Returns the unrecorded ones
+    (killed or lost) as {key: error}."""
+    from tqdm import tqdm  # python3-tqdm
+
+    lost = {}
+    if not runs:
+        return lost
+    by_key = {r.key: r for r in runs}
+    tasks = {r.key: r.task(npusim) for r in runs}
+    bar = tqdm(total=len(runs), unit="run", desc="npusim", disable=not progress,
+               file=sys.stderr, mininterval=0.5, smoothing=0.1)
+    failed = 0
+
+    def done(result):
+        nonlocal failed
+        run = by_key[result["key"]]
+        store.record(run, tasks[run.key], result)
+        if result["exit_code"] not in RECORDED_EXIT_CODES:
+            lost[run.key] = result["error"]
+        if result["exit_code"] != 0:
+            failed += 1
+            bar.set_postfix(failed=failed, refresh=False)
+        bar.update(1)
+
+    try:
+        if scheduler is None:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(execute, tasks[r.key]) for r in runs]
+                try:
+                    for f in concurrent.futures.as_completed(futures):
+                        done(f.result())
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+        else:
+            _run_on_dask(runs, tasks, scheduler, done, lost)
+    finally:
+        bar.close()
+    return lost
+
+
+def _run_on_dask(runs, tasks, scheduler, done, lost):
+    import cloudpickle  # python3-cloudpickle, with python3-distributed
+    from distributed import Client, as_completed
+
+    # Workers elsewhere need not have this module: ship it with the function.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    with Client(scheduler, timeout="30s") as client:
+        futures = [client.submit(execute, tasks[r.key], key=f"npusim-run-{r.key}", pure=False)
+                   for r in runs]
+        for f in as_completed(futures):
+            if f.status == "finished":
+                done(f.result())
+            else:
+                key = f.key.removeprefix("npusim-run-")
+                error = f"lost on the cluster: {f.exception()!r}"
+                done({"key": key, "exit_code": None, "error": error, "seconds": 0.0, "files": {}})
+            f.release()

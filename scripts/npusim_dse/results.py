@@ -23,7 +23,12 @@ HEADLINE_SECTIONS = ("energy", "power", "area", "efficiency")
 SKIPPED = ("memory.config", "layers")
 HW_SKIPPED = ("hw.description", "hw.source", "hw.schema_version")
 # Columns that measure the host, not the design: they differ between two runs of one sweep.
-WALL_TIME_COLUMNS = ("run_seconds", "simulation.wall_seconds")
+WALL_TIME_COLUMNS = ("run_seconds",)
+HOST_SECTIONS = ("simulation.", "host.")  # stats.json's host figures (docs/stats.md)
+
+
+def is_host_column(name):
+    return name in WALL_TIME_COLUMNS or name.startswith(HOST_SECTIONS)
 
 STATUS_OK, STATUS_FAILED, STATUS_INFEASIBLE = "ok", "failed", "infeasible"
 STATUS_CONSTRAINT_ERROR, STATUS_LOST = "constraint-error", "lost"

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from conftest import dse, write_spec
-from npusim_dse.results import WALL_TIME_COLUMNS
+from npusim_dse.results import is_host_column
 
 SMALL = {
     "description": "edge arrays on mnist-cnn and a tiny unified buffer that cannot hold pool1",
@@ -27,8 +27,8 @@ def read_rows(path, drop_wall_time=True):
         rows = list(csv.DictReader(f))
     if drop_wall_time:
         for r in rows:
-            for c in WALL_TIME_COLUMNS:
-                r.pop(c, None)
+            for c in [c for c in r if is_host_column(c)]:
+                r.pop(c)
     return rows
 
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "arch/quant.hpp"
+#include "compiler/reference_gemm.hpp"
 #include "compiler/reference_loops.hpp"
 #include "support/error.hpp"
 
@@ -12,30 +13,14 @@ namespace {
 
 std::vector<int32_t> conv_acc(const Layer& l, int batch, const Tensor8& x) {
   std::vector<int32_t> acc(size_t(batch) * l.out_shape.elements(), 0);
-  reference_loops::conv(l, batch, x.data(), l.qweights.data(), acc.data());
+  reference_gemm::conv(l, batch, x.data(), l.qweights.data(), acc.data());
   return acc;
 }
 
 // acc[r][n] = sum_k a[r][k] * w[k][n] (w[n][k] when transposed).
 void gemm_acc(const int8_t* a, const int8_t* w, int32_t* acc, uint64_t rows, int K, int N,
               bool transposed) {
-  for (uint64_t r = 0; r < rows; ++r) {
-    int32_t* o = acc + r * N;
-    const int8_t* ar = a + r * K;
-    if (transposed) {
-      for (int n = 0; n < N; ++n) {
-        int32_t s = 0;
-        for (int kk = 0; kk < K; ++kk) s += int32_t(ar[kk]) * w[size_t(n) * K + kk];
-        o[n] = s;
-      }
-      continue;
-    }
-    for (int kk = 0; kk < K; ++kk) {
-      const int32_t v = ar[kk];
-      const int8_t* wr = w + size_t(kk) * N;
-      for (int n = 0; n < N; ++n) o[n] += v * wr[n];
-    }
-  }
+  reference_gemm::gemm(a, w, acc, rows, K, N, transposed);
 }
 
 Tensor8 pool(const Layer& l, int batch, const Tensor8& x) {

@@ -26,11 +26,13 @@ Operands operands_of(const MatmulOp& op, const uint8_t* a, const uint8_t* w, uin
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, const Program& program,
                        std::vector<uint32_t> stream, Scoreboard& scoreboard,
                        const CoreClock& clock, OnChipBuffers& buffers,
-                       const systolic::ArrayParams& array, systolic::Fidelity fidelity)
+                       const systolic::ArrayParams& array, systolic::Fidelity fidelity,
+                       bool compute_values)
     : ExecutionUnit(name, program, std::move(stream), scoreboard, clock),
       buffers_(buffers),
       params_(array),
-      array_(systolic::make_array_model(array, fidelity)) {}
+      array_(systolic::make_array_model(array, fidelity)),
+      compute_values_(compute_values) {}
 
 void MatrixUnit::execute(const Instruction& instr) {
   const auto* op = std::get_if<MatmulOp>(&instr.op);
@@ -46,8 +48,10 @@ void MatrixUnit::execute(const Instruction& instr) {
   const uint8_t* slab = buffers_.bytes(
       BufferId::kUnified, v.ub_addr, uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * eb,
       instr.id);
-  a_.resize(static_cast<size_t>(op->m) * op->k * eb);
-  gather_activations(v, slab, op->m, op->k, a_.data(), eb);
+  if (compute_values_) {
+    a_.resize(static_cast<size_t>(op->m) * op->k * eb);
+    gather_activations(v, slab, op->m, op->k, a_.data(), eb);
+  }
   const uint8_t* w = buffers_.bytes(BufferId::kWeight, op->wb_addr,
                                     (uint64_t(op->k - 1) * op->w_ld + op->n) * eb, instr.id);
   uint8_t* acc = buffers_.bytes(BufferId::kAccumulator, op->acc_addr,
@@ -55,12 +59,16 @@ void MatrixUnit::execute(const Instruction& instr) {
 
   const uint64_t issue = clock_.now();
   systolic::TileTiming t;
-  t = bf16 ? array_->execute_bf16(shape, operands_of<systolic::Half16TileOperands, uint16_t, float>(
+  if (!compute_values_) {
+    t = array_->time_only(shape, program_.dtype, op->accumulate, issue);
+  } else {
+    t = bf16 ? array_->execute_bf16(shape, operands_of<systolic::Half16TileOperands, uint16_t, float>(
                                              *op, a_.data(), w, acc),
                                    issue)
            : array_->execute_int8(
                  shape, operands_of<systolic::Int8TileOperands, int8_t, int32_t>(*op, a_.data(), w, acc),
                  issue);
+  }
   NPUSIM_CHECK(t.start_cycle >= issue && t.done_cycle >= t.start_cycle &&
                    t.next_issue_cycle >= issue,
                "{}: instruction {}: array timing out of order (issue {}, start {}, done {}, next {})",

@@ -69,7 +69,7 @@ DmaParams Soc::dma_params(const HwConfig& hw) const {
 }
 
 Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
-         systolic::Fidelity fidelity)
+         systolic::Fidelity fidelity, bool compute_values)
     : sc_module(name),
       clock(hw.clock_mhz),
       buffers(hw),
@@ -86,7 +86,7 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
       dma_store("dma_store", program, stream_of(program, UnitKind::kDmaStore, 0), scoreboard, clock,
                 buffers, dma_params(hw)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
-                  clock, buffers, hw.vector_unit) {
+                  clock, buffers, hw.vector_unit, compute_values) {
   add_queues(hw, program, UnitKind::kDmaLoad, dma_load, load_queues);
   add_queues(hw, program, UnitKind::kDmaStore, dma_store, store_queues);
   buffers.track_conflicts(&program, &scoreboard, &clock);
@@ -98,7 +98,7 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   for (int i = 0; i < hw.matrix_unit.count; ++i) {
     matrix_units.push_back(std::make_unique<MatrixUnit>(
         fmt::format("matrix_unit{}", i).c_str(), program, stream_of(program, UnitKind::kMatrix, i),
-        scoreboard, clock, buffers, array, fidelity));
+        scoreboard, clock, buffers, array, fidelity, compute_values));
   }
   for (const auto& segment : program.dram_init) {
     std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),

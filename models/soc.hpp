@@ -3,7 +3,9 @@
 // the banked on-chip buffers; the DMA queues reach off-chip memory through TLM-2.0 sockets. The
 // off-chip memory is the simple latency + bandwidth model or the command-level DRAM model
 // (memory.model in the hardware description). Built from a hardware description and loaded with a
-// Program; sc_start runs it to completion.
+// Program; sc_start runs it to completion. With `compute_values` false (npusim run --values off)
+// the matrix and vector units compute no values (timing never depends on them: docs/performance.md);
+// the DMA still moves bytes.
 #pragma once
 
 #include <memory>
@@ -32,7 +34,7 @@ dram::MemoryConfig resolve_dram_config(const HwConfig& hw);
 class Soc : public sc_core::sc_module {
  public:
   Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
-      systolic::Fidelity fidelity);
+      systolic::Fidelity fidelity, bool compute_values = true);
 
   // Functional bytes of off-chip memory, whichever model holds them.
   std::vector<uint8_t>& memory_contents();

@@ -71,6 +71,7 @@ struct Executor {
   OnChipBuffers& b;
   const Program& program;
   uint32_t id;
+  bool values;  // false: claim the ranges, compute nothing (--values off)
   bool bf16() const { return program.dtype == DataType::kBf16; }
   uint16_t* ub16(uint64_t addr, uint64_t elements) const {
     return reinterpret_cast<uint16_t*>(b.bytes(BufferId::kUnified, addr, elements * 2, id));
@@ -83,6 +84,7 @@ struct Executor {
                                          BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id))
                                    : nullptr;
     uint16_t* out = ub16(r.out_ub_addr, uint64_t(r.m - 1) * r.out_ld + r.n);
+    if (!values) return uint64_t(r.m) * r.n;
     for (int i = 0; i < r.m; ++i) {
       for (int j = 0; j < r.n; ++j) {
         const float v = acc[int64_t(i) * r.acc_ld + j] + (bias ? bias[j] : 0.0f);
@@ -95,6 +97,7 @@ struct Executor {
   uint64_t lut_bf16(const LutOp& l) const {
     const uint16_t* in = ub16(l.in_ub_addr, l.elements);
     uint16_t* out = ub16(l.out_ub_addr, l.elements);
+    if (!values) return l.elements;
     for (uint64_t i = 0; i < l.elements; ++i) {
       out[i] = float_to_bf16_bits(
           apply_activation(l.activation, bf16_bits_to_float(in[i]), l.clip_min, l.clip_max));
@@ -107,6 +110,7 @@ struct Executor {
                              ? nullptr
                              : ub16(e.b_ub_addr, uint64_t(e.rows - 1) * e.b_ld + e.cols);
     uint16_t* out = ub16(e.out_ub_addr, uint64_t(e.rows - 1) * e.out_ld + e.cols);
+    if (!values) return uint64_t(e.rows) * e.cols;
     for (int r = 0; r < e.rows; ++r) {
       for (int c = 0; c < e.cols; ++c) {
         const float x = bf16_bits_to_float(a[int64_t(r) * e.a_ld + c]);
@@ -124,6 +128,7 @@ struct Executor {
   uint64_t pool_bf16(const PoolOp& p) const {
     const uint16_t* in = ub16(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     uint16_t* out = ub16(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
+    if (!values) return uint64_t(p.out_h) * p.out_w * p.c;
     pool_slab(p, in, out, -INFINITY, bf16_bits_to_float, [](float acc, int divisor) {
       return float_to_bf16_bits(divisor == 0 ? acc : acc / static_cast<float>(divisor));
     });
@@ -135,6 +140,7 @@ struct Executor {
     const uint64_t n = uint64_t(rows) * length;
     const uint16_t* in = ub16(in_addr, n);
     uint16_t* out = ub16(out_addr, n);
+    if (!values) return n;
     std::vector<float> x(length), y(length);
     for (int r = 0; r < rows; ++r) {
       for (int i = 0; i < length; ++i) x[i] = bf16_bits_to_float(in[int64_t(r) * length + i]);
@@ -165,6 +171,7 @@ struct Executor {
                                      : nullptr;
     const int8_t* lut = table(r.lut);
     int8_t* out = ub8(r.out_ub_addr, uint64_t(r.m - 1) * r.out_ld + r.n);
+    if (!values) return uint64_t(r.m) * r.n;
     for (int i = 0; i < r.m; ++i) {
       const int32_t* a = acc + int64_t(i) * r.acc_ld;
       int8_t* o = out + int64_t(i) * r.out_ld;
@@ -179,6 +186,7 @@ struct Executor {
     const int8_t* in = ub8(l.in_ub_addr, l.elements);
     int8_t* out = ub8(l.out_ub_addr, l.elements);
     const int8_t* lut = table(l.lut);
+    if (!values) return l.elements;
     for (uint64_t i = 0; i < l.elements; ++i) out[i] = lut[in[i] + 128];
     return l.elements;
   }
@@ -190,6 +198,7 @@ struct Executor {
                            : ub8(e.b_ub_addr, uint64_t(e.rows - 1) * e.b_ld + e.cols);
     int8_t* out = ub8(e.out_ub_addr, uint64_t(e.rows - 1) * e.out_ld + e.cols);
     const int8_t* lut = table(e.lut);
+    if (!values) return uint64_t(e.rows) * e.cols;
     for (int r = 0; r < e.rows; ++r) {
       const int8_t* ar = a + int64_t(r) * e.a_ld;
       int8_t* o = out + int64_t(r) * e.out_ld;
@@ -209,6 +218,7 @@ struct Executor {
     if (bf16()) return pool_bf16(p);
     const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     int8_t* out = ub8(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
+    if (!values) return uint64_t(p.out_h) * p.out_w * p.c;
     pool_slab(p, in, out, int32_t{-128}, [](int8_t v) { return int32_t{v}; },
               [](int32_t acc, int divisor) {
                 return divisor == 0 ? static_cast<int8_t>(acc) : average_int8(acc, divisor);
@@ -223,6 +233,7 @@ struct Executor {
     const uint64_t bytes = uint64_t(s.rows) * s.length;
     const int8_t* in = ub8(s.in_ub_addr, bytes);
     int8_t* out = ub8(s.out_ub_addr, bytes);
+    if (!values) return bytes;
     for (int r = 0; r < s.rows; ++r) {
       softmax_int8(in + int64_t(r) * s.length, out + int64_t(r) * s.length, s.length,
                    s.input_scale);
@@ -240,6 +251,7 @@ struct Executor {
     const uint64_t bytes = uint64_t(l.rows) * l.length;
     const int8_t* in = ub8(l.in_ub_addr, bytes);
     int8_t* out = ub8(l.out_ub_addr, bytes);
+    if (!values) return bytes;
     for (int r = 0; r < l.rows; ++r) {
       layernorm_int8(in + int64_t(r) * l.length, out + int64_t(r) * l.length, l.length,
                      l.input_scale, params, params + l.length, l.epsilon, l.inv_output_scale);
@@ -256,8 +268,9 @@ uint64_t vector_cycles(const VectorUnitConfig& config, const Operation& op) {
   return std::visit(CycleRule{config}, op);
 }
 
-uint64_t vector_execute(OnChipBuffers& buffers, const Program& program, const Instruction& instr) {
-  return std::visit(Executor{buffers, program, instr.id}, instr.op);
+uint64_t vector_execute(OnChipBuffers& buffers, const Program& program, const Instruction& instr,
+                        bool compute_values) {
+  return std::visit(Executor{buffers, program, instr.id, compute_values}, instr.op);
 }
 
 }  // namespace npusim

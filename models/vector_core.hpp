@@ -24,7 +24,9 @@ namespace npusim {
 
 uint64_t vector_cycles(const VectorUnitConfig& config, const Operation& op);
 // Reads operands from and writes results to `buffers` (tables from `program`); returns the number
-// of output elements.
-uint64_t vector_execute(OnChipBuffers& buffers, const Program& program, const Instruction& instr);
+// of output elements. With `compute_values` false it only claims the operand and result ranges
+// (the bank-conflict rule sees the same accesses) and writes nothing.
+uint64_t vector_execute(OnChipBuffers& buffers, const Program& program, const Instruction& instr,
+                        bool compute_values = true);
 
 }  // namespace npusim

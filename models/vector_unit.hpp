@@ -1,5 +1,6 @@
 // Vector unit: requantization epilogues, pooling, softmax and activations on the unified buffer and
-// accumulators. Its timing rule is in models/vector_core.hpp; one instruction at a time.
+// accumulators. Its timing rule is in models/vector_core.hpp; one instruction at a time. With
+// `compute_values` false it claims the same buffer ranges but computes no values.
 #pragma once
 
 #include "arch/hw_config.hpp"
@@ -12,7 +13,7 @@ class VectorUnit : public ExecutionUnit {
  public:
   VectorUnit(sc_core::sc_module_name name, const Program& program, std::vector<uint32_t> stream,
              Scoreboard& scoreboard, const CoreClock& clock, OnChipBuffers& buffers,
-             const VectorUnitConfig& config);
+             const VectorUnitConfig& config, bool compute_values = true);
 
   uint64_t elements() const { return elements_; }
 
@@ -22,6 +23,7 @@ class VectorUnit : public ExecutionUnit {
  private:
   OnChipBuffers& buffers_;
   VectorUnitConfig config_;
+  bool compute_values_;
   uint64_t elements_ = 0;
 };
 

@@ -122,6 +122,7 @@ void check_tensor(const std::string& layer, const uint8_t* sim_bytes, uint64_t e
 void check_tensors(const Program& program, const Graph& graph, const std::vector<uint8_t>& input,
                    const uint8_t* memory, SimulationResult& r) {
   FunctionalCheck& c = r.check;
+  c.checked = true;
   c.within_tolerance = true;
   const bool int8 = graph.dtype == DataType::kInt8;
   c.tolerance = int8 ? 0.0 : kBf16Tolerance;
@@ -207,6 +208,10 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("batch", "count", "inferences in the batch", program.batch);
   reg.value("seed", "", "seed of the generated parameters and input", run.seed);
   reg.value("fidelity", "", "matrix-unit model: fast or pe", run.fidelity);
+  reg.value("values", "",
+            "on: the units computed values and they were checked against the reference; off: "
+            "timing only (the same cycles, no values, no check)",
+            run.values ? "on" : "off");
   reg.value("clock_mhz", "MHz", "core clock", hw.clock_mhz);
   reg.value("dtype", "", "data type the network ran in: int8 or bf16", to_string(program.dtype));
   reg.value("total_cycles", "cycles",
@@ -254,6 +259,10 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
             total.dma - total.both);
 
   const FunctionalCheck& c = r.check;
+  reg.value("functional_check.checked", "",
+            "the outputs were compared with the reference (false with --values off: the figures "
+            "below are then zero)",
+            c.checked);
   reg.value("functional_check.bit_exact", "",
             "every value of every layer's output tensor equals the reference", c.bit_exact);
   reg.value("functional_check.tensors", "count",
@@ -371,7 +380,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   const auto wall_start = std::chrono::steady_clock::now();
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
-  Soc soc("soc", hw, program, fidelity);
+  Soc soc("soc", hw, program, fidelity, run.values);
   std::memcpy(soc.memory_contents().data() + program.input.dram_addr, input.data(), input.size());
   if (recording.timeline) soc.record_to(*recording.timeline);
   VcdFile vcd(recording.vcd_path);
@@ -404,8 +413,8 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     const uint8_t* base = soc.memory_contents().data() + out.dram_addr;
     r.outputs.emplace_back(base, base + out.bytes());
   }
-  check_tensors(program, graph, input, soc.memory_contents().data(), r);
-  for (size_t i = 0; all_tensors && i < program.tensors.size(); ++i) {
+  if (run.values) check_tensors(program, graph, input, soc.memory_contents().data(), r);
+  for (size_t i = 0; all_tensors && run.values && i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
     const uint8_t* base = soc.memory_contents().data() + t.dram_addr;
     r.tensors.emplace_back(base, base + t.bytes());
@@ -429,7 +438,7 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
   const auto& c = s["functional_check"];
   const double latency = s["latency_s"].get<double>();
   std::string out = fmt::format(
-      "npusim: {} on {} (batch {}, {}, seed {}, fidelity {})\n"
+      "npusim: {} on {} (batch {}, {}, seed {}, fidelity {}{})\n"
       "  total cycles       {}\n"
       "  latency            {:.3f} us at {} MHz\n"
       "  throughput         {:.1f} inferences/s\n"
@@ -439,11 +448,13 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
       "  functional check   {}\n",
       s["workload"].get<std::string>(), s["hardware"].get<std::string>(), s["batch"].get<int>(),
       s["dtype"].get<std::string>(), s["seed"].get<uint64_t>(), s["fidelity"].get<std::string>(),
-      s["total_cycles"].get<uint64_t>(), latency * 1e6, s["clock_mhz"].get<double>(),
+      s.value("values", "on") == "off" ? ", timing only" : "", s["total_cycles"].get<uint64_t>(), latency * 1e6, s["clock_mhz"].get<double>(),
       s["inferences_per_s"].get<double>(), s["macs"].get<uint64_t>(),
       100.0 * s["mxu_utilization"].get<double>(), s["dram"]["read_bytes"].get<uint64_t>(),
       s["dram"]["write_bytes"].get<uint64_t>(),
-      c["bit_exact"].get<bool>()
+      !c.value("checked", true)
+          ? std::string("not run (--values off: timing only, no values computed)")
+      : c["bit_exact"].get<bool>()
           ? fmt::format("outputs match the reference bit for bit, every layer's tensor too ({} "
                         "tensors, {} values)",
                         c["tensors"].get<uint64_t>(), c["compared_values"].get<uint64_t>())

@@ -35,6 +35,7 @@ struct LayerStats {
 // so each tensor must agree within `tolerance` of its largest reference magnitude (errors in real
 // values).
 struct FunctionalCheck {
+  bool checked = false;  // false with --values off: nothing was computed, nothing compared
   bool bit_exact = false;
   bool within_tolerance = false;
   double tolerance = 0.0;          // relative to the output's range
@@ -50,6 +51,9 @@ constexpr double kBf16Tolerance = 0.03;
 struct RunDescription {
   std::string hw_name, workload_name, fidelity;
   uint64_t seed = 0;
+  // false (npusim run --values off): the units compute no values and the reference check is
+  // skipped; the timing is the same (docs/performance.md).
+  bool values = true;
 };
 
 struct SimulationResult {

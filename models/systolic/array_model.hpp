@@ -117,6 +117,12 @@ class ArrayModel {
                           uint64_t issue_cycle) {
     return execute_half16(Half16Format::kFp16, tile, operands, issue_cycle);
   }
+  // The timing of a tile without its values (`npusim run --values off`): the same cycles and
+  // stats as execute_int8 / execute_half16 of `type`, nothing read or written. Timing never
+  // depends on operand values, so this default runs the tile on zero operands into a scratch
+  // accumulator (the pe model still clocks every PE); the fast model only evaluates its formula.
+  virtual TileTiming time_only(const TileShape& tile, DataType type, bool accumulate,
+                               uint64_t issue_cycle);
   virtual const ArrayStats& stats() const = 0;
 };
 

@@ -8,7 +8,7 @@ namespace npusim::systolic {
 FastArrayModel::FastArrayModel(const ArrayParams& params)
     : params_(params), timing_(params), stats_(params.dataflow) {}
 
-TileTiming FastArrayModel::time_tile(const TileShape& tile, DataType type, bool accumulate,
+TileTiming FastArrayModel::time_only(const TileShape& tile, DataType type, bool accumulate,
                                      uint64_t issue_cycle) {
   NPUSIM_CHECK(issue_cycle >= next_issue_cycle_,
                "systolic: tile {}x{}x{} issued at cycle {}, before the array accepts it ({})",
@@ -24,7 +24,7 @@ TileTiming FastArrayModel::execute_int8(const TileShape& tile, const Int8TileOpe
   check_tile(params_, tile, operands.a, operands.lda, operands.w, operands.ldw, operands.acc,
              operands.ldacc);
   int8_gemm_.run(tile, operands);
-  return time_tile(tile, DataType::kInt8, operands.accumulate, issue_cycle);
+  return time_only(tile, DataType::kInt8, operands.accumulate, issue_cycle);
 }
 
 TileTiming FastArrayModel::execute_half16(Half16Format format, const TileShape& tile,
@@ -33,7 +33,7 @@ TileTiming FastArrayModel::execute_half16(Half16Format format, const TileShape& 
   check_tile(params_, tile, operands.a, operands.lda, operands.w, operands.ldw, operands.acc,
              operands.ldacc);
   half16_gemm_.run(format, tile, operands);
-  return time_tile(tile, format == Half16Format::kBf16 ? DataType::kBf16 : DataType::kFp16,
+  return time_only(tile, format == Half16Format::kBf16 ? DataType::kBf16 : DataType::kFp16,
                    operands.accumulate, issue_cycle);
 }
 

@@ -16,10 +16,12 @@ class FastArrayModel final : public ArrayModel {
                           uint64_t issue_cycle) override;
   TileTiming execute_half16(Half16Format format, const TileShape& tile,
                             const Half16TileOperands& operands, uint64_t issue_cycle) override;
+  // The closed form alone: no operand is read.
+  TileTiming time_only(const TileShape& tile, DataType type, bool accumulate,
+                       uint64_t issue_cycle) override;
   const ArrayStats& stats() const override { return stats_.stats(); }
 
  private:
-  TileTiming time_tile(const TileShape& tile, DataType type, bool accumulate, uint64_t issue_cycle);
 
   ArrayParams params_;
   ClosedFormTiming timing_;

@@ -116,14 +116,19 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
   const int n = l.out_shape.last();
   std::vector<double> acc_scale(n);
   if (l.has_weights()) {
-    l.qweights.resize(l.weights.size());
+    // Row by row (channel j is the column): one pass in memory order for the per-channel
+    // maxima, one for the quantized weights.
+    const size_t size = l.weights.size();
+    std::vector<float> sw(n, 0.0f);
+    for (size_t r = 0; r < size; r += n)
+      for (int j = 0; j < n; ++j) sw[j] = std::max(sw[j], std::fabs(l.weights[r + j]));
     for (int j = 0; j < n; ++j) {
-      float m = 0.0f;
-      for (size_t i = j; i < l.weights.size(); i += n) m = std::max(m, std::fabs(l.weights[i]));
-      const float sw = m > 0.0f ? m / 127.0f : 1.0f;
-      for (size_t i = j; i < l.weights.size(); i += n) l.qweights[i] = saturate_round(l.weights[i] / sw);
-      acc_scale[j] = double(l.in_scales[0]) * sw;
+      sw[j] = sw[j] > 0.0f ? sw[j] / 127.0f : 1.0f;
+      acc_scale[j] = double(l.in_scales[0]) * sw[j];
     }
+    l.qweights.resize(size);
+    for (size_t r = 0; r < size; r += n)
+      for (int j = 0; j < n; ++j) l.qweights[r + j] = saturate_round(l.weights[r + j] / sw[j]);
   } else {
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]) * l.in_scales[1]);
   }

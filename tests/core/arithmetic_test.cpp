@@ -1,8 +1,10 @@
 // The shared int8 arithmetic against its real-valued definitions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "arch/quant.hpp"
 
@@ -44,6 +46,21 @@ TEST(Arithmetic, AverageAndElementwiseRoundHalfAwayFromZero) {
   EXPECT_EQ(add_int8(100, 100, 1.0f, 1.0f, -128, 127), 127);
   EXPECT_EQ(add_int8(-7, 0, 0.5f, 1.0f, 0, 127), 0);          // relu clamp
   EXPECT_EQ(mul_int8(-3, 5, 0.1f, -128, 127), -2);            // -1.5 -> -2
+}
+
+TEST(Arithmetic, SaturateRoundEqualsStdRoundThenClamp) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> wide(-400.0f, 400.0f);
+  std::vector<float> xs = {0.5f, -0.5f, 1.5f, -1.5f, 127.5f, -128.5f, 0.49999997f, -0.49999997f,
+                           2.5f, 1e9f, -1e9f, 0.0f, -0.0f, 126.50001f};
+  for (int i = 0; i < 100000; ++i) xs.push_back(wide(rng));
+  for (int i = 0; i < 1000; ++i) xs.push_back(std::floor(wide(rng)) + 0.5f);  // exact halves
+  for (float x : xs) {
+    for (auto [lo, hi] : {std::pair<int8_t, int8_t>{-128, 127}, {0, 6}}) {
+      const float expected = std::clamp(std::round(x), float(lo), float(hi));
+      ASSERT_EQ(saturate_round(x, lo, hi), int8_t(expected)) << x;
+    }
+  }
 }
 
 TEST(Arithmetic, LayerNormNormalizesEachRow) {

@@ -36,15 +36,6 @@ int8_t requantize(int32_t acc, QuantMultiplier q, int8_t lo, int8_t hi) {
   return static_cast<int8_t>(std::clamp<int64_t>(rounded, lo, hi));
 }
 
-int8_t saturate_round(float x, int8_t lo, int8_t hi) {
-  // std::round (halves away from zero) without the libm call, which was a tenth of a timing-only
-  // ResNet-50 run: within [-256, 256] the cast truncates exactly and c - t is exact.
-  const float c = std::clamp(x, -256.0f, 256.0f);
-  float r = static_cast<float>(static_cast<int32_t>(c));
-  if (std::fabs(c - r) >= 0.5f) r += c < 0.0f ? -1.0f : 1.0f;
-  return static_cast<int8_t>(std::clamp(r, static_cast<float>(lo), static_cast<float>(hi)));
-}
-
 int8_t average_int8(int32_t sum, int count) {
   const int32_t half = count / 2;
   const int32_t q = sum >= 0 ? (sum + half) / count : -((-sum + half) / count);

@@ -3,6 +3,8 @@
 // vector lane would. Unit tests pin each function against its real-valued definition.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace npusim {
@@ -29,8 +31,14 @@ inline int8_t epilogue_value(int32_t acc, int32_t bias, QuantMultiplier q, int8_
   return lut != nullptr ? lut[v + 128] : v;
 }
 
-// Round half away from zero and saturate to [lo, hi].
-int8_t saturate_round(float x, int8_t lo = -128, int8_t hi = 127);
+// Round half away from zero (std::round) and saturate to [lo, hi]. Inline and branch-free: the
+// weight quantization calls it once per weight. In double, c + 0.5 is exact for a float c of at
+// most 256 in magnitude, and the conversion truncates toward zero.
+inline int8_t saturate_round(float x, int8_t lo = -128, int8_t hi = 127) {
+  const double c = std::clamp(static_cast<double>(x), -256.0, 256.0);
+  const int32_t r = static_cast<int32_t>(c + std::copysign(0.5, c));
+  return static_cast<int8_t>(std::clamp<int32_t>(r, lo, hi));
+}
 // Elementwise ops of the vector unit (float lanes): a * ra + b * rb, a * b * r, a * r.
 inline int8_t add_int8(int8_t a, int8_t b, float ra, float rb, int8_t lo, int8_t hi) {
   return saturate_round(static_cast<float>(a) * ra + static_cast<float>(b) * rb, lo, hi);

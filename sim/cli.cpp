@@ -9,9 +9,12 @@
 #include <optional>
 
 #include "arch/hw_config.hpp"
-#include "compiler/graph.hpp"
-#include "compiler/lowering.hpp"
-#include "compiler/quantize.hpp"
+#include "compiler/frontend/workload.hpp"
+#include "compiler/ir/graph.hpp"
+#include "compiler/lowering/lowering.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "compiler/passes/quantize.hpp"
 #include "models/soc.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"

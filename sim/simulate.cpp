@@ -11,8 +11,8 @@
 
 #include "models/hazard_checker.hpp"
 #include "models/soc.hpp"
-#include "compiler/reference.hpp"
-#include "compiler/reference_bf16.hpp"
+#include "compiler/reference/reference.hpp"
+#include "compiler/reference/reference_bf16.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/error.hpp"
 #include "support/stats.hpp"

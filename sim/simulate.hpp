@@ -10,7 +10,7 @@
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 #include "models/systolic/array_model.hpp"
 #include "support/stats.hpp"
 #include "support/timeline.hpp"

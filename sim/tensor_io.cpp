@@ -11,6 +11,7 @@
 
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
+#include "compiler/passes/parameters.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 

@@ -1,7 +1,7 @@
 // Dependency tokens derived from buffer accesses.
 #include <gtest/gtest.h>
 
-#include "compiler/hazards.hpp"
+#include "compiler/lowering/hazards.hpp"
 
 namespace npusim {
 namespace {

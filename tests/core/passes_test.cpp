@@ -4,8 +4,11 @@
 #include <cmath>
 #include <set>
 
-#include "compiler/quantize.hpp"
-#include "compiler/reference.hpp"
+#include "compiler/frontend/json_graph.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "compiler/passes/quantize.hpp"
+#include "compiler/reference/reference.hpp"
 #include "support/json_reader.hpp"
 
 namespace npusim {

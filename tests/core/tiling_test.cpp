@@ -7,8 +7,11 @@
 #include <set>
 
 #include "arch/hw_config.hpp"
-#include "compiler/lowering.hpp"
-#include "compiler/quantize.hpp"
+#include "compiler/frontend/workload.hpp"
+#include "compiler/lowering/lowering.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "compiler/passes/quantize.hpp"
 #include "support/json_reader.hpp"
 
 namespace npusim {

@@ -1,7 +1,9 @@
 // Pins the messages for bad workload graphs, and checks shape inference.
 #include <gtest/gtest.h>
 
-#include "compiler/graph.hpp"
+#include "compiler/frontend/workload.hpp"
+#include "compiler/ir/graph.hpp"
+#include "compiler/passes/parameters.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
 

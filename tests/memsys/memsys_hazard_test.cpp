@@ -6,8 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "compiler/lowering.hpp"
-#include "compiler/quantize.hpp"
+#include "compiler/frontend/workload.hpp"
+#include "compiler/lowering/lowering.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "compiler/passes/quantize.hpp"
 #include "sim/simulate.hpp"
 #include "support/error.hpp"
 

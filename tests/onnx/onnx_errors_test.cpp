@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "compiler/onnx_import.hpp"
+#include "compiler/frontend/onnx_import.hpp"
 #include "onnx_test_models.hpp"
 #include "support/error.hpp"
 

@@ -1,6 +1,6 @@
 // ONNX import: the IR built from the models make_models.py writes — op kinds, shapes, attributes,
 // and weight layouts checked against the initializers the script saved in ONNX layout.
-#include "compiler/onnx_import.hpp"
+#include "compiler/frontend/onnx_import.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdint>
 
-#include "compiler/onnx_import.hpp"
-#include "compiler/quantize.hpp"
-#include "compiler/reference.hpp"
-#include "compiler/reference_bf16.hpp"
+#include "compiler/frontend/onnx_import.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "compiler/passes/quantize.hpp"
+#include "compiler/reference/reference.hpp"
+#include "compiler/reference/reference_bf16.hpp"
 #include "onnx_test_models.hpp"
 
 namespace npusim {

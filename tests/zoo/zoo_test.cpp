@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/graph.hpp"
+#include "compiler/frontend/workload.hpp"
+#include "compiler/ir/graph.hpp"
 #include "support/embedded_files.hpp"
 
 namespace npusim {

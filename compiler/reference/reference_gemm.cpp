@@ -1,10 +1,10 @@
-#include "compiler/reference_gemm.hpp"
+#include "compiler/reference/reference_gemm.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "compiler/reference_loops.hpp"
+#include "compiler/reference/reference_loops.hpp"
 #include "support/error.hpp"
 
 #ifdef NPUSIM_HAVE_DNNL

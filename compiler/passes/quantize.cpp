@@ -1,43 +1,17 @@
-#include "compiler/quantize.hpp"
+#include "compiler/passes/quantize.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include <fmt/format.h>
-
-#include "compiler/reference.hpp"
+#include "compiler/reference/reference.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
 
 namespace {
-
-int readers_of(const Graph& g, const std::string& tensor) {
-  int n = 0;
-  for (const auto& l : g.layers) n += static_cast<int>(std::count(l.inputs.begin(), l.inputs.end(), tensor));
-  n += static_cast<int>(std::count(g.outputs.begin(), g.outputs.end(), tensor));
-  return n;
-}
-
-Layer* producer_of(Graph& g, const std::string& tensor) {
-  for (auto& l : g.layers) {
-    if (l.output == tensor) return &l;
-  }
-  return nullptr;
-}
-
-// y = gamma (x - mean) / sqrt(var + eps) + beta folded into the weights and bias of the producer.
-void fold_batch_norm(Layer& conv, const Layer& bn) {
-  const int n = conv.filters;
-  for (int j = 0; j < n; ++j) {
-    const float f = bn.gamma[j] / std::sqrt(bn.variance[j] + bn.epsilon);
-    for (size_t i = j; i < conv.weights.size(); i += n) conv.weights[i] *= f;
-    conv.bias[j] = (conv.bias[j] - bn.mean[j]) * f + bn.beta[j];
-  }
-  conv.use_bias = true;
-}
-
 float max_abs(const std::vector<float>& v) {
   float m = 0.0f;
   for (float x : v) m = std::max(m, std::fabs(x));
@@ -63,7 +37,8 @@ std::vector<int8_t> make_lut(const Layer& l, float in_scale, float out_scale) {
 float lut_output_scale(const Layer& l, float in_scale) {
   float m = 0.0f;
   for (int q = -128; q <= 127; ++q) {
-    m = std::max(m, std::fabs(apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max)));
+    m = std::max(m,
+                 std::fabs(apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max)));
   }
   return choose_scale(m, l);
 }
@@ -80,7 +55,8 @@ float set_output_quantization(Layer& l, const std::vector<float>& real) {
   if (clamp_only(l.activation)) {
     float largest = 0.0f;
     for (float x : real) {
-      largest = std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
+      largest =
+          std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
     }
     l.out_scale = choose_scale(largest, l);
     float lo = -128.0f, hi = 127.0f;
@@ -150,37 +126,6 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
 
 }  // namespace
 
-void optimize_graph(Graph& g) {
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    Layer& l = g.layers[i];
-    const bool bn = l.kind == OpKind::kBatchNorm;
-    const bool act = l.kind == OpKind::kActivation;
-    if (!bn && !act) continue;
-    Layer* p = producer_of(g, l.inputs[0]);
-    if (p == nullptr || p->activation != Activation::kNone || readers_of(g, l.inputs[0]) != 1) {
-      NPUSIM_CHECK(!bn, "batch norm {} cannot be folded (finalize_graph checks this)", l.name);
-      continue;
-    }
-    if (bn) {
-      NPUSIM_CHECK(p->has_weights(), "batch norm {} follows {}", l.name, p->name);
-      fold_batch_norm(*p, l);
-    } else {
-      const bool fusable = p->kind == OpKind::kConv || p->kind == OpKind::kDense ||
-                           p->kind == OpKind::kMatMul || p->kind == OpKind::kAdd;
-      if (!fusable || p->fixed_output_scale > 0.0f) continue;
-      p->activation = l.activation;
-      p->clip_min = l.clip_min;
-      p->clip_max = l.clip_max;
-      p->fixed_output_scale = l.fixed_output_scale;
-    }
-    p->fused.push_back(l.name);
-    p->output = l.output;
-    p->out_shape = l.out_shape;
-    g.layers.erase(g.layers.begin() + static_cast<long>(i));
-    --i;
-  }
-}
-
 void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
   NPUSIM_CHECK(!g.quantized, "graph {} quantized twice", g.name);
   std::map<std::string, Tensor8> tensors{{g.input_name, calibration_input}};
@@ -196,7 +141,9 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
     switch (l.kind) {
       case OpKind::kConv:
       case OpKind::kDense:
-      case OpKind::kMatMul: y = quantize_matrix_layer(l, g.batch, in); break;
+      case OpKind::kMatMul:
+        y = quantize_matrix_layer(l, g.batch, in);
+        break;
       case OpKind::kAdd:
       case OpKind::kMul: {
         const Tensor8 &a = *in[0], &b = *in[1];
@@ -268,7 +215,8 @@ void prepare_bf16(Graph& g) {
   for (auto& l : g.layers) {
     NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
     l.bf16_weights.resize(l.weights.size());
-    for (size_t i = 0; i < l.weights.size(); ++i) l.bf16_weights[i] = float_to_bf16_bits(l.weights[i]);
+    for (size_t i = 0; i < l.weights.size(); ++i)
+      l.bf16_weights[i] = float_to_bf16_bits(l.weights[i]);
     l.in_scales.assign(l.inputs.size(), 1.0f);
     l.out_scale = 1.0f;
   }

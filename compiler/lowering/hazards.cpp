@@ -1,4 +1,4 @@
-#include "compiler/hazards.hpp"
+#include "compiler/lowering/hazards.hpp"
 
 #include <algorithm>
 #include <map>

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 
 namespace npusim {
 

@@ -1,6 +1,7 @@
-// The graph IR: a network as a list of layers in topological order. Importers (JSON graphs,
-// ONNX files) build it with real-valued parameters; `finalize_graph` infers and checks shapes;
-// `quantize_graph` (compiler/quantize.hpp) turns it into int8 with calibrated scales.
+// The graph IR: a network as a list of layers in topological order. Front ends (JSON graphs,
+// ONNX files; compiler/frontend/) build it with real-valued parameters; `finalize_graph`
+// (compiler/ir/shape_inference.hpp) infers and checks shapes; `quantize_graph`
+// (compiler/passes/quantize.hpp) turns it into int8 with calibrated scales.
 // docs/workload_format.md documents the JSON form.
 #pragma once
 
@@ -10,15 +11,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
 #include "arch/types.hpp"
 
 namespace npusim {
-
-constexpr int kWorkloadSchemaVersion = 1;
 
 // One sample's tensor (the batch is separate), row-major with channels last:
 //   [features] | [rows, features] | [height, width, channels] | [depth, height, width, channels]
@@ -40,22 +37,21 @@ TensorShape make_shape(std::initializer_list<int> dims);
 std::string to_string(const TensorShape& shape);
 
 enum class OpKind {
-  kConv,          // conv2d (rank 3) and conv3d (rank 4), with groups (depthwise: groups = channels)
-  kDense,         // y = x W + b over the last dimension
-  kMatMul,        // two activations: [..., M, K] x [..., K, N] (or [..., N, K] with transpose_b)
-  kMaxPool,       // 2-D or 3-D window
-  kAvgPool,       // 2-D or 3-D window; global when `global_pool`
-  kActivation,    // elementwise unary: relu, relu6, clip, sigmoid, tanh, gelu
-  kAdd,           // elementwise binary, same shapes (residual connections)
-  kMul,           // elementwise binary, same shapes
-  kConcat,        // along the last (channel) dimension
-  kReshape,       // flatten / reshape: free in memory, the element order is unchanged
-  kSoftmax,       // over the last dimension
-  kLayerNorm,     // over the last dimension, with gamma and beta
-  kBatchNorm,     // folded into the preceding conv or dense at quantization time
+  kConv,        // conv2d (rank 3) and conv3d (rank 4), with groups (depthwise: groups = channels)
+  kDense,       // y = x W + b over the last dimension
+  kMatMul,      // two activations: [..., M, K] x [..., K, N] (or [..., N, K] with transpose_b)
+  kMaxPool,     // 2-D or 3-D window
+  kAvgPool,     // 2-D or 3-D window; global when `global_pool`
+  kActivation,  // elementwise unary: relu, relu6, clip, sigmoid, tanh, gelu
+  kAdd,         // elementwise binary, same shapes (residual connections)
+  kMul,         // elementwise binary, same shapes
+  kConcat,      // along the last (channel) dimension
+  kReshape,     // flatten / reshape: free in memory, the element order is unchanged
+  kSoftmax,     // over the last dimension
+  kLayerNorm,   // over the last dimension, with gamma and beta
+  kBatchNorm,   // folded into the preceding conv or dense at quantization time
 };
 const char* to_string(OpKind kind);
-
 
 struct Layer {
   std::string name;
@@ -85,8 +81,8 @@ struct Layer {
   // Real-valued parameters, from the file or generated from the seed.
   // Conv: [kd][kh][kw][cin / groups][cout]; dense: [in][out]; both row-major.
   std::vector<float> weights;
-  std::vector<float> bias;        // cout values
-  std::vector<float> gamma, beta;  // layernorm (last dim); batchnorm (channels)
+  std::vector<float> bias;            // cout values
+  std::vector<float> gamma, beta;     // layernorm (last dim); batchnorm (channels)
   std::vector<float> mean, variance;  // batchnorm
 
   // Given by the user (JSON "output_scale") instead of calibrated; 0 = calibrate.
@@ -96,18 +92,18 @@ struct Layer {
   std::vector<TensorShape> in_shapes;
   TensorShape out_shape;
 
-  // Filled by quantize_graph (compiler/quantize.hpp).
+  // Filled by quantize_graph (compiler/passes/quantize.hpp).
   std::vector<float> in_scales;  // real value = int8 value * scale, per input
   float out_scale = 1.0f;
-  std::vector<int8_t> qweights;       // same layout as weights
-  std::vector<uint16_t> bf16_weights;  // bf16 path: same layout as weights
-  std::vector<int32_t> qbias;         // cout values, on the accumulator's scale
-  std::vector<QuantMultiplier> requant;  // per output channel: accumulator -> output int8
-  std::vector<int8_t> lut;            // 256 entries: int8 -> int8 activation (fused or alone)
-  float mid_scale = 0.0f;             // scale of the pre-activation int8 that feeds `lut`
+  std::vector<int8_t> qweights;            // same layout as weights
+  std::vector<uint16_t> bf16_weights;      // bf16 path: same layout as weights
+  std::vector<int32_t> qbias;              // cout values, on the accumulator's scale
+  std::vector<QuantMultiplier> requant;    // per output channel: accumulator -> output int8
+  std::vector<int8_t> lut;                 // 256 entries: int8 -> int8 activation (fused or alone)
+  float mid_scale = 0.0f;                  // scale of the pre-activation int8 that feeds `lut`
   int8_t clamp_lo = -128, clamp_hi = 127;  // saturation of the requantized output
-  std::vector<float> input_ratios;    // add / mul / concat: input scale(s) over output scale
-  std::vector<std::string> fused;     // names of layers folded or fused into this one
+  std::vector<float> input_ratios;         // add / mul / concat: input scale(s) over output scale
+  std::vector<std::string> fused;          // names of layers folded or fused into this one
 
   int input_channels_per_group() const;
   int output_channels_per_group() const { return filters / groups; }
@@ -138,37 +134,5 @@ struct Graph {
   float scale_of(const std::string& tensor) const;
   uint64_t total_macs() const;
 };
-
-// Errors found while building a graph, reported together: "origin: where: what was expected".
-// `where` is a JSON pointer for JSON graphs and "node 'name' (OpType)" for ONNX files.
-class GraphDiagnostics {
- public:
-  explicit GraphDiagnostics(std::string origin) : origin_(std::move(origin)) {}
-  void error(const std::string& where, const std::string& message);
-  bool ok() const { return messages_.empty(); }
-  void throw_if_errors() const;  // UserErrors
-  const std::string& origin() const { return origin_; }
-
- private:
-  std::string origin_;
-  std::vector<std::string> messages_;
-};
-
-// Infers every layer's shapes and checks the graph (inputs defined earlier, shapes possible,
-// parameter sizes consistent). `where(i)` names layer i in messages. Throws UserErrors.
-void finalize_graph(Graph& graph, GraphDiagnostics& diag,
-                    const std::vector<std::string>& where_of_layer);
-
-// Parses and checks a JSON workload (all problems at once).
-Graph parse_workload(const nlohmann::json& root, const std::string& origin);
-// `spec` is a zoo name, a .json graph file or an .onnx file. `batch` overrides the file's batch.
-Graph load_workload(const std::string& spec, std::optional<int> batch);
-
-// Deterministic pseudo-random real-valued weights and biases for layers that have none (He-style
-// uniform, so activations keep their spread through deep networks). Each layer's values depend
-// only on the seed and the layer's name.
-void materialize_parameters(Graph& graph, uint64_t seed);
-// A deterministic pseudo-random int8 input batch (batch x elements, row-major).
-std::vector<int8_t> make_random_input(const Graph& graph, uint64_t seed);
 
 }  // namespace npusim

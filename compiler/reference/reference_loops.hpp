@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 
 namespace npusim::reference_loops {
 

@@ -1,22 +1,21 @@
-// Lowers a graph to a Program for one hardware description: places tensors in off-chip memory,
-// tiles every layer so its tiles (double-buffered) fit the on-chip buffers, splits matrix work into
-// array-sized MATMUL tiles per dataflow, and derives dependency tokens from buffer accesses.
+// Tiling of conv / dense / matmul layers for the on-chip buffers: the layer's geometry as an
+// image convolution, and the block sizes and loop order with the fewest off-chip bytes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "arch/hw_config.hpp"
-#include "arch/program.hpp"
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 
 namespace npusim {
 
 // Tile sizes chosen for one conv2d / dense layer (dense is a 1x1 convolution over a batch x 1
 // image of K channels).
 struct ConvTiling {
-  int out_rows = 0;      // output rows per block (M per block = out_rows * out_w)
-  int n_tile = 0;        // output channels per block
-  int k_chunk = 0;       // reduction elements per weight chunk in the weight buffer
+  int out_rows = 0;               // output rows per block (M per block = out_rows * out_w)
+  int n_tile = 0;                 // output channels per block
+  int k_chunk = 0;                // reduction elements per weight chunk in the weight buffer
   bool weights_resident = false;  // all of the layer's weights stay in the weight buffer
   bool channels_outside = false;  // loop over channel blocks outside the spatial blocks
   uint64_t dram_bytes = 0;        // estimated off-chip traffic of the chosen order
@@ -53,14 +52,5 @@ struct TilingResult {
 };
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
                                 const std::string& layer_name);
-
-struct CompileResult {
-  bool ok = false;
-  Program program;
-  std::string reason;  // when !ok: why the network does not fit, and what to change
-};
-
-// `graph` must be quantized (compiler/quantize.hpp).
-CompileResult compile(const Graph& graph, const HwConfig& hw);
 
 }  // namespace npusim

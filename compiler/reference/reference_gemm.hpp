@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 
 namespace npusim::reference_gemm {
 

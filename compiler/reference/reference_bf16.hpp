@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 
 namespace npusim {
 

@@ -1,7 +1,4 @@
-// Graph passes before lowering:
-//   optimize_graph: folds batch norms into the preceding conv / dense, and fuses an activation
-//     into the conv / dense / matmul / add that feeds it (it then runs in that layer's epilogue on
-//     the vector unit instead of as a pass of its own over memory).
+// Quantization, after fusion (compiler/passes/fusion.hpp):
 //   quantize_graph: int8 with per-output-channel weight scales, int32 biases, and activation
 //     scales calibrated on a calibration batch (the run's input) or given by the workload.
 // docs/quantization.md states the rules.
@@ -10,11 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "compiler/graph.hpp"
+#include "compiler/ir/graph.hpp"
 
 namespace npusim {
 
-void optimize_graph(Graph& graph);
 void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
 // The bf16 path instead of int8: weights rounded to bf16 (nearest even), biases and the vector
 // unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1).

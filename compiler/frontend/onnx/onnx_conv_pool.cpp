@@ -1,0 +1,249 @@
+// ONNX translators of the spatial family: Conv, the pools, ReduceMean as a global average
+// pool, and Pad folded into the Conv that reads it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/frontend/onnx/onnx_importer.hpp"
+
+namespace npusim::onnx_frontend {
+
+void OnnxImporter::import_conv(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0, true);
+  if (!x) return;
+  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
+  const Constant* w = constant(i, 1, "weights");
+  if (!w) return;
+  const Constant* b = optional_constant(i, 2, "bias");
+  if (n.input_size() > 2 && !n.input(2).empty() && !b) return;
+  const size_t s = x->dims.size() - 1;
+  const int64_t cin = x->dims[0];
+  const int64_t groups = attr_int(n, "group", 1);
+  if (w->is_int || w->dims.size() != s + 2) {
+    return fail(i, fmt::format("weights '{}' must be float with rank {} (O, I/group, kernel...), "
+                               "got {}",
+                               n.input(1), s + 2, dims_text(w->dims)));
+  }
+  const int64_t cout = w->dims[0];
+  std::vector<int64_t> kernel(w->dims.begin() + 2, w->dims.end());
+  if (std::any_of(w->dims.begin(), w->dims.end(), [](int64_t d) { return d < 1; })) {
+    return fail(
+        i, fmt::format("weights '{}' {} have an empty dimension", n.input(1), dims_text(w->dims)));
+  }
+  if (groups < 1 || cin % groups != 0 || cout % groups != 0 || w->dims[1] != cin / groups) {
+    return fail(i, fmt::format("group {} does not fit {} input channels and weights {} (expected "
+                               "[O, {} / group, ...] with O and {} divisible by group)",
+                               groups, cin, dims_text(w->dims), cin, cin));
+  }
+  if (auto ks = attr_ints(n, "kernel_shape", kernel); ks != kernel) {
+    return fail(i, fmt::format("kernel_shape {} disagrees with the weights {}", dims_text(ks),
+                               dims_text(w->dims)));
+  }
+  if (b && (b->is_int || b->elements() != static_cast<uint64_t>(cout))) {
+    return fail(i, fmt::format("bias '{}' must be {} floats, got shape {}", n.input(2), cout,
+                               dims_text(b->dims)));
+  }
+  auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
+  if (dilation.size() != s ||
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d < 1; })) {
+    return fail(i, fmt::format("dilations {} must be {} positive values", dims_text(dilation), s));
+  }
+  std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
+  Window win;
+  if (auto problem = resolve_window(n, in, kernel, dilation, win); !problem.empty()) {
+    return fail(i, problem);
+  }
+
+  const std::string out = n.output(0);
+  Value v;
+  v.channels_first = true;
+  v.dims.push_back(cout);
+  v.dims.insert(v.dims.end(), win.out.begin(), win.out.end());
+  for (size_t a = 0; a < x->pending_pads.size() / 2; ++a) {
+    win.pads_begin[a] += x->pending_pads[a];
+    win.pads_end[a] += x->pending_pads[x->pending_pads.size() / 2 + a];
+  }
+  Layer& l = add_layer(i, OpKind::kConv, {x->ir_name}, out);
+  l.filters = static_cast<int>(cout);
+  l.groups = static_cast<int>(groups);
+  l.kernel = triple(kernel, 1);
+  l.strides = triple(win.strides, 1);
+  l.dilation = triple(dilation, 1);
+  l.pads_begin = triple(win.pads_begin, 0);
+  l.pads_end = triple(win.pads_end, 0);
+  // ONNX [O][I/g][k...] -> IR [k...][I/g][O].
+  const int64_t cg = cin / groups, taps = product(kernel);
+  l.weights.resize(w->values.size());
+  for (int64_t o = 0; o < cout; ++o) {
+    for (int64_t c = 0; c < cg; ++c) {
+      for (int64_t t = 0; t < taps; ++t) {
+        l.weights[static_cast<size_t>((t * cg + c) * cout + o)] =
+            w->values[static_cast<size_t>((o * cg + c) * taps + t)];
+      }
+    }
+  }
+  // The IR always carries `filters` bias values; zeros when the model has none.
+  l.use_bias = b != nullptr;
+  l.bias = b ? b->values : std::vector<float>(static_cast<size_t>(cout), 0.0f);
+  set_value(out, std::move(v));
+}
+
+void OnnxImporter::import_pool(int i, OpKind kind) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
+  if (!extra_outputs_unused(i)) return;
+  const size_t s = x->dims.size() - 1;
+  auto kernel = attr_ints(n, "kernel_shape", {});
+  if (kernel.size() != s ||
+      std::any_of(kernel.begin(), kernel.end(), [](int64_t k) { return k < 1; })) {
+    return fail(i, fmt::format("kernel_shape {} must be {} positive values", dims_text(kernel), s));
+  }
+  auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
+  if (std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
+    return fail(i,
+                fmt::format("dilations {}: only 1 is supported for pooling", dims_text(dilation)));
+  }
+  std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
+  Window win;
+  if (auto problem = resolve_window(n, in, kernel, dilation, win); !problem.empty()) {
+    return fail(i, problem);
+  }
+  const bool count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
+  if (attr_int(n, "ceil_mode", 0) != 0) {
+    // Rounding the output size up adds windows that hang over the end; as in PyTorch and ONNX
+    // Runtime, a window that would start in the end padding is dropped. The IR gets the overhang
+    // as extra end padding, which max pooling and an average without padding both ignore.
+    for (size_t a = 0; a < s; ++a) {
+      const int64_t padded = in[a] + win.pads_begin[a] + win.pads_end[a];
+      int64_t out_ceil = (padded - kernel[a] + win.strides[a] - 1) / win.strides[a] + 1;
+      if ((out_ceil - 1) * win.strides[a] >= in[a] + win.pads_begin[a]) --out_ceil;
+      const int64_t extra = (out_ceil - 1) * win.strides[a] + kernel[a] - padded;
+      if (extra <= 0) continue;
+      if (kind == OpKind::kAvgPool && count_include_pad) {
+        return fail(i,
+                    "ceil_mode 1 with count_include_pad 1 is not supported (the windows that "
+                    "hang over the end would count padding the model does not have)");
+      }
+      win.pads_end[a] += extra;
+      win.out[a] = out_ceil;
+    }
+  }
+  const std::string out = n.output(0);
+  Value v;
+  v.channels_first = true;
+  v.dims.push_back(x->dims[0]);
+  v.dims.insert(v.dims.end(), win.out.begin(), win.out.end());
+  Layer& l = add_layer(i, kind, {x->ir_name}, out);
+  l.kernel = triple(kernel, 1);
+  l.strides = triple(win.strides, 1);
+  l.pads_begin = triple(win.pads_begin, 0);
+  l.pads_end = triple(win.pads_end, 0);
+  l.count_include_pad = count_include_pad;
+  set_value(out, std::move(v));
+}
+
+void OnnxImporter::import_global_pool(int i, OpKind kind) {
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
+  const std::string out = g_.node(i).output(0);
+  Value v;
+  v.channels_first = true;
+  v.dims.assign(x->dims.size(), 1);
+  v.dims[0] = x->dims[0];
+  Layer& l = add_layer(i, kind, {x->ir_name}, out);
+  if (kind == OpKind::kAvgPool) {
+    l.global_pool = true;
+  } else {
+    l.kernel = triple({x->dims.begin() + 1, x->dims.end()}, 1);
+  }
+  set_value(out, std::move(v));
+}
+
+// ReduceMean over every spatial axis of a feature map is a global average pool.
+void OnnxImporter::import_reduce_mean(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  std::vector<int64_t> axes;
+  bool given;
+  if (!read_axes(i, 18, axes, given)) return;
+  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
+  if (auto problem = normalize_axes(axes, rank); !problem.empty()) return fail(i, problem);
+  std::vector<int64_t> spatial;
+  for (int64_t a = 2; a < rank; ++a) spatial.push_back(a);
+  if (!spatial_input(*x) || !given || axes != spatial) {
+    return fail(i, fmt::format("axes {} on input [N, {}]: npusim averages over all the spatial "
+                               "axes of a channels-first feature map only (a global average "
+                               "pool, axes {})",
+                               dims_text(axes), fmt::join(x->dims, ", "), dims_text(spatial)));
+  }
+  const bool keepdims = attr_int(n, "keepdims", 1) != 0;
+  const std::string out = n.output(0);
+  std::string pooled = keepdims ? out : out + "_pooled";
+  while (!keepdims &&
+         (values_.count(pooled) || constants_.count(pooled) || consumers_.count(pooled))) {
+    pooled += "_";
+  }
+  Value v;
+  v.channels_first = true;
+  v.dims.assign(x->dims.size(), 1);
+  v.dims[0] = x->dims[0];
+  add_layer(i, OpKind::kAvgPool, {x->ir_name}, pooled).global_pool = true;
+  set_value(pooled, v);
+  if (keepdims) return;
+  Value flat;
+  flatten_value(v, flat);
+  add_layer(i, OpKind::kReshape, {pooled}, out);
+  set_value(out, std::move(flat));
+}
+
+// Zero padding of the spatial axes of a feature map, folded into the Conv that reads it.
+void OnnxImporter::import_pad(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
+  const std::string mode = attr_string(n, "mode", "constant");
+  if (mode != "constant") {
+    return fail(i, fmt::format("mode '{}': only constant (zero) padding is supported", mode));
+  }
+  if (n.input_size() > 3 && !n.input(3).empty()) return fail(i, "the axes input is not supported");
+  const Constant* pads = constant(i, 1, "pads");
+  if (!pads) return;
+  const size_t rank = x->dims.size() + 1, s = rank - 2;
+  if (!pads->is_int || pads->ints.size() != 2 * rank) {
+    return fail(i, fmt::format("pads '{}' must be {} integers (begins, then ends, per axis)",
+                               n.input(1), 2 * rank));
+  }
+  const auto& p = pads->ints;
+  if (p[0] != 0 || p[1] != 0 || p[rank] != 0 || p[rank + 1] != 0 ||
+      std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) {
+    return fail(i, fmt::format("pads {}: only non-negative padding of the spatial axes is "
+                               "supported",
+                               dims_text(p)));
+  }
+  if (const Constant* value = optional_constant(i, 2, "constant_value")) {
+    if (value->is_int || value->values.size() != 1 || value->values[0] != 0.0f) {
+      return fail(i, "constant_value must be 0 (npusim folds Pad into a Conv's zero padding)");
+    }
+  } else if (n.input_size() > 2 && !n.input(2).empty()) {
+    return;
+  }
+  Value v = *x;
+  v.pending_pads.assign(2 * s, 0);
+  for (size_t a = 0; a < s; ++a) {
+    v.pending_pads[a] = p[2 + a];
+    v.pending_pads[s + a] = p[rank + 2 + a];
+    v.dims[1 + a] += p[2 + a] + p[rank + 2 + a];
+  }
+  alias(i, v);
+}
+
+}  // namespace npusim::onnx_frontend

@@ -1,0 +1,95 @@
+// ONNX translators of elementwise operators: Add and Mul of two tensors, activations and Clip.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/frontend/onnx/onnx_importer.hpp"
+
+namespace npusim::onnx_frontend {
+
+void OnnxImporter::import_binary(int i, OpKind kind) {
+  const Node& n = g_.node(i);
+  if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
+  const bool c0 = is_constant(n.input(0)), c1 = is_constant(n.input(1));
+  if (c0 && c1) {
+    return fail(i, "both operands are constants (constant folding is not supported)");
+  }
+  if (c0 || c1) {
+    const Value* x = activation(i, c0 ? 1 : 0);
+    if (!x) return;
+    return fold_constant(i, *x, constants_.at(n.input(c0 ? 0 : 1)), kind);
+  }
+  const Value* a = activation(i, 0);
+  const Value* b = activation(i, 1);
+  if (!a || !b) return;
+  if (a->dims != b->dims || a->channels_first != b->channels_first) {
+    return fail(i, fmt::format("operands [N, {}] and [N, {}] must have the same shape (npusim "
+                               "does not broadcast)",
+                               fmt::join(a->dims, ", "), fmt::join(b->dims, ", ")));
+  }
+  if (a->flat_from != b->flat_from) {
+    return fail(i,
+                "one operand is a flattened feature map and the other is not: their element "
+                "orders differ in npusim (H, W, C) and cannot be combined");
+  }
+  const std::string out = n.output(0);
+  Value v = *a;
+  add_layer(i, kind, {a->ir_name, b->ir_name}, out);
+  set_value(out, std::move(v));
+}
+
+void OnnxImporter::import_activation(int i, Activation act) {
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const std::string out = g_.node(i).output(0);
+  Value v = *x;
+  Layer& l = add_layer(i, OpKind::kActivation, {x->ir_name}, out);
+  l.activation = act;
+  set_value(out, std::move(v));
+}
+
+void OnnxImporter::import_clip(int i) {
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const Node& n = g_.node(i);
+  float bounds[2] = {-std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::infinity()};
+  for (int k = 1; k <= 2; ++k) {
+    const Constant* c = optional_constant(i, k, k == 1 ? "min" : "max");
+    if (k < n.input_size() && !n.input(k).empty() && !c) return;
+    if (!c) continue;
+    if (c->is_int || c->values.size() != 1) {
+      return fail(i, fmt::format("{} '{}' must be one float", k == 1 ? "min" : "max", n.input(k)));
+    }
+    bounds[k - 1] = c->values[0];
+  }
+  if (std::isinf(bounds[0]) && std::isinf(bounds[1])) return alias(i, *x);
+  const std::string out = n.output(0);
+  Value v = *x;
+  Layer& l = add_layer(i, OpKind::kActivation, {x->ir_name}, out);
+  if (bounds[0] == 0.0f && bounds[1] == 6.0f) {
+    l.activation = Activation::kRelu6;
+  } else if (bounds[0] == 0.0f && std::isinf(bounds[1])) {
+    l.activation = Activation::kRelu;
+  } else {
+    l.activation = Activation::kClip;
+    l.clip_min = std::isinf(bounds[0]) ? std::numeric_limits<float>::lowest() : bounds[0];
+    l.clip_max = std::isinf(bounds[1]) ? std::numeric_limits<float>::max() : bounds[1];
+  }
+  set_value(out, std::move(v));
+}
+
+// The erf form only; the tanh approximation is a different function.
+void OnnxImporter::import_gelu(int i) {
+  const Node& n = g_.node(i);
+  if (attr_string(n, "approximate", "none") != "none") {
+    return fail(i, fmt::format("approximate '{}' is not supported (only the erf form, 'none')",
+                               attr_string(n, "approximate", "none")));
+  }
+  import_activation(i, Activation::kGelu);
+}
+
+}  // namespace npusim::onnx_frontend

@@ -1,0 +1,361 @@
+#include "compiler/frontend/onnx/onnx_importer.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/frontend/onnx/onnx_operators.hpp"
+#include "compiler/frontend/onnx_import.hpp"
+#include "support/error.hpp"
+
+namespace npusim::onnx_frontend {
+
+std::string OnnxImporter::where(int i) const {
+  const Node& n = g_.node(i);
+  std::string op = n.domain().empty() || n.domain() == "ai.onnx"
+                       ? n.op_type()
+                       : fmt::format("{}:{}", n.domain(), n.op_type());
+  if (n.name().empty()) return fmt::format("node #{} ({})", i, op);
+  return fmt::format("node '{}' ({})", n.name(), op);
+}
+
+void OnnxImporter::fail(int i, const std::string& message) {
+  diag_.error(where(i), message);
+  for (const auto& out : g_.node(i).output()) poisoned_.insert(out);
+}
+
+void OnnxImporter::check_opset() {
+  int64_t opset = -1;
+  for (const auto& o : model_.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  if (opset < 0) {
+    throw UserError(
+        fmt::format("{}: the model imports no version of the default ONNX operator "
+                    "set (supported: opset {} to {})",
+                    path_, kMinOpset, kMaxOpset));
+  }
+  opset_ = static_cast<int>(opset);
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    throw UserError(
+        fmt::format("{}: opset {} is not supported (supported: {} to {}; convert the "
+                    "model with onnx.version_converter)",
+                    path_, opset, kMinOpset, kMaxOpset));
+  }
+}
+
+void OnnxImporter::read_initializers() {
+  for (const auto& t : g_.initializer()) {
+    Constant c;
+    std::string problem = read_tensor(t, c);
+    if (!problem.empty()) {
+      diag_.error(fmt::format("initializer '{}'", t.name()), problem);
+      poisoned_.insert(t.name());
+      continue;
+    }
+    constants_[t.name()] = std::move(c);
+  }
+}
+
+void OnnxImporter::read_input() {
+  std::vector<const onnx::ValueInfoProto*> inputs;
+  for (const auto& in : g_.input()) {
+    if (!is_constant(in.name()) && !poisoned_.count(in.name())) inputs.push_back(&in);
+  }
+  if (inputs.size() != 1) {
+    std::vector<std::string> names;
+    for (const auto* in : inputs) names.push_back("'" + in->name() + "'");
+    throw UserErrors(
+        {fmt::format("{}: graph inputs: npusim runs graphs with exactly one input "
+                     "that is not an initializer; this model has {}{}{}",
+                     path_, inputs.size(), inputs.empty() ? "" : ": ", fmt::join(names, ", "))});
+  }
+  const auto& in = *inputs[0];
+  const std::string where = fmt::format("graph input '{}'", in.name());
+  if (!in.type().has_tensor_type()) {
+    throw UserErrors({fmt::format("{}: {}: not a tensor", path_, where)});
+  }
+  const auto& tt = in.type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto_DataType_FLOAT) {
+    diag_.error(where, fmt::format("element type {}, expected FLOAT (npusim quantizes float "
+                                   "inputs to int8)",
+                                   data_type_name(tt.elem_type())));
+  }
+  const int rank = tt.has_shape() ? tt.shape().dim_size() : 0;
+  if (rank < 2 || rank > 5) {
+    diag_.error(where, fmt::format("rank {}, expected 2 (N, features), 3 (N, rows, features), 4 "
+                                   "(N, C, H, W) or 5 (N, C, D, H, W)",
+                                   rank));
+    diag_.throw_if_errors();
+  }
+  Value v;
+  v.ir_name = in.name();
+  for (int d = 0; d < rank; ++d) {
+    const auto& dim = tt.shape().dim(d);
+    const bool fixed = dim.has_dim_value() && dim.dim_value() > 0;
+    if (d == 0) {
+      file_batch_ = fixed ? dim.dim_value() : 0;
+      continue;
+    }
+    if (!fixed) {
+      diag_.error(where, fmt::format("dimension {} is {}: every dimension but the batch must be a "
+                                     "fixed positive size",
+                                     d,
+                                     dim.has_dim_param() ? "'" + dim.dim_param() + "'"
+                                                         : std::string("unknown")));
+      v.dims.push_back(1);
+      continue;
+    }
+    v.dims.push_back(dim.dim_value());
+  }
+  v.channels_first = rank >= 4;
+  diag_.throw_if_errors();
+  graph_.input_name = in.name();
+  graph_.channels_first_io = true;  // --input and --save-outputs speak ONNX's layout
+  graph_.input_shape.dims = ir_dims(v);
+  graph_.batch = batch_override_ ? *batch_override_ : file_batch_ > 0 ? int(file_batch_) : 1;
+  values_[in.name()] = std::move(v);
+}
+
+void OnnxImporter::count_consumers() {
+  for (const auto& n : g_.node()) {
+    for (const auto& in : n.input()) {
+      if (!in.empty()) ++consumers_[in];
+    }
+  }
+  for (const auto& out : g_.output()) {
+    ++consumers_[out.name()];
+    graph_outputs_.insert(out.name());
+  }
+}
+
+const Value* OnnxImporter::activation(int i, int input_index, bool folded_ok) {
+  const Node& n = g_.node(i);
+  const std::string& name = n.input(input_index);
+  auto it = values_.find(name);
+  if (it != values_.end()) {
+    if (!folded_ok && !it->second.pending_pads.empty()) {
+      fail(i, fmt::format("input {} ('{}') comes from a Pad; npusim supports Pad only as zero "
+                          "padding folded into the Conv that reads it",
+                          input_index, name));
+      return nullptr;
+    }
+    if (!folded_ok && it->second.pending_transpose) {
+      fail(i, fmt::format("input {} ('{}') comes from a Transpose; npusim supports Transpose "
+                          "only of the last two axes, as the second input of a MatMul",
+                          input_index, name));
+      return nullptr;
+    }
+    return &it->second;
+  }
+  if (is_constant(name)) {
+    fail(i, fmt::format("input {} ('{}') is a constant; npusim expects a run-time tensor here "
+                        "(constant folding is not supported)",
+                        input_index, name));
+  } else {
+    fail(i, fmt::format("input {} ('{}') is not produced by an earlier node, an initializer or "
+                        "the graph input (nodes must be in topological order)",
+                        input_index, name));
+  }
+  return nullptr;
+}
+
+const Constant* OnnxImporter::constant(int i, int input_index, const std::string& role) {
+  const Node& n = g_.node(i);
+  if (input_index >= n.input_size() || n.input(input_index).empty()) {
+    fail(i, fmt::format("input {} ({}) is missing", input_index, role));
+    return nullptr;
+  }
+  const std::string& name = n.input(input_index);
+  auto it = constants_.find(name);
+  if (it != constants_.end()) return &it->second;
+  fail(i, fmt::format("{} '{}' must be a constant (an initializer or a Constant node); npusim "
+                      "needs it known at import",
+                      role, name));
+  return nullptr;
+}
+
+const Constant* OnnxImporter::optional_constant(int i, int input_index, const std::string& role) {
+  const Node& n = g_.node(i);
+  if (input_index >= n.input_size() || n.input(input_index).empty()) return nullptr;
+  return constant(i, input_index, role);
+}
+
+Layer& OnnxImporter::add_layer(int i, OpKind kind, std::vector<std::string> inputs,
+                               const std::string& output) {
+  const Node& n = g_.node(i);
+  std::string base = n.name().empty() ? output : n.name();
+  std::string name = base;
+  for (int k = 1; layer_names_.count(name); ++k) name = fmt::format("{}_{}", base, k);
+  layer_names_.insert(name);
+  Layer l;
+  l.name = name;
+  l.kind = kind;
+  l.inputs = std::move(inputs);
+  l.output = output;
+  graph_.layers.push_back(std::move(l));
+  where_of_layer_.push_back(where(i));
+  return graph_.layers.back();
+}
+
+void OnnxImporter::set_value(const std::string& name, Value v) {
+  v.ir_name = name;
+  v.layer = static_cast<int>(graph_.layers.size()) - 1;
+  values_[name] = std::move(v);
+}
+
+// The node passes its input on under a new name: its own read is not a read of the IR tensor.
+void OnnxImporter::alias(int i, const Value& v) {
+  --consumers_[g_.node(i).input(0)];
+  values_[g_.node(i).output(0)] = v;
+}
+
+// Readers of an IR tensor: nodes and graph outputs reading any ONNX name that refers to it.
+int OnnxImporter::ir_readers(const std::string& ir_name) {
+  int n = 0;
+  for (const auto& [name, v] : values_) {
+    if (v.ir_name == ir_name) n += consumers_[name];
+  }
+  return n;
+}
+
+bool OnnxImporter::extra_outputs_unused(int i) {
+  const Node& n = g_.node(i);
+  for (int k = 1; k < n.output_size(); ++k) {
+    if (!n.output(k).empty() && consumers_[n.output(k)] > 0) {
+      fail(i, fmt::format("output {} ('{}') is used; npusim computes only the first output", k,
+                          n.output(k)));
+      return false;
+    }
+  }
+  return true;
+}
+
+void OnnxImporter::import_node(int i) {
+  const Node& n = g_.node(i);
+  if (skipped_nodes_.count(i)) return;
+  for (const auto& in : n.input()) {
+    if (!in.empty() && poisoned_.count(in)) {
+      for (const auto& out : n.output()) poisoned_.insert(out);
+      return;
+    }
+  }
+  if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
+  if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
+    auto x = values_.find(it->second);
+    if (x == values_.end() || !x->second.pending_pads.empty() || x->second.pending_transpose) {
+      return fail(i, fmt::format("GELU input '{}' is not a run-time tensor", it->second));
+    }
+    const std::string out = n.output(0);
+    Value v = x->second;
+    add_layer(i, OpKind::kActivation, {x->second.ir_name}, out).activation = Activation::kGelu;
+    return set_value(out, std::move(v));
+  }
+  const std::string& op = n.op_type();
+  const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+  if (n.domain() == "com.microsoft" && op == "Gelu") return import_activation(i, Activation::kGelu);
+  if (!default_domain) {
+    return fail(i, fmt::format("operator domain '{}' is not supported (supported: the default "
+                               "domain, and com.microsoft for Gelu)",
+                               n.domain()));
+  }
+  if (n.input_size() < 1 && op != "Constant") return fail(i, "has no input");
+  if (const OnnxTranslator* t = find_onnx_translator(op)) return t->translate(*this, i);
+  const bool shape_op = op == "Shape" || op == "Size" || op == "ConstantOfShape";
+  fail(i, fmt::format("operator not supported (supported: {}){}", onnx_supported_operators(),
+                      shape_op ? "; npusim needs shapes known at import: give Reshape a constant "
+                                 "shape (an initializer or a Constant node)"
+                               : ""));
+}
+
+void OnnxImporter::finish_outputs() {
+  if (g_.output_size() == 0) diag_.error("graph outputs", "the model has no outputs");
+  for (const auto& o : g_.output()) {
+    const std::string& name = o.name();
+    if (poisoned_.count(name)) continue;
+    const std::string where = fmt::format("graph output '{}'", name);
+    auto it = values_.find(name);
+    if (it == values_.end()) {
+      diag_.error(where, is_constant(name) ? "is a constant, not computed by the network"
+                                           : "is not produced by any node");
+      continue;
+    }
+    const Value& v = it->second;
+    if (!v.pending_pads.empty() || v.pending_transpose) {
+      diag_.error(where, v.pending_transpose
+                             ? "comes from a Transpose, which npusim supports only as the second "
+                               "input of a MatMul"
+                             : "comes from a Pad, which npusim supports only before a Conv");
+      continue;
+    }
+    if (!v.flat_from.empty()) {
+      diag_.error(where,
+                  "is a flattened channels-first feature map; npusim flattens in H, W, C "
+                  "order, not ONNX's C, H, W, and has no transpose");
+      continue;
+    }
+    if (v.ir_name != name) {
+      // An output that aliases another tensor (Identity, Dropout) gets a free reshape so the
+      // graph output keeps its ONNX name.
+      std::string layer_name = name;
+      for (int k = 1; layer_names_.count(layer_name); ++k) {
+        layer_name = fmt::format("{}_{}", name, k);
+      }
+      layer_names_.insert(layer_name);
+      Layer l;
+      l.name = layer_name;
+      l.kind = OpKind::kReshape;
+      l.inputs = {v.ir_name};
+      l.output = name;
+      l.reshape_to = ir_dims(v);
+      graph_.layers.push_back(std::move(l));
+      where_of_layer_.push_back(where);
+    }
+    graph_.outputs.push_back(name);
+  }
+}
+
+Graph OnnxImporter::run() {
+  check_opset();
+  read_initializers();
+  read_input();
+  count_consumers();
+  find_gelu_patterns();
+  for (int i = 0; i < g_.node_size(); ++i) import_node(i);
+  finish_outputs();
+  diag_.throw_if_errors();
+  graph_.name = g_.name().empty() ? std::filesystem::path(path_).stem().string() : g_.name();
+  graph_.description = fmt::format("imported from {}", path_);
+  if (!model_.producer_name().empty()) {
+    graph_.description +=
+        fmt::format(" (made by {} {})", model_.producer_name(), model_.producer_version());
+  }
+  finalize_graph(graph_, diag_, where_of_layer_);
+  diag_.throw_if_errors();
+  return std::move(graph_);
+}
+
+}  // namespace npusim::onnx_frontend
+
+namespace npusim {
+
+using onnx_frontend::OnnxImporter;
+
+Graph import_onnx(const std::string& path, std::optional<int> batch) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(fmt::format("{}: cannot open the file", path));
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) {
+    throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path));
+  }
+  if (!model.has_graph() || model.graph().node_size() == 0 || model.ir_version() <= 0) {
+    throw UserError(
+        fmt::format("{}: not a valid ONNX model (no ir_version or no graph nodes)", path));
+  }
+  if (batch && *batch < 1) throw UserError(fmt::format("--batch {}: must be at least 1", *batch));
+  return OnnxImporter(model, path, batch).run();
+}
+
+}  // namespace npusim

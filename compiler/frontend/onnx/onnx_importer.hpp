@@ -1,0 +1,105 @@
+// The state of one ONNX import (compiler/frontend/onnx_import.hpp): the model, the constants and
+// run-time values seen so far, the IR graph being built and the problems found. The operator
+// translators (onnx_operators.hpp lists them) are its import_* members, one file per family.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/onnx/onnx_layout.hpp"
+#include "compiler/frontend/onnx/onnx_tensor.hpp"
+#include "compiler/ir/graph.hpp"
+#include "compiler/ir/shape_inference.hpp"
+
+namespace npusim::onnx_frontend {
+
+constexpr int kMinOpset = 11;
+constexpr int kMaxOpset = 20;
+
+class OnnxImporter {
+ public:
+  OnnxImporter(const onnx::ModelProto& model, const std::string& path, std::optional<int> batch)
+      : model_(model), g_(model.graph()), path_(path), batch_override_(batch), diag_(path) {}
+
+  Graph run();
+
+  using Node = onnx::NodeProto;
+
+  std::string where(int i) const;
+  void fail(int i, const std::string& message);
+  void check_opset();
+  void read_initializers();
+  void read_input();
+  void count_consumers();
+  void find_gelu_patterns();
+  void import_node(int i);
+  void finish_outputs();
+
+  // Operand access: an activation, a constant, or an error (returns null and records it).
+  // `folded_ok`: the caller folds a pending Pad (Conv) or Transpose (MatMul's B) into itself.
+  const Value* activation(int i, int input_index, bool folded_ok = false);
+  const Constant* constant(int i, int input_index, const std::string& role);
+  const Constant* optional_constant(int i, int input_index, const std::string& role);
+  bool is_constant(const std::string& name) const { return constants_.count(name) != 0; }
+  bool is_activation(const std::string& name) const { return values_.count(name) != 0; }
+
+  Layer& add_layer(int i, OpKind kind, std::vector<std::string> inputs, const std::string& output);
+  void set_value(const std::string& name, Value v);
+  // Outputs beyond the first must be unused (e.g. MaxPool's indices).
+  bool extra_outputs_unused(int i);
+
+  void import_conv(int i);
+  void import_pool(int i, OpKind kind);
+  void import_global_pool(int i, OpKind kind);
+  void import_activation(int i, Activation act);
+  void import_gelu(int i);
+  void import_erf(int i);
+  void import_identity(int i);
+  void import_clip(int i);
+  void import_softmax(int i);
+  void import_layer_norm(int i);
+  void import_batch_norm(int i);
+  void import_binary(int i, OpKind kind);
+  void fold_constant(int i, const Value& x, const Constant& c, OpKind kind);
+  void import_concat(int i);
+  void import_flatten(int i);
+  void import_reshape(int i);
+  void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
+  bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
+  void import_squeeze(int i, bool unsqueeze);
+  void import_reduce_mean(int i);
+  void import_pad(int i);
+  void import_transpose(int i);
+  void import_gemm(int i);
+  void import_matmul(int i);
+  void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
+                    const Constant* c, float beta);
+  void import_constant_node(int i);
+  void alias(int i, const Value& v);
+  int ir_readers(const std::string& ir_name);
+
+  const onnx::ModelProto& model_;
+  const onnx::GraphProto& g_;
+  std::string path_;
+  std::optional<int> batch_override_;
+  GraphDiagnostics diag_;
+  Graph graph_;
+  std::vector<std::string> where_of_layer_;
+  std::set<std::string> layer_names_;
+  std::map<std::string, Constant> constants_;
+  std::map<std::string, Value> values_;
+  std::set<std::string> poisoned_;  // outputs of nodes that failed: their consumers stay quiet
+  std::map<std::string, int> consumers_;
+  std::set<std::string> graph_outputs_;
+  std::set<int> skipped_nodes_;
+  std::map<int, std::string> gelu_input_at_;  // last node of a GELU pattern -> its input x
+  int64_t file_batch_ = 0;
+  int opset_ = kMaxOpset;
+};
+
+}  // namespace npusim::onnx_frontend

@@ -1,0 +1,140 @@
+// ONNX translators of the matrix family: Gemm and MatMul by a constant (dense layers),
+// MatMul of two run-time tensors, and Transpose folded into the MatMul that reads it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/frontend/onnx/onnx_importer.hpp"
+
+namespace npusim::onnx_frontend {
+
+// A Transpose of the last two axes of a (N, ..., rows, columns) tensor, folded into the MatMul
+// that reads it as its second input (attention's Q x K^T).
+void OnnxImporter::import_transpose(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const size_t rank = x->dims.size() + 1;
+  std::vector<int64_t> swap_last(rank);
+  for (size_t a = 0; a < rank; ++a) swap_last[a] = static_cast<int64_t>(a);
+  if (rank >= 3) std::swap(swap_last[rank - 1], swap_last[rank - 2]);
+  const auto perm = attr_ints(n, "perm", {});
+  if (x->channels_first || rank < 3 || perm != swap_last || !x->flat_from.empty()) {
+    return fail(i, fmt::format("perm {} on input [N, {}]{}: npusim supports only swapping the last "
+                               "two axes of a (N, ..., rows, columns) tensor, perm {}, feeding a "
+                               "MatMul",
+                               dims_text(perm), fmt::join(x->dims, ", "),
+                               x->channels_first ? " (channels first)" : "", dims_text(swap_last)));
+  }
+  Value v = *x;
+  std::swap(v.dims[rank - 2], v.dims[rank - 3]);
+  v.pending_transpose = true;
+  alias(i, v);
+}
+
+void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
+                                const Constant* c, float beta) {
+  const Node& n = g_.node(i);
+  if (a.channels_first) {
+    return fail(i, fmt::format("input '{}' is a channels-first feature map [N, {}]; Flatten it "
+                               "first",
+                               a.ir_name, fmt::join(a.dims, ", ")));
+  }
+  if (b.is_int || b.dims.size() != 2 || b.dims[0] < 1 || b.dims[1] < 1) {
+    return fail(i, fmt::format("weights '{}' must be a non-empty 2-D float matrix, got {}",
+                               n.input(1), dims_text(b.dims)));
+  }
+  const int64_t k = trans_b ? b.dims[1] : b.dims[0];
+  const int64_t units = trans_b ? b.dims[0] : b.dims[1];
+  if (k != a.dims.back()) {
+    return fail(i, fmt::format("weights '{}' {}{} need {} input features, but input '{}' has {}",
+                               n.input(1), dims_text(b.dims), trans_b ? " (transB)" : "", k,
+                               a.ir_name, a.dims.back()));
+  }
+  if (c && (c->is_int || (c->elements() != 1 && c->elements() != static_cast<uint64_t>(units)) ||
+            (c->dims.size() == 2 && c->dims[0] != 1))) {
+    return fail(i, fmt::format("bias '{}' {} must be a scalar or {} floats", n.input(2),
+                               dims_text(c->dims), units));
+  }
+  std::vector<int64_t> rows;
+  if (!a.flat_from.empty()) rows = onnx_index_of_ir_index(a.flat_from);
+  const std::string out = n.output(0);
+  Value v;
+  v.dims = a.dims;
+  v.dims.back() = units;
+  Layer& l = add_layer(i, OpKind::kDense, {a.ir_name}, out);
+  l.filters = static_cast<int>(units);
+  l.weights.resize(static_cast<size_t>(k * units));
+  for (int64_t r = 0; r < k; ++r) {
+    const int64_t src = rows.empty() ? r : rows[static_cast<size_t>(r)];
+    for (int64_t u = 0; u < units; ++u) {
+      const float w = trans_b ? b.values[static_cast<size_t>(u * k + src)]
+                              : b.values[static_cast<size_t>(src * units + u)];
+      l.weights[static_cast<size_t>(r * units + u)] = alpha * w;
+    }
+  }
+  l.use_bias = c != nullptr;
+  l.bias.assign(static_cast<size_t>(units), 0.0f);
+  for (int64_t u = 0; c && u < units; ++u) {
+    l.bias[static_cast<size_t>(u)] =
+        beta * c->values[c->elements() == 1 ? 0 : static_cast<size_t>(u)];
+  }
+  set_value(out, std::move(v));
+}
+
+void OnnxImporter::import_gemm(int i) {
+  const Node& n = g_.node(i);
+  if (attr_int(n, "transA", 0) != 0) return fail(i, "transA 1 is not supported");
+  const Value* a = activation(i, 0);
+  if (!a) return;
+  if (a->dims.size() != 1) {
+    return fail(i,
+                fmt::format("input A [N, {}] must be 2-D (N, features)", fmt::join(a->dims, ", ")));
+  }
+  const Constant* b = constant(i, 1, "B");
+  if (!b) return;
+  const Constant* c = optional_constant(i, 2, "C");
+  if (n.input_size() > 2 && !n.input(2).empty() && !c) return;
+  import_dense(i, *a, *b, attr_int(n, "transB", 0) != 0, attr_float(n, "alpha", 1.0f), c,
+               attr_float(n, "beta", 1.0f));
+}
+
+void OnnxImporter::import_matmul(int i) {
+  const Node& n = g_.node(i);
+  if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
+  if (is_constant(n.input(1))) {
+    const Value* a = activation(i, 0);
+    if (!a) return;
+    return import_dense(i, *a, constants_.at(n.input(1)), false, 1.0f, nullptr, 1.0f);
+  }
+  const Value* a = activation(i, 0);
+  const Value* b = activation(i, 1, true);
+  if (!a || !b) return;
+  if (!b->pending_pads.empty()) {
+    return fail(i, fmt::format("input 1 ('{}') comes from a Pad; npusim supports Pad only as "
+                               "zero padding folded into the Conv that reads it",
+                               n.input(1)));
+  }
+  if (a->channels_first || b->channels_first || a->dims.size() < 2 ||
+      a->dims.size() != b->dims.size()) {
+    return fail(i, fmt::format("MatMul of two run-time tensors needs two (N, ..., rows, columns) "
+                               "tensors of the same rank; got [N, {}] and [N, {}]",
+                               fmt::join(a->dims, ", "), fmt::join(b->dims, ", ")));
+  }
+  const size_t r = a->dims.size();
+  const bool lead_match = std::equal(a->dims.begin(), a->dims.end() - 2, b->dims.begin());
+  if (!lead_match || a->dims[r - 1] != b->dims[r - 2]) {
+    return fail(i, fmt::format("shapes [N, {}] and [N, {}] do not multiply (no broadcasting)",
+                               fmt::join(a->dims, ", "), fmt::join(b->dims, ", ")));
+  }
+  const std::string out = n.output(0);
+  Value v = *a;
+  v.dims.back() = b->dims.back();
+  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out).transpose_b = b->pending_transpose;
+  set_value(out, std::move(v));
+}
+
+}  // namespace npusim::onnx_frontend

@@ -1,0 +1,62 @@
+#include "compiler/frontend/onnx/onnx_operators.hpp"
+
+#include "compiler/frontend/onnx/onnx_importer.hpp"
+
+namespace npusim::onnx_frontend {
+
+const std::vector<OnnxTranslator>& onnx_translators() {
+  using I = OnnxImporter;
+  static const std::vector<OnnxTranslator> table = {
+      {"Conv", "Conv", [](I& im, int i) { im.import_conv(i); }},
+      {"Gemm", "Gemm", [](I& im, int i) { im.import_gemm(i); }},
+      {"MatMul", "MatMul", [](I& im, int i) { im.import_matmul(i); }},
+      {"Add", "Add", [](I& im, int i) { im.import_binary(i, OpKind::kAdd); }},
+      {"Mul", "Mul", [](I& im, int i) { im.import_binary(i, OpKind::kMul); }},
+      {"Relu", "Relu", [](I& im, int i) { im.import_activation(i, Activation::kRelu); }},
+      {"Clip", "Clip", [](I& im, int i) { im.import_clip(i); }},
+      {"Sigmoid", "Sigmoid", [](I& im, int i) { im.import_activation(i, Activation::kSigmoid); }},
+      {"Tanh", "Tanh", [](I& im, int i) { im.import_activation(i, Activation::kTanh); }},
+      {"Gelu", "Gelu", [](I& im, int i) { im.import_gelu(i); }},
+      {"Erf", "the Erf form of GELU", [](I& im, int i) { im.import_erf(i); }},
+      {"Softmax", "Softmax", [](I& im, int i) { im.import_softmax(i); }},
+      {"LayerNormalization", "LayerNormalization", [](I& im, int i) { im.import_layer_norm(i); }},
+      {"BatchNormalization", "BatchNormalization", [](I& im, int i) { im.import_batch_norm(i); }},
+      {"MaxPool", "MaxPool", [](I& im, int i) { im.import_pool(i, OpKind::kMaxPool); }},
+      {"AveragePool", "AveragePool", [](I& im, int i) { im.import_pool(i, OpKind::kAvgPool); }},
+      {"GlobalAveragePool", "GlobalAveragePool",
+       [](I& im, int i) { im.import_global_pool(i, OpKind::kAvgPool); }},
+      {"GlobalMaxPool", "GlobalMaxPool",
+       [](I& im, int i) { im.import_global_pool(i, OpKind::kMaxPool); }},
+      {"ReduceMean", "ReduceMean (spatial)", [](I& im, int i) { im.import_reduce_mean(i); }},
+      {"Concat", "Concat", [](I& im, int i) { im.import_concat(i); }},
+      {"Flatten", "Flatten", [](I& im, int i) { im.import_flatten(i); }},
+      {"Reshape", "Reshape", [](I& im, int i) { im.import_reshape(i); }},
+      {"Squeeze", "Squeeze", [](I& im, int i) { im.import_squeeze(i, false); }},
+      {"Unsqueeze", "Unsqueeze", [](I& im, int i) { im.import_squeeze(i, true); }},
+      {"Pad", "Pad (before a Conv)", [](I& im, int i) { im.import_pad(i); }},
+      {"Transpose", "Transpose (of a MatMul's second input)",
+       [](I& im, int i) { im.import_transpose(i); }},
+      {"Identity", "Identity", [](I& im, int i) { im.import_identity(i); }},
+      {"Dropout", "Dropout", [](I& im, int i) { im.import_identity(i); }},
+      {"Constant", "Constant", [](I& im, int i) { im.import_constant_node(i); }},
+  };
+  return table;
+}
+
+const OnnxTranslator* find_onnx_translator(const std::string& op_type) {
+  for (const auto& t : onnx_translators()) {
+    if (op_type == t.op_type) return &t;
+  }
+  return nullptr;
+}
+
+std::string onnx_supported_operators() {
+  std::string list;
+  for (const auto& t : onnx_translators()) {
+    if (!list.empty()) list += ", ";
+    list += t.listed_as;
+  }
+  return list;
+}
+
+}  // namespace npusim::onnx_frontend

@@ -1,0 +1,143 @@
+// Graph rewrites done while importing, on ONNX nodes: the Erf form of GELU recognised as one
+// activation, and Add / Mul of a constant folded into the Conv or dense layer before them.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/frontend/onnx/onnx_importer.hpp"
+
+namespace npusim::onnx_frontend {
+
+// Finds x * 0.5 * (1 + erf(x / sqrt(2))) in the node orders exporters produce:
+//   Div(x, sqrt2) | Mul(x, 1/sqrt2) -> Erf -> Add(., 1) -> then one of
+//   Mul(x, .) -> Mul(., 0.5);   Mul(Mul(x, 0.5), .);   Mul(., 0.5) -> Mul(x, .)
+void OnnxImporter::find_gelu_patterns() {
+  std::map<std::string, int> producer;
+  std::map<std::string, std::vector<int>> users;
+  for (int i = 0; i < g_.node_size(); ++i) {
+    for (const auto& out : g_.node(i).output()) producer[out] = i;
+    for (const auto& in : g_.node(i).input()) users[in].push_back(i);
+  }
+  auto scalar = [&](const std::string& name, float expected) {
+    auto it = constants_.find(name);
+    return it != constants_.end() && !it->second.is_int && it->second.values.size() == 1 &&
+           std::fabs(it->second.values[0] - expected) < 1e-3f;
+  };
+  auto sole_user = [&](const std::string& tensor) -> int {
+    if (graph_outputs_.count(tensor)) return -1;
+    auto it = users.find(tensor);
+    return it != users.end() && it->second.size() == 1 ? it->second[0] : -1;
+  };
+  auto is_op = [&](int i, const char* op) {
+    return i >= 0 && g_.node(i).op_type() == op && g_.node(i).domain().empty() &&
+           g_.node(i).input_size() == 2;
+  };
+  // The operand of binary node i that is not `other`; empty when `other` is not an operand.
+  auto other_operand = [&](int i, const std::string& other) -> std::string {
+    const Node& n = g_.node(i);
+    if (n.input(0) == other) return n.input(1);
+    if (n.input(1) == other) return n.input(0);
+    return "";
+  };
+  for (int e = 0; e < g_.node_size(); ++e) {
+    const Node& erf = g_.node(e);
+    if (erf.op_type() != "Erf" || erf.input_size() != 1 || erf.output_size() != 1) continue;
+    auto p_it = producer.find(erf.input(0));
+    if (p_it == producer.end() || sole_user(erf.input(0)) != e) continue;
+    const int scale = p_it->second;
+    std::string x;
+    if (is_op(scale, "Div") && scalar(g_.node(scale).input(1), std::sqrt(2.0f))) {
+      x = g_.node(scale).input(0);
+    } else if (is_op(scale, "Mul")) {
+      const Node& m = g_.node(scale);
+      if (scalar(m.input(1), std::sqrt(0.5f))) x = m.input(0);
+      if (scalar(m.input(0), std::sqrt(0.5f))) x = m.input(1);
+    }
+    if (x.empty() || is_constant(x)) continue;
+    const int add = sole_user(erf.output(0));
+    if (!is_op(add, "Add") || !scalar(other_operand(add, erf.output(0)), 1.0f)) continue;
+    const int m1 = sole_user(g_.node(add).output(0));
+    if (!is_op(m1, "Mul")) continue;
+    const std::string m1_other = other_operand(m1, g_.node(add).output(0));
+    std::vector<int> members{scale, e, add, m1};
+    int last = -1;
+    if (m1_other == x) {
+      const int m2 = sole_user(g_.node(m1).output(0));
+      if (is_op(m2, "Mul") && scalar(other_operand(m2, g_.node(m1).output(0)), 0.5f)) last = m2;
+    } else if (scalar(m1_other, 0.5f)) {
+      const int m2 = sole_user(g_.node(m1).output(0));
+      if (is_op(m2, "Mul") && other_operand(m2, g_.node(m1).output(0)) == x) last = m2;
+    } else if (auto h = producer.find(m1_other); h != producer.end()) {
+      if (is_op(h->second, "Mul") && sole_user(m1_other) == m1 &&
+          scalar(other_operand(h->second, x), 0.5f)) {
+        last = m1;
+        members.push_back(h->second);
+      }
+    }
+    if (last < 0) continue;
+    if (last != m1) members.push_back(last);
+    for (int m : members) {
+      if (m != last) skipped_nodes_.insert(m);
+    }
+    gelu_input_at_[last] = x;
+  }
+}
+
+// Add(x, constant) right after a Conv / Gemm / MatMul is that layer's bias; Mul(x, constant)
+// scales its output channels, so it scales the weights and the bias.
+void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKind kind) {
+  const Node& n = g_.node(i);
+  const bool add = kind == OpKind::kAdd;
+  Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
+  const bool foldable = producer &&
+                        (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
+                        ir_readers(x.ir_name) == 1 && producer->output == x.ir_name;
+  if (!foldable) {
+    return fail(i, fmt::format("{} of a constant is supported only as the {} of the Conv, Gemm "
+                               "or MatMul right before it, whose output nothing else reads",
+                               add ? "Add" : "Mul", add ? "bias" : "per-channel scale"));
+  }
+  if (c.is_int) return fail(i, "the constant must be float");
+  // Accepted broadcast shapes: a scalar, or one value per output channel / unit.
+  std::vector<int64_t> dims = c.dims;
+  while (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
+  const int64_t units = producer->filters;
+  bool per_unit;
+  if (producer->kind == OpKind::kConv) {
+    std::vector<int64_t> expected(x.dims.size(), 1);
+    expected[0] = units;
+    per_unit = dims == expected;
+  } else {
+    per_unit = dims == std::vector<int64_t>{units};
+  }
+  if (!per_unit && c.elements() != 1) {
+    return fail(i, fmt::format("the constant {} is not {} {} {}", dims_text(c.dims),
+                               add ? "a bias of" : "a scale of", units,
+                               producer->kind == OpKind::kConv ? "channels" : "units"));
+  }
+  auto value = [&](size_t u) { return c.values[per_unit ? u : 0]; };
+  // Weights are [..][out] in both layouts: the output channel is the fastest index.
+  if (!add) {
+    for (size_t k = 0; k < producer->weights.size(); ++k) {
+      producer->weights[k] *= value(k % static_cast<size_t>(units));
+    }
+  }
+  for (size_t u = 0; u < static_cast<size_t>(units); ++u) {
+    producer->bias[u] = add ? producer->bias[u] + value(u) : producer->bias[u] * value(u);
+  }
+  if (add) producer->use_bias = true;
+  producer->output = n.output(0);
+  Value v = x;
+  v.ir_name = n.output(0);
+  values_[n.output(0)] = std::move(v);
+}
+
+// An Erf that find_gelu_patterns did not take into a GELU.
+void OnnxImporter::import_erf(int i) {
+  fail(i, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / sqrt(2)))");
+}
+
+}  // namespace npusim::onnx_frontend

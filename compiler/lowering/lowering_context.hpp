@@ -1,0 +1,83 @@
+// The state of one lowering run (compiler/lowering/lowering.hpp), shared by the files that emit
+// each kind of layer: the program being built, the off-chip memory plan, the hazard tracker.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "arch/hw_config.hpp"
+#include "arch/program.hpp"
+#include "compiler/ir/graph.hpp"
+#include "compiler/lowering/hazards.hpp"
+#include "compiler/lowering/lowering.hpp"
+#include "compiler/lowering/tiling_math.hpp"
+
+namespace npusim::lowering {
+
+class Lowering {
+ public:
+  Lowering(const Graph& graph, const HwConfig& hw)
+      : graph_(graph), hw_(hw), es_(graph.dtype == DataType::kBf16 ? 2 : 1) {}
+
+  CompileResult run();
+
+ private:
+  uint32_t emit(UnitKind unit, int index, Operation op, std::vector<BufferAccess> accesses);
+  uint64_t dram_alloc(uint64_t bytes) {
+    uint64_t addr = dram_top_;
+    dram_top_ = align_up(dram_top_ + bytes, 4096);
+    return addr;
+  }
+  uint64_t dram_param(const void* data, uint64_t bytes) {
+    const uint64_t addr = dram_alloc(bytes);
+    DramSegment seg{addr, std::vector<uint8_t>(bytes)};
+    std::memcpy(seg.bytes.data(), data, bytes);
+    program_.dram_init.push_back(std::move(seg));
+    return addr;
+  }
+  // A 1-D or 2-D copy (count1 rows of count0 bytes, DRAM rows stride0 apart).
+  void dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
+           uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose = false);
+  // A packed 1-D copy of any size, split into rows the DMA descriptor can hold.
+  void dma_linear(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr, uint64_t bytes);
+  int requant_table(std::vector<QuantMultiplier> table) {
+    program_.requant_tables.push_back(std::move(table));
+    return static_cast<int>(program_.requant_tables.size() - 1);
+  }
+  int lut(const std::vector<int8_t>& table) {
+    if (table.empty()) return -1;
+    program_.luts.push_back(table);
+    return static_cast<int>(program_.luts.size() - 1);
+  }
+  bool fail(std::string reason) {
+    if (reason_.empty()) reason_ = std::move(reason);
+    return false;
+  }
+  uint64_t ub_capacity() const { return hw_.unified_buffer.capacity_bytes; }
+
+  bool lower_matrix(const Layer& l, LayerRecord& rec);
+  bool lower_pool(const Layer& l, LayerRecord& rec);
+  bool lower_rows(const Layer& l, LayerRecord& rec);
+  bool lower_eltwise(const Layer& l, LayerRecord& rec);
+  bool lower_concat(const Layer& l, LayerRecord& rec);
+
+  const Graph& graph_;
+  const HwConfig& hw_;
+  const int es_;  // bytes per activation / weight element
+  Program program_;
+  HazardTracker hazards_;
+  LayerRecord* current_ = nullptr;
+  uint64_t dram_top_ = 0;
+  std::map<std::string, uint64_t> tensor_addr_;
+  struct Params {
+    uint64_t weights = 0, bias = 0, norm = 0;
+  };
+  std::map<std::string, Params> params_;
+  int weight_half_ = 0;  // resident weights alternate between the halves of the weight buffer
+  std::string reason_;
+};
+
+}  // namespace npusim::lowering

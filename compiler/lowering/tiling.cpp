@@ -1,0 +1,147 @@
+#include "compiler/lowering/tiling.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "compiler/lowering/tiling_math.hpp"
+
+namespace npusim {
+
+using lowering::align_up;
+using lowering::ceil_div;
+using lowering::largest_fitting;
+using lowering::slab_planes;
+using lowering::slab_rows;
+
+ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
+  ConvGeometry g;
+  g.element_bytes = element_bytes;
+  const TensorShape& in = l.in_shapes[0];
+  if (l.kind == OpKind::kDense) {
+    // Every row of every sample is one pixel of a single (batch x rows) x 1 image of K channels.
+    g.h = static_cast<int>(batch * in.outer());
+    g.c = in.last();
+    g.out_h = g.h;
+    g.n = l.filters;
+    return g;
+  }
+  if (l.kind == OpKind::kMatMul) {
+    const int m = in.dims[in.rank() - 2];
+    g.images = static_cast<int>(batch * (in.elements() / (uint64_t(m) * in.last())));
+    g.h = g.out_h = m;
+    g.c = in.last();
+    g.n = l.out_shape.last();
+    return g;
+  }
+  g.images = batch;
+  g.d = in.d(), g.h = in.h(), g.w = in.w(), g.c = in.last();
+  g.kernel_d = l.kernel[0], g.kernel_h = l.kernel[1], g.kernel_w = l.kernel[2];
+  g.stride_d = l.strides[0], g.stride_h = l.strides[1], g.stride_w = l.strides[2];
+  g.dilation_d = l.dilation[0], g.dilation_h = l.dilation[1], g.dilation_w = l.dilation[2];
+  g.pad_front = l.pads_begin[0], g.pad_top = l.pads_begin[1], g.pad_left = l.pads_begin[2];
+  g.out_d = l.out_shape.d(), g.out_h = l.out_shape.h(), g.out_w = l.out_shape.w();
+  g.n = l.out_shape.last();
+  g.groups = l.groups;
+  return g;
+}
+
+TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
+                                const std::string& layer_name) {
+  const auto& mu = hw.matrix_unit;
+  const uint64_t k = g.k();
+  const uint64_t ub = hw.unified_buffer.capacity_bytes;
+  const uint64_t wb_half = hw.weight_buffer.capacity_bytes / 2;
+  const uint64_t acc_half = hw.accumulators.capacity_bytes / mu.count / 2;
+  const uint64_t es = g.element_bytes;
+  const uint64_t bias_bytes = align_up(4ull * g.n);
+  const bool resident = k * g.n * es <= wb_half;
+  const uint64_t plane_bytes = uint64_t(slab_planes(g)) * g.w * g.c * es;
+
+  std::vector<int> n_candidates;
+  int t = std::min(g.n, ceil_div(ceil_div(g.n, mu.count), mu.cols) * mu.cols);
+  while (true) {
+    n_candidates.push_back(t);
+    if (t <= mu.cols) break;
+    t = std::max(mu.cols, ceil_div(ceil_div(t, 2), mu.cols) * mu.cols);
+  }
+  auto ub_need = [&](int rows, int n_tile) {
+    return 2 * align_up(slab_rows(g, rows) * plane_bytes) +
+           2 * align_up(uint64_t(rows) * g.out_w * n_tile * es) + bias_bytes;
+  };
+  // Off-chip bytes of a tiling in either loop order. Spatial blocks outside: each slab is read
+  // once, streamed weights once per spatial block. Channel blocks outside: a channel block's
+  // weights are read once when they fit half the weight buffer, every slab once per channel block.
+  const uint64_t weight_bytes = k * g.n * es;
+  auto traffic = [&](int rows, int n_tile, bool channels_outside) {
+    const uint64_t row_blocks = static_cast<uint64_t>(ceil_div(g.out_h, rows));
+    const uint64_t blocks = uint64_t(g.images) * g.out_d * row_blocks;
+    uint64_t slabs = 0;
+    for (int oh0 = 0; oh0 < g.out_h; oh0 += rows) {
+      const int r = std::min(rows, g.out_h - oh0);
+      const int top = oh0 * g.stride_h - g.pad_top;
+      const int lo = std::max(0, top);
+      const int hi =
+          std::min(g.h, top + (r - 1) * g.stride_h + g.dilation_h * (g.kernel_h - 1) + 1);
+      slabs += uint64_t(std::max(hi - lo, 0)) * plane_bytes;
+    }
+    slabs *= uint64_t(g.images) * g.out_d;
+    const uint64_t n_blocks = static_cast<uint64_t>(ceil_div(g.n, n_tile));
+    if (resident) return slabs + weight_bytes;
+    if (!channels_outside) return slabs + blocks * weight_bytes;
+    const bool fit = k * n_tile * es <= wb_half;
+    return slabs * n_blocks + (fit ? 1 : blocks) * weight_bytes;
+  };
+  TilingResult best;
+  for (int n_tile : n_candidates) {
+    uint64_t k_chunk = k;
+    if (!resident) {
+      k_chunk = std::min<uint64_t>(k, wb_half / es / n_tile / mu.rows * mu.rows);
+      if (k_chunk == 0) continue;
+    }
+    const int rows_acc =
+        static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
+    if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
+    const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
+    for (bool channels_outside : {false, true}) {
+      if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
+      const uint64_t bytes = traffic(rows, n_tile, channels_outside);
+      if (best.ok && bytes >= best.tiling.dram_bytes) continue;
+      best.ok = true;
+      best.tiling.out_rows = rows;
+      best.tiling.n_tile = n_tile;
+      best.tiling.k_chunk = static_cast<int>(k_chunk);
+      best.tiling.weights_resident = resident;
+      best.tiling.channels_outside = channels_outside;
+      best.tiling.dram_bytes = bytes;
+      best.tiling.dram_bytes_other_order = traffic(rows, n_tile, !channels_outside);
+      best.tiling.ub_bytes = ub_need(rows, n_tile);
+      best.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
+      best.tiling.acc_bytes = 2ull * rows * g.out_w * n_tile * 4 * mu.count;
+    }
+  }
+  if (best.ok) return best;
+  // Nothing fits: report the smallest configuration's needs.
+  const int n_tile = std::min(g.n, mu.cols);
+  TilingResult r;
+  const uint64_t acc_need = 2ull * g.out_w * n_tile * 4 * mu.count;
+  const uint64_t ub_min = ub_need(1, n_tile);
+  if (acc_need > hw.accumulators.capacity_bytes) {
+    r.reason = fmt::format(
+        "layer '{}' does not fit: one output row ({} pixels x {} channels, double-buffered, {} "
+        "matrix unit(s)) needs {} bytes of accumulators, the hardware has {}: raise "
+        "buffers.accumulators.capacity_bytes to at least {}",
+        layer_name, g.out_w, n_tile, mu.count, acc_need, hw.accumulators.capacity_bytes, acc_need);
+  } else {
+    r.reason = fmt::format(
+        "layer '{}' does not fit: one output row needs {} bytes of unified buffer ({} input rows "
+        "of {}x{} bytes and one output row, both double-buffered, plus {} bytes of bias), the "
+        "hardware has {}: raise buffers.unified_buffer.capacity_bytes to at least {}",
+        layer_name, ub_min, slab_rows(g, 1) * slab_planes(g), g.w, g.c * es, bias_bytes, ub,
+        ub_min);
+  }
+  return r;
+}
+
+}  // namespace npusim

@@ -1,0 +1,212 @@
+// Layers of the vector unit: pooling, row-wise ops (softmax, layer norm, table activations),
+// elementwise add / mul and concatenation, streamed through the unified buffer.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/lowering/lowering_context.hpp"
+
+namespace npusim::lowering {
+
+bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
+  const TensorShape &in = l.in_shapes[0], &out = l.out_shape;
+  const int D = in.d(), H = in.h(), W = in.w();
+  const int C = in.last() * es_;  // bytes per pixel
+  const int planes_max = std::min(D, l.kernel[0]);
+  auto rows_in = [&](int rows) { return std::min(H, (rows - 1) * l.strides[1] + l.kernel[1]); };
+  auto need = [&](int rows) {
+    return 2 * align_up(uint64_t(planes_max) * rows_in(rows) * W * C) +
+           2 * align_up(uint64_t(rows) * out.w() * C);
+  };
+  if (need(1) > ub_capacity()) {
+    return fail(
+        fmt::format("layer '{}' does not fit: one pooled output row needs {} bytes of "
+                    "unified buffer, the hardware has {}: raise "
+                    "buffers.unified_buffer.capacity_bytes to at least {}",
+                    l.name, need(1), ub_capacity(), need(1)));
+  }
+  const int rows = largest_fitting(out.h(), [&](int r) { return need(r) <= ub_capacity(); });
+  rec.tiling = fmt::format("blocks of {} output rows, ub {} B", rows, need(rows));
+  const uint64_t slab_bytes = align_up(uint64_t(planes_max) * rows_in(rows) * W * C);
+  const uint64_t out_bytes = align_up(uint64_t(rows) * out.w() * C);
+  const uint64_t in_dram = tensor_addr_.at(l.inputs[0]), out_dram = tensor_addr_.at(l.output);
+  const uint64_t plane = uint64_t(H) * W * C;
+  int block = 0;
+  for (int img = 0; img < graph_.batch; ++img) {
+    for (int od = 0; od < out.d(); ++od) {
+      const int front = od * l.strides[0] - l.pads_begin[0];
+      const int iz_lo = std::max(0, front), iz_hi = std::min(D, front + l.kernel[0]);
+      for (int oh0 = 0; oh0 < out.h(); oh0 += rows, ++block) {
+        const int r = std::min(rows, out.h() - oh0);
+        const int top = oh0 * l.strides[1] - l.pads_begin[1];
+        const int ih_lo = std::max(0, top);
+        const int ih_hi = std::min(H, (oh0 + r - 1) * l.strides[1] - l.pads_begin[1] + l.kernel[1]);
+        const uint64_t slab = (block % 2) * slab_bytes;
+        const uint64_t dst = 2 * slab_bytes + (block % 2) * out_bytes;
+        const uint64_t row_bytes = uint64_t(ih_hi - ih_lo) * W * C;
+        dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
+            in_dram + ((uint64_t(img) * D + iz_lo) * H + ih_lo) * W * C, row_bytes, iz_hi - iz_lo,
+            plane);
+        PoolOp p;
+        p.average = l.kind == OpKind::kAvgPool;
+        p.count_include_pad = l.count_include_pad;
+        p.in_ub_addr = slab;
+        p.slab_d = iz_hi - iz_lo, p.slab_h = ih_hi - ih_lo, p.slab_w = W, p.c = in.last();
+        p.window_d = l.kernel[0], p.window_h = l.kernel[1], p.window_w = l.kernel[2];
+        p.stride_h = l.strides[1], p.stride_w = l.strides[2];
+        p.origin_z = front - iz_lo, p.origin_y = top - ih_lo, p.origin_x = -l.pads_begin[2];
+        p.out_h = r, p.out_w = out.w();
+        p.out_ub_addr = dst;
+        const uint64_t dst_bytes = uint64_t(r) * out.w() * C;  // C is in bytes
+        emit(UnitKind::kVector, 0, p,
+             {{BufferId::kUnified, slab, slab + uint64_t(p.slab_d) * row_bytes, false},
+              {BufferId::kUnified, dst, dst + dst_bytes, true}});
+        dma_linear(UnitKind::kDmaStore, dst,
+                   out_dram + ((uint64_t(img) * out.d() + od) * out.h() + oh0) * out.w() * C,
+                   dst_bytes);
+      }
+    }
+  }
+  return true;
+}
+
+// Softmax, layer norm and table activations stream blocks of rows through the unified buffer:
+// load, compute on the vector unit, store.
+bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
+  const bool elementwise = l.kind == OpKind::kActivation;
+  const uint64_t total_rows = uint64_t(graph_.batch) * l.out_shape.outer();
+  const uint64_t length = elementwise ? 1 : l.out_shape.last();
+  const uint64_t row_bytes = length * es_;
+  const uint64_t rows_total = elementwise ? total_rows * l.out_shape.last() : total_rows;
+  const uint64_t params_bytes = l.kind == OpKind::kLayerNorm ? align_up(8 * length) : 0;
+  // Two input and two output blocks of rows, plus the layer-norm parameters.
+  auto need = [&](uint64_t rows) { return 4 * align_up(rows * row_bytes) + params_bytes; };
+  if (need(1) > ub_capacity()) {
+    return fail(
+        fmt::format("layer '{}' does not fit: a row of {} values needs {} bytes of unified "
+                    "buffer, the hardware has {}",
+                    l.name, length, need(1), ub_capacity()));
+  }
+  const uint64_t block_rows = static_cast<uint64_t>(
+      largest_fitting(static_cast<int>(std::min<uint64_t>(rows_total, 1u << 30)),
+                      [&](int r) { return need(static_cast<uint64_t>(r)) <= ub_capacity(); }));
+  rec.tiling = fmt::format("blocks of {} rows of {}", block_rows, length);
+  const uint64_t in_dram = tensor_addr_.at(l.inputs[0]), out_dram = tensor_addr_.at(l.output);
+  const uint64_t block_bytes = align_up(block_rows * row_bytes);
+  const uint64_t params_ub = 4 * block_bytes;
+  if (l.kind == OpKind::kLayerNorm) {
+    dma(UnitKind::kDmaLoad, BufferId::kUnified, params_ub, params_.at(l.name).norm, 8 * length, 1,
+        0);
+  }
+  const int table = elementwise ? lut(l.lut) : -1;
+  int block = 0;
+  for (uint64_t r0 = 0; r0 < rows_total; r0 += block_rows, ++block) {
+    const uint64_t r = std::min(block_rows, rows_total - r0);
+    const uint64_t bytes = r * row_bytes;
+    const uint64_t src = (block % 2) * block_bytes, dst = (2 + block % 2) * block_bytes;
+    dma_linear(UnitKind::kDmaLoad, src, in_dram + r0 * row_bytes, bytes);
+    Operation op;
+    std::vector<BufferAccess> accesses = {{BufferId::kUnified, src, src + bytes, false},
+                                          {BufferId::kUnified, dst, dst + bytes, true}};
+    if (l.kind == OpKind::kSoftmax) {
+      op = SoftmaxOp{src, dst, static_cast<int>(r), static_cast<int>(length), l.in_scales[0]};
+    } else if (l.kind == OpKind::kLayerNorm) {
+      op = LayerNormOp{src,
+                       dst,
+                       params_ub,
+                       static_cast<int>(r),
+                       static_cast<int>(length),
+                       l.in_scales[0],
+                       1.0f / l.out_scale,
+                       l.epsilon};
+      accesses.push_back({BufferId::kUnified, params_ub, params_ub + 8 * length, false});
+    } else {
+      op = LutOp{src, dst, r, table, l.activation, l.clip_min, l.clip_max};
+    }
+    emit(UnitKind::kVector, 0, op, accesses);
+    dma_linear(UnitKind::kDmaStore, dst, out_dram + r0 * row_bytes, bytes);
+  }
+  return true;
+}
+
+bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
+  const uint64_t total = uint64_t(graph_.batch) * l.out_shape.elements() * es_;
+  const uint64_t chunk = std::min<uint64_t>(total, ub_capacity() / 6 / kAlign * kAlign);
+  rec.tiling = fmt::format("chunks of {} bytes", chunk);
+  const uint64_t a_dram = tensor_addr_.at(l.inputs[0]), b_dram = tensor_addr_.at(l.inputs[1]);
+  const uint64_t out_dram = tensor_addr_.at(l.output);
+  const int table = lut(l.lut);
+  int block = 0;
+  for (uint64_t off = 0; off < total; off += chunk, ++block) {
+    const uint64_t bytes = std::min(chunk, total - off);
+    const uint64_t base = (block % 2) * 3 * chunk;
+    const uint64_t a = base, b = base + chunk, out = base + 2 * chunk;
+    dma_linear(UnitKind::kDmaLoad, a, a_dram + off, bytes);
+    dma_linear(UnitKind::kDmaLoad, b, b_dram + off, bytes);
+    EltwiseOp e;
+    e.kind = l.kind == OpKind::kAdd ? EltwiseKind::kAdd : EltwiseKind::kMul;
+    e.a_ub_addr = a, e.b_ub_addr = b, e.out_ub_addr = out;
+    e.rows = 1, e.cols = static_cast<int>(bytes / es_);
+    e.a_ld = e.b_ld = e.out_ld = e.cols;
+    e.ra = l.input_ratios.empty() ? 1.0f : l.input_ratios[0];
+    e.rb = l.input_ratios.size() > 1 ? l.input_ratios[1] : 1.0f;
+    e.lo = l.clamp_lo, e.hi = l.clamp_hi;
+    e.lut = table;
+    e.activation = l.activation;
+    e.clip_min = l.clip_min, e.clip_max = l.clip_max;
+    emit(UnitKind::kVector, 0, e,
+         {{BufferId::kUnified, a, a + bytes, false},
+          {BufferId::kUnified, b, b + bytes, false},
+          {BufferId::kUnified, out, out + bytes, true}});
+    dma_linear(UnitKind::kDmaStore, out, out_dram + off, bytes);
+  }
+  return true;
+}
+
+// Concat along channels: each input's rows are loaded, rescaled to the output scale into their
+// columns of the output block, and the block is stored once.
+bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
+  const uint64_t total_rows = uint64_t(graph_.batch) * l.out_shape.outer();
+  const int C = l.out_shape.last();
+  int widest = 0;
+  for (const auto& s : l.in_shapes) widest = std::max(widest, s.last());
+  const uint64_t per_row = (2 * uint64_t(widest) + 2 * uint64_t(C)) * es_;
+  if (per_row > ub_capacity()) {
+    return fail(
+        fmt::format("layer '{}' does not fit: one row of the concatenation needs {} bytes "
+                    "of unified buffer, the hardware has {}",
+                    l.name, per_row, ub_capacity()));
+  }
+  const uint64_t rows = std::min<uint64_t>(total_rows, ub_capacity() / per_row);
+  rec.tiling = fmt::format("blocks of {} rows of {} channels", rows, C);
+  const uint64_t in_block = align_up(rows * widest * es_), out_block = align_up(rows * C * es_);
+  const uint64_t out_dram = tensor_addr_.at(l.output);
+  int block = 0, load = 0;
+  for (uint64_t r0 = 0; r0 < total_rows; r0 += rows, ++block) {
+    const uint64_t r = std::min(rows, total_rows - r0);
+    const uint64_t out = 2 * in_block + (block % 2) * out_block;
+    int offset = 0;
+    for (size_t i = 0; i < l.inputs.size(); ++i, ++load) {
+      const int ci = l.in_shapes[i].last();
+      const uint64_t src = (load % 2) * in_block;
+      dma_linear(UnitKind::kDmaLoad, src, tensor_addr_.at(l.inputs[i]) + r0 * ci * es_,
+                 r * ci * es_);
+      EltwiseOp e;
+      e.kind = EltwiseKind::kRescale;
+      e.a_ub_addr = src, e.out_ub_addr = out + offset;
+      e.rows = static_cast<int>(r), e.cols = ci;
+      e.a_ld = ci, e.out_ld = C;
+      e.out_ub_addr = out + offset * es_;
+      e.ra = l.input_ratios.empty() ? 1.0f : l.input_ratios[i];
+      emit(UnitKind::kVector, 0, e,
+           {{BufferId::kUnified, src, src + r * ci * es_, false},
+            {BufferId::kUnified, out + offset * es_, out + ((r - 1) * C + offset + ci) * es_,
+             true}});
+      offset += ci;
+    }
+    dma_linear(UnitKind::kDmaStore, out, out_dram + r0 * C * es_, r * C * es_);
+  }
+  return true;
+}
+
+}  // namespace npusim::lowering

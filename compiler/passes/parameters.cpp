@@ -1,0 +1,147 @@
+#include "compiler/passes/parameters.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace npusim {
+
+namespace {
+
+// splitmix64: a tiny, portable generator, so values are identical on every platform.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  int64_t uniform_int(int64_t lo, int64_t hi) {  // inclusive
+    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
+  }
+  float uniform(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>((next() >> 40) * (1.0 / (1ull << 24)));
+  }
+};
+
+uint64_t hash_name(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+void fill(std::vector<float>& v, size_t n, SplitMix64& rng, float lo, float hi) {
+  if (!v.empty()) return;
+  v.resize(n);
+  for (auto& x : v) x = rng.uniform(lo, hi);
+}
+
+// Second moment E[y^2] of an activation's output for an input of second moment m (unit-variance
+// zero-mean Gaussian inputs scaled by m; approximations good enough to keep networks stable).
+double activation_moment(Activation a, double m) {
+  switch (a) {
+    case Activation::kNone:
+      return m;
+    case Activation::kRelu:
+    case Activation::kRelu6:
+    case Activation::kClip:
+      return m / 2;
+    case Activation::kSigmoid:
+      return 0.25 + m / 16;
+    case Activation::kTanh:
+      return m / (1 + m);
+    case Activation::kGelu:
+      return 0.4 * m;
+  }
+  return m;
+}
+
+}  // namespace
+
+// Weights are drawn uniformly and scaled so that every conv / dense layer's pre-activation
+// output has unit second moment given the second moment of its input, propagated analytically
+// through the graph (an analytic form of layer-sequential unit-variance initialization, Mishkin &
+// Matas 2016). Residual networks without batch norm then keep their activations, and the logits
+// that reach a softmax, in a realistic range. Given weights (ONNX) are kept as they are.
+void materialize_parameters(Graph& graph, uint64_t seed) {
+  std::map<std::string, double> moment{{graph.input_name, 0.0}};
+  {  // make_random_input: uniform int8 codes times the input scale
+    const double s = graph.input_scale;
+    moment[graph.input_name] = s * s * (128.0 * 128.0) / 3.0;
+  }
+  for (auto& l : graph.layers) {
+    SplitMix64 rng{seed ^ hash_name(l.name)};
+    const double m_in = l.inputs.empty() ? 1.0 : std::max(moment[l.inputs[0]], 1e-12);
+    double m_out = m_in;
+    if (l.has_weights()) {
+      const double fan_in = static_cast<double>(std::max<uint64_t>(l.reduction(), 1));
+      if (l.weights.empty()) {
+        // Uniform(-a, a) has variance a^2 / 3: fan_in * m_in * a^2 / 3 = 1.
+        const auto bound = static_cast<float>(std::sqrt(3.0 / (fan_in * m_in)));
+        fill(l.weights, l.reduction() * l.filters, rng, -bound, bound);
+        m_out = 1.0;
+      } else {
+        double w2 = 0.0;
+        for (float w : l.weights) w2 += double(w) * w;
+        m_out = fan_in * m_in * w2 / static_cast<double>(l.weights.size());
+      }
+      if (l.use_bias) {
+        fill(l.bias, l.filters, rng, -0.1f, 0.1f);
+      } else if (l.bias.empty()) {
+        l.bias.assign(l.filters, 0.0f);
+      }
+      m_out = activation_moment(l.activation, m_out);
+    }
+    switch (l.kind) {
+      case OpKind::kMatMul:
+        m_out = activation_moment(l.activation, double(l.reduction()) * m_in * moment[l.inputs[1]]);
+        break;
+      case OpKind::kActivation:
+        m_out = activation_moment(l.activation, m_in);
+        break;
+      case OpKind::kAdd:
+        m_out = activation_moment(l.activation, m_in + moment[l.inputs[1]]);
+        break;
+      case OpKind::kMul:
+        m_out = m_in * moment[l.inputs[1]];
+        break;
+      case OpKind::kConcat: {
+        double sum = 0.0, channels = 0.0;
+        for (size_t i = 0; i < l.inputs.size(); ++i) {
+          sum += moment[l.inputs[i]] * l.in_shapes[i].last();
+          channels += l.in_shapes[i].last();
+        }
+        m_out = sum / std::max(channels, 1.0);
+        break;
+      }
+      case OpKind::kSoftmax:
+        m_out = 1.0 / std::max(l.out_shape.last(), 1);
+        break;
+      case OpKind::kLayerNorm:
+      case OpKind::kBatchNorm: {
+        const size_t c = l.out_shape.last();
+        fill(l.gamma, c, rng, 0.8f, 1.2f);
+        fill(l.beta, c, rng, -0.1f, 0.1f);
+        if (l.kind == OpKind::kBatchNorm) {
+          fill(l.mean, c, rng, -0.1f, 0.1f);
+          fill(l.variance, c, rng, 0.5f, 1.5f);
+        }
+        m_out = 1.0;
+        break;
+      }
+      default:
+        break;
+    }
+    moment[l.output] = m_out;
+  }
+}
+
+std::vector<int8_t> make_random_input(const Graph& graph, uint64_t seed) {
+  SplitMix64 rng{seed ^ hash_name("input:" + graph.input_name)};
+  std::vector<int8_t> x(graph.input_shape.elements() * graph.batch);
+  for (auto& v : x) v = static_cast<int8_t>(rng.uniform_int(-128, 127));
+  return x;
+}
+
+}  // namespace npusim

@@ -92,9 +92,8 @@ void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   const Node& n = g_.node(i);
   const bool add = kind == OpKind::kAdd;
   Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
-  const bool foldable = producer &&
-                        (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
-                        ir_readers(x.ir_name) == 1 && producer->output == x.ir_name;
+  const bool foldable = producer && producer->has_weights() && ir_readers(x.ir_name) == 1 &&
+                        producer->output == x.ir_name;
   if (!foldable) {
     return fail(i, fmt::format("{} of a constant is supported only as the {} of the Conv, Gemm "
                                "or MatMul right before it, whose output nothing else reads",

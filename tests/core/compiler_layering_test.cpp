@@ -45,8 +45,8 @@ TEST(CompilerLayering, EachStageIncludesOnlyEarlierStages) {
       std::smatch match;
       if (!std::regex_search(line, match, include_line)) continue;
       const std::string header = match[1];
-      const std::string at = entry.path().string() + ":" + std::to_string(number) + " includes " +
-                             header;
+      const std::string at =
+          entry.path().string() + ":" + std::to_string(number) + " includes " + header;
       EXPECT_FALSE(starts_with(header, "systemc") || starts_with(header, "tlm")) << at;
       for (const char* later_layer : {"models/", "sim/", "traces/", "compat/"}) {
         EXPECT_FALSE(starts_with(header, later_layer)) << at;

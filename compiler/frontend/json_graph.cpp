@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <vector>
 
+#include "compiler/ir/op_table.hpp"
 #include "compiler/ir/shape_inference.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
@@ -74,14 +76,15 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
       l.activation = spec.activation;
     }
   }
-  size_t arity = 1;
-  if (l.kind == OpKind::kMatMul || l.kind == OpKind::kAdd || l.kind == OpKind::kMul) arity = 2;
-  if (l.inputs.empty() && arity == 1) l.inputs.push_back(previous);
-  if (l.kind == OpKind::kConcat ? l.inputs.size() < 2 : l.inputs.size() != arity) {
+  const OpInfo& info = op_info(l.kind);
+  const size_t arity = static_cast<size_t>(info.min_inputs);
+  const bool open_ended = info.max_inputs == 0;  // concat: `arity` or more
+  if (l.inputs.empty() && info.max_inputs == 1) l.inputs.push_back(previous);
+  if (open_ended ? l.inputs.size() < arity : l.inputs.size() != arity) {
     r.diagnostics().error(
         r.pointer_of("inputs"),
-        l.kind == OpKind::kConcat
-            ? std::string("expected a list of 2 or more tensor names")
+        open_ended
+            ? fmt::format("expected a list of {} or more tensor names", arity)
             : fmt::format("expected a list of {} tensor name{}", arity, arity == 1 ? "" : "s"));
   }
   const bool three_d = *op == "conv3d";

@@ -1,7 +1,8 @@
 #include "compiler/ir/graph.hpp"
 
-#include <fmt/format.h>
+#include <algorithm>
 
+#include "compiler/ir/op_table.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -23,59 +24,26 @@ std::string to_string(const TensorShape& s) {
   return out.empty() ? "scalar" : out;
 }
 
-const char* to_string(OpKind kind) {
-  switch (kind) {
-    case OpKind::kConv:
-      return "conv";
-    case OpKind::kDense:
-      return "dense";
-    case OpKind::kMatMul:
-      return "matmul";
-    case OpKind::kMaxPool:
-      return "maxpool";
-    case OpKind::kAvgPool:
-      return "avgpool";
-    case OpKind::kActivation:
-      return "activation";
-    case OpKind::kAdd:
-      return "add";
-    case OpKind::kMul:
-      return "mul";
-    case OpKind::kConcat:
-      return "concat";
-    case OpKind::kReshape:
-      return "reshape";
-    case OpKind::kSoftmax:
-      return "softmax";
-    case OpKind::kLayerNorm:
-      return "layernorm";
-    case OpKind::kBatchNorm:
-      return "batchnorm";
-  }
-  return "?";
-}
+const char* to_string(OpKind kind) { return op_info(kind).name; }
 
 int Layer::input_channels_per_group() const {
   return in_shapes.empty() ? 0 : in_shapes[0].last() / std::max(groups, 1);
 }
 
 uint64_t Layer::reduction() const {
-  switch (kind) {
-    case OpKind::kConv:
-      return uint64_t(kernel[0]) * kernel[1] * kernel[2] * input_channels_per_group();
-    case OpKind::kDense:
-      return in_shapes.empty() ? 0 : in_shapes[0].last();
-    case OpKind::kMatMul:
-      return in_shapes.empty() ? 0 : in_shapes[0].last();
-    default:
-      return 0;
+  if (op_info(kind).unit != OpUnit::kMatrix || in_shapes.empty()) return 0;
+  if (kind == OpKind::kConv) {
+    return uint64_t(kernel[0]) * kernel[1] * kernel[2] * input_channels_per_group();
   }
+  return in_shapes[0].last();  // dense, matmul: the last dimension of the first input
 }
 
 uint64_t Layer::macs(int batch) const {
-  if (kind != OpKind::kConv && kind != OpKind::kDense && kind != OpKind::kMatMul) return 0;
+  if (op_info(kind).unit != OpUnit::kMatrix) return 0;
   return uint64_t(batch) * out_shape.elements() * reduction();
 }
+
+bool Layer::has_weights() const { return op_info(kind).has_weights; }
 
 const Layer* Graph::producer(const std::string& tensor) const {
   for (const auto& l : layers) {

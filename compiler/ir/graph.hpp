@@ -51,7 +51,7 @@ enum class OpKind {
   kLayerNorm,   // over the last dimension, with gamma and beta
   kBatchNorm,   // folded into the preceding conv or dense at quantization time
 };
-const char* to_string(OpKind kind);
+const char* to_string(OpKind kind);  // its name in compiler/ir/op_table.hpp
 
 struct Layer {
   std::string name;
@@ -110,7 +110,7 @@ struct Layer {
   // Multiply-accumulates per output element for conv / dense / matmul.
   uint64_t reduction() const;
   uint64_t macs(int batch) const;
-  bool has_weights() const { return kind == OpKind::kConv || kind == OpKind::kDense; }
+  bool has_weights() const;  // compiler/ir/op_table.hpp
 };
 
 struct Graph {

@@ -58,6 +58,10 @@ class Lowering {
   }
   uint64_t ub_capacity() const { return hw_.unified_buffer.capacity_bytes; }
 
+  bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
+  TensorPlacement placement(const std::string& name) const;
+  bool lower_layer(const Layer& l);
+  class MatrixLayer;  // compiler/lowering/matrix_lowering.cpp
   bool lower_matrix(const Layer& l, LayerRecord& rec);
   bool lower_pool(const Layer& l, LayerRecord& rec);
   bool lower_rows(const Layer& l, LayerRecord& rec);

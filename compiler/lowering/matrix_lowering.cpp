@@ -9,235 +9,335 @@
 
 namespace npusim::lowering {
 
-bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
-  const ConvGeometry g = conv_geometry(l, graph_.batch, es_);
-  TilingResult tr = choose_conv_tiling(hw_, g, l.name);
-  if (!tr.ok) return fail(tr.reason);
-  const ConvTiling& t = tr.tiling;
-  const auto& mu = hw_.matrix_unit;
-  const int k = static_cast<int>(g.k());
-  const bool matmul = l.kind == OpKind::kMatMul;
-  const uint64_t in_dram = tensor_addr_.at(l.inputs[0]);
-  const uint64_t out_dram = tensor_addr_.at(l.output);
-  const Params params = matmul ? Params{tensor_addr_.at(l.inputs[1]), 0, 0} : params_.at(l.name);
-  const uint64_t weights_per_image = matmul ? uint64_t(k) * g.n * es_ : 0;
-  rec.tiling = fmt::format(
-      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels, "
-      "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B",
-      g.images, g.d, g.h, g.w, g.c, g.out_d, g.out_h, g.out_w, g.n, k,
-      g.groups > 1 ? fmt::format(", {} groups", g.groups) : "", t.out_rows, t.n_tile,
-      t.weights_resident ? "resident" : "streamed", t.k_chunk, t.ub_bytes, t.wb_bytes, t.acc_bytes);
+// One conv / dense / matmul layer being lowered: its geometry and tiling, where its operands sit
+// in the buffers, and the state of the block loop (the loaded slab and weights, the parities of
+// the double buffers). Blocks are emitted in the tiling's loop order by `block`.
+class Lowering::MatrixLayer {
+ public:
+  MatrixLayer(Lowering& lo, const Layer& l, const ConvGeometry& g, const ConvTiling& t);
 
-  // Unified buffer: two input slabs, two output blocks, the bias.
-  const uint64_t pixel_bytes = uint64_t(g.c) * es_;
-  const uint64_t plane_bytes = uint64_t(g.h) * g.w * pixel_bytes;
-  const uint64_t slab_bytes =
-      align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) * g.w * pixel_bytes);
-  const uint64_t out_bytes = align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_);
-  const uint64_t slab_base[2] = {0, slab_bytes};
-  const uint64_t out_base[2] = {2 * slab_bytes, 2 * slab_bytes + out_bytes};
-  const uint64_t bias_ub = 2 * slab_bytes + 2 * out_bytes;
-  const uint64_t wb_half = hw_.weight_buffer.capacity_bytes / 2;
-  const uint64_t acc_unit = hw_.accumulators.capacity_bytes / mu.count;
-  const uint64_t acc_block = uint64_t(t.out_rows) * g.out_w * t.n_tile * 4;
-  const int table = l.requant.empty() ? -1 : requant_table(l.requant);
-  const int table_lut = lut(l.lut);
-  const int cout_g = g.cout_g(), cin_g = g.cin_g();
-
-  if (!matmul) dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub, params.bias, 4ull * g.n, 1, 0);
-  auto load_weights = [&](uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0, int n_cb) {
-    const uint64_t src = params.weights + src_image * weights_per_image;
-    if (matmul && l.transpose_b) {  // the second input is [N][K]: load it transposed
-      dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(n0) * k + kc0) * es_,
-          k_cb * es_, n_cb, uint64_t(k) * es_, true);
-    } else {
-      dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g.n + n0) * es_,
-          n_cb * es_, k_cb, uint64_t(g.n) * es_);
-    }
-  };
-  uint64_t resident_wb = 0;
-  if (t.weights_resident && !matmul) {
-    resident_wb = weight_half_ * wb_half;
-    weight_half_ ^= 1;
-    load_weights(resident_wb, 0, 0, k, 0, g.n);
+  std::string describe() const;
+  // The program's requantization table and activation table of the layer (-1: none).
+  void set_tables(int requant, int lut) {
+    table_ = requant;
+    table_lut_ = lut;
   }
+  void load_bias_and_resident_weights();
+  void emit_all_blocks();
 
-  // The spatial blocks (one input slab each) and the loop order over (block, channel block).
+ private:
   struct SpatialBlock {
     int img, od, oh0, rows;
   };
-  std::vector<SpatialBlock> blocks;
+  // The matrix unit, accumulator block and weights one channel block of one K chunk works on.
+  struct TileTarget {
+    int unit = 0;
+    uint64_t acc = 0;
+    uint64_t wb = 0, wb_end = 0;
+    int w_ld = 0;
+    int kc0 = 0, k_cb = 0;  // the K chunk
+    int m_blk = 0;          // output pixels of the block
+    int n0 = 0, n_tb = 0;   // the channel block
+  };
+
+  void load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0, int n_cb);
+  void load_slab(int bi);
+  void block(int bi, int nb);
+  // Points `target` at the weights of K chunk [kc0, kc0 + k_cb), loading them when they stream.
+  void place_weights(TileTarget& target, int img);
+  // One group's channels [c_lo, c_hi) of the channel block, split into array tiles per dataflow.
+  void emit_group_tiles(const TileTarget& target, int grp, int c_lo, int c_hi);
+  void emit_tile(const TileTarget& target, int grp, int c_lo, int m_off, int m, int k_off, int kk,
+                 int n_off, int n);
+  // REQUANT of the block's accumulators into the unified buffer, then the store off chip.
+  void emit_epilogue(const TileTarget& target, const SpatialBlock& sb);
+
+  Lowering& lo_;
+  const Layer& l_;
+  const ConvGeometry g_;
+  const ConvTiling t_;
+  const MatrixUnitConfig& mu_;
+  const int es_;
+  const int k_;
+  const bool matmul_;  // the weights are the second input, per image
+  const uint64_t in_dram_, out_dram_;
+  const Params params_;
+  const uint64_t weights_per_image_;
+  // Unified buffer: two input slabs, two output blocks, the bias.
+  const uint64_t pixel_bytes_, plane_bytes_, slab_bytes_, out_bytes_;
+  const uint64_t bias_ub_;
+  const uint64_t wb_half_, acc_unit_, acc_block_;
+  int table_ = -1, table_lut_ = -1;
+  std::vector<SpatialBlock> blocks_;
+  bool block_weights_fit_ = false;
+
+  int slab_parity_ = 0, chunk_index_ = 0, out_index_ = 0;
+  int loaded_block_ = -1, loaded_image_ = -1, loaded_n_block_ = -1;
+  std::vector<int> acc_parity_;
+  uint64_t resident_wb_ = 0, block_wb_ = 0;
+  uint64_t slab_ = 0, slab_end_ = 0;
+  ActivationView view_;
+};
+
+Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeometry& g,
+                                   const ConvTiling& t)
+    : lo_(lo),
+      l_(l),
+      g_(g),
+      t_(t),
+      mu_(lo.hw_.matrix_unit),
+      es_(lo.es_),
+      k_(static_cast<int>(g.k())),
+      matmul_(l.kind == OpKind::kMatMul),
+      in_dram_(lo.tensor_addr_.at(l.inputs[0])),
+      out_dram_(lo.tensor_addr_.at(l.output)),
+      params_(matmul_ ? Params{lo.tensor_addr_.at(l.inputs[1]), 0, 0} : lo.params_.at(l.name)),
+      weights_per_image_(matmul_ ? uint64_t(k_) * g.n * es_ : 0),
+      pixel_bytes_(uint64_t(g.c) * es_),
+      plane_bytes_(uint64_t(g.h) * g.w * pixel_bytes_),
+      slab_bytes_(
+          align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) * g.w * pixel_bytes_)),
+      out_bytes_(align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
+      bias_ub_(2 * slab_bytes_ + 2 * out_bytes_),
+      wb_half_(lo.hw_.weight_buffer.capacity_bytes / 2),
+      acc_unit_(lo.hw_.accumulators.capacity_bytes / mu_.count),
+      acc_block_(uint64_t(t.out_rows) * g.out_w * t.n_tile * 4),
+      acc_parity_(mu_.count, 0) {
   for (int img = 0; img < g.images; ++img)
     for (int od = 0; od < g.out_d; ++od)
       for (int oh0 = 0; oh0 < g.out_h; oh0 += t.out_rows)
-        blocks.push_back({img, od, oh0, std::min(t.out_rows, g.out_h - oh0)});
-  const int n_blocks = ceil_div(g.n, t.n_tile);
-  const bool block_weights_fit = uint64_t(k) * t.n_tile * es_ <= wb_half;
-  const bool channels_outside = t.channels_outside;
-  rec.tiling += fmt::format("; loop order: {} outside (estimated {} B off-chip, other order {} B)",
-                            channels_outside ? "channel blocks" : "spatial blocks", t.dram_bytes,
-                            t.dram_bytes_other_order);
+        blocks_.push_back({img, od, oh0, std::min(t.out_rows, g.out_h - oh0)});
+  block_weights_fit_ = uint64_t(k_) * t.n_tile * es_ <= wb_half_;
+}
 
-  int slab_parity = 0, chunk_index = 0, out_index = 0;
-  int loaded_block = -1, loaded_image = -1, loaded_n_block = -1;
-  std::vector<int> acc_parity(mu.count, 0);
-  uint64_t slab = 0, block_wb = 0;
-  ActivationView view;
-  uint64_t slab_end = 0;
-  auto process = [&](int bi, int nb) {
-    const SpatialBlock& sb = blocks[bi];
-    const int img = sb.img, od = sb.od, oh0 = sb.oh0, rows = sb.rows;
-    if (t.weights_resident && matmul && loaded_image != img) {
-      resident_wb = weight_half_ * wb_half;
-      weight_half_ ^= 1;
-      load_weights(resident_wb, img, 0, k, 0, g.n);
-      loaded_image = img;
-    }
-    const int m_blk = rows * g.out_w;
-    if (loaded_block != bi) {  // bring this block's input slab in
-      loaded_block = bi;
-      const int front = od * g.stride_d - g.pad_front;
-      const int iz_lo = std::max(0, front);
-      const int iz_hi = std::min(g.d, front + g.dilation_d * (g.kernel_d - 1) + 1);
-      const int top = oh0 * g.stride_h - g.pad_top;
-      const int ih_lo = std::max(0, top);
-      const int ih_hi = std::min(
-          g.h, (oh0 + rows - 1) * g.stride_h - g.pad_top + g.dilation_h * (g.kernel_h - 1) + 1);
-      slab = slab_base[slab_parity];
-      slab_parity ^= 1;
-      const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
-      const uint64_t row_bytes = uint64_t(slab_h) * g.w * pixel_bytes;
-      if (planes > 0 && slab_h > 0) {
-        dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
-            in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * pixel_bytes, row_bytes,
-            planes, plane_bytes);
-      }
-      view = ActivationView{};
-      view.ub_addr = slab;
-      view.slab_d = planes;
-      view.slab_h = slab_h;
-      view.slab_w = g.w;
-      view.slab_c = g.c;
-      view.kernel_d = g.kernel_d, view.kernel_h = g.kernel_h, view.kernel_w = g.kernel_w;
-      view.stride_h = g.stride_h, view.stride_w = g.stride_w;
-      view.dilation_d = g.dilation_d, view.dilation_h = g.dilation_h;
-      view.dilation_w = g.dilation_w;
-      view.origin_z = front - iz_lo;
-      view.origin_y = top - ih_lo;
-      view.origin_x = -g.pad_left;
-      view.out_w = g.out_w;
-      view.window_c = cin_g;
-      slab_end = slab + uint64_t(planes) * row_bytes;
-    }
+std::string Lowering::MatrixLayer::describe() const {
+  return fmt::format(
+      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels, "
+      "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B; loop order: {} outside (estimated {} "
+      "B off-chip, other order {} B)",
+      g_.images, g_.d, g_.h, g_.w, g_.c, g_.out_d, g_.out_h, g_.out_w, g_.n, k_,
+      g_.groups > 1 ? fmt::format(", {} groups", g_.groups) : "", t_.out_rows, t_.n_tile,
+      t_.weights_resident ? "resident" : "streamed", t_.k_chunk, t_.ub_bytes, t_.wb_bytes,
+      t_.acc_bytes, t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
+      t_.dram_bytes_other_order);
+}
 
-    const int unit = nb % mu.count;
-    const int n0 = nb * t.n_tile;
-    const int n_tb = std::min(t.n_tile, g.n - n0);
-    const uint64_t acc = unit * acc_unit + acc_parity[unit] * (acc_unit / 2);
-    acc_parity[unit] ^= 1;
-    if (channels_outside && block_weights_fit && loaded_n_block != nb) {
-      block_wb = (chunk_index++ % 2) * wb_half;  // this channel block's K x n weights, once
-      load_weights(block_wb, 0, 0, k, n0, n_tb);
-      loaded_n_block = nb;
-    }
-    for (int kc0 = 0; kc0 < k; kc0 += t.k_chunk) {
-      const int k_cb = std::min(t.k_chunk, k - kc0);
-      uint64_t wb;
-      int w_ld;
-      if (t.weights_resident) {
-        wb = resident_wb + (uint64_t(kc0) * g.n + n0) * es_;
-        w_ld = g.n;
-      } else if (channels_outside && block_weights_fit) {
-        wb = block_wb + uint64_t(kc0) * n_tb * es_;
-        w_ld = n_tb;
-      } else {
-        wb = (chunk_index++ % 2) * wb_half;
-        w_ld = n_tb;
-        load_weights(wb, img, kc0, k_cb, n0, n_tb);
-      }
-      const uint64_t wb_end = wb + (uint64_t(k_cb - 1) * w_ld + n_tb) * es_;
-      // One group's channels [c_lo, c_hi) of this block, split into array tiles.
-      auto group_tiles = [&](int grp, int c_lo, int c_hi) {
-        auto matmul_tile = [&](int m_off, int m, int k_off, int kk, int n_off, int n) {
-          MatmulOp op;
-          op.a = view;
-          op.a.m0 = m_off;
-          op.a.k0 = kc0 + k_off;
-          op.a.c0 = grp * cin_g;
-          op.wb_addr = wb + (uint64_t(k_off) * w_ld + (c_lo - n0) + n_off) * es_;
-          op.w_ld = w_ld;
-          op.acc_addr = acc + (uint64_t(m_off) * n_tb + (c_lo - n0) + n_off) * 4;
-          op.acc_ld = n_tb;
-          op.m = m, op.k = kk, op.n = n;
-          op.accumulate = kc0 + k_off > 0;
-          emit(UnitKind::kMatrix, unit, op,
-               {{BufferId::kUnified, slab, slab_end, false},
-                {BufferId::kWeight, wb, wb_end, false},
-                {BufferId::kAccumulator, acc, acc + acc_block, true}});
-        };
-        const int width = c_hi - c_lo;
-        switch (mu.dataflow) {
-          case Dataflow::kWeightStationary:
-            for (int n_off = 0; n_off < width; n_off += mu.cols)
-              for (int k_off = 0; k_off < k_cb; k_off += mu.rows)
-                matmul_tile(0, m_blk, k_off, std::min(mu.rows, k_cb - k_off), n_off,
-                            std::min(mu.cols, width - n_off));
-            break;
-          case Dataflow::kOutputStationary:
-            for (int m_off = 0; m_off < m_blk; m_off += mu.rows)
-              for (int n_off = 0; n_off < width; n_off += mu.cols)
-                matmul_tile(m_off, std::min(mu.rows, m_blk - m_off), 0, k_cb, n_off,
-                            std::min(mu.cols, width - n_off));
-            break;
-          case Dataflow::kInputStationary:
-            for (int m_off = 0; m_off < m_blk; m_off += mu.cols)
-              for (int k_off = 0; k_off < k_cb; k_off += mu.rows)
-                matmul_tile(m_off, std::min(mu.cols, m_blk - m_off), k_off,
-                            std::min(mu.rows, k_cb - k_off), 0, width);
-            break;
-        }
-      };
-      for (int grp = n0 / cout_g; grp * cout_g < n0 + n_tb; ++grp) {
-        group_tiles(grp, std::max(n0, grp * cout_g), std::min(n0 + n_tb, (grp + 1) * cout_g));
-      }
-    }
-    const uint64_t out = out_base[out_index++ % 2];
-    RequantOp rq;
-    rq.acc_addr = acc;
-    rq.acc_ld = n_tb;
-    rq.has_bias = !matmul;
-    rq.bias_ub_addr = bias_ub + uint64_t(n0) * 4;
-    rq.out_ub_addr = out;
-    rq.out_ld = n_tb;
-    rq.m = m_blk;
-    rq.n = n_tb;
-    rq.table = table;
-    rq.channel0 = n0;
-    rq.lo = l.clamp_lo;
-    rq.hi = l.clamp_hi;
-    rq.lut = table_lut;
-    rq.activation = l.activation;
-    rq.clip_min = l.clip_min, rq.clip_max = l.clip_max;
-    std::vector<BufferAccess> accesses = {
-        {BufferId::kAccumulator, acc, acc + uint64_t(m_blk) * n_tb * 4, false},
-        {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
-    if (rq.has_bias) {
-      accesses.push_back(
-          {BufferId::kUnified, rq.bias_ub_addr, rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
-    }
-    emit(UnitKind::kVector, 0, rq, accesses);
-    const uint64_t out_pixel = ((uint64_t(img) * g.out_d + od) * g.out_h + oh0) * g.out_w;
-    dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram + (out_pixel * g.n + n0) * es_,
-        n_tb * es_, m_blk, uint64_t(g.n) * es_);
-  };
-  const int n_spatial = static_cast<int>(blocks.size());
-  if (channels_outside) {
+void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0,
+                                         int n_cb) {
+  const uint64_t src = params_.weights + src_image * weights_per_image_;
+  if (matmul_ && l_.transpose_b) {  // the second input is [N][K]: load it transposed
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(n0) * k_ + kc0) * es_,
+            k_cb * es_, n_cb, uint64_t(k_) * es_, true);
+  } else {
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g_.n + n0) * es_,
+            n_cb * es_, k_cb, uint64_t(g_.n) * es_);
+  }
+}
+
+void Lowering::MatrixLayer::load_bias_and_resident_weights() {
+  if (!matmul_) {
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_, params_.bias, 4ull * g_.n, 1, 0);
+  }
+  if (t_.weights_resident && !matmul_) {
+    resident_wb_ = lo_.weight_half_ * wb_half_;
+    lo_.weight_half_ ^= 1;
+    load_weights(resident_wb_, 0, 0, k_, 0, g_.n);
+  }
+}
+
+void Lowering::MatrixLayer::emit_all_blocks() {
+  const int n_blocks = ceil_div(g_.n, t_.n_tile);
+  const int n_spatial = static_cast<int>(blocks_.size());
+  if (t_.channels_outside) {
     for (int nb = 0; nb < n_blocks; ++nb)
-      for (int bi = 0; bi < n_spatial; ++bi) process(bi, nb);
+      for (int bi = 0; bi < n_spatial; ++bi) block(bi, nb);
   } else {
     for (int bi = 0; bi < n_spatial; ++bi)
-      for (int nb = 0; nb < n_blocks; ++nb) process(bi, nb);
+      for (int nb = 0; nb < n_blocks; ++nb) block(bi, nb);
   }
+}
+
+// Brings spatial block bi's input slab into the next slab buffer; the activation view tells the
+// address generator where the block's windows start in it.
+void Lowering::MatrixLayer::load_slab(int bi) {
+  const SpatialBlock& sb = blocks_[bi];
+  loaded_block_ = bi;
+  const int front = sb.od * g_.stride_d - g_.pad_front;
+  const int iz_lo = std::max(0, front);
+  const int iz_hi = std::min(g_.d, front + g_.dilation_d * (g_.kernel_d - 1) + 1);
+  const int top = sb.oh0 * g_.stride_h - g_.pad_top;
+  const int ih_lo = std::max(0, top);
+  const int ih_hi = std::min(g_.h, (sb.oh0 + sb.rows - 1) * g_.stride_h - g_.pad_top +
+                                       g_.dilation_h * (g_.kernel_h - 1) + 1);
+  slab_ = slab_parity_ == 0 ? 0 : slab_bytes_;
+  slab_parity_ ^= 1;
+  const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
+  const uint64_t row_bytes = uint64_t(slab_h) * g_.w * pixel_bytes_;
+  if (planes > 0 && slab_h > 0) {
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, slab_,
+            in_dram_ + ((uint64_t(sb.img) * g_.d + iz_lo) * g_.h + ih_lo) * g_.w * pixel_bytes_,
+            row_bytes, planes, plane_bytes_);
+  }
+  view_ = ActivationView{};
+  view_.ub_addr = slab_;
+  view_.slab_d = planes;
+  view_.slab_h = slab_h;
+  view_.slab_w = g_.w;
+  view_.slab_c = g_.c;
+  view_.kernel_d = g_.kernel_d, view_.kernel_h = g_.kernel_h, view_.kernel_w = g_.kernel_w;
+  view_.stride_h = g_.stride_h, view_.stride_w = g_.stride_w;
+  view_.dilation_d = g_.dilation_d, view_.dilation_h = g_.dilation_h;
+  view_.dilation_w = g_.dilation_w;
+  view_.origin_z = front - iz_lo;
+  view_.origin_y = top - ih_lo;
+  view_.origin_x = -g_.pad_left;
+  view_.out_w = g_.out_w;
+  view_.window_c = g_.cin_g();
+  slab_end_ = slab_ + uint64_t(planes) * row_bytes;
+}
+
+// Spatial block bi x channel block nb: slab and weights in, tiles per K chunk and group, then the
+// epilogue and the store.
+void Lowering::MatrixLayer::block(int bi, int nb) {
+  const SpatialBlock& sb = blocks_[bi];
+  if (t_.weights_resident && matmul_ && loaded_image_ != sb.img) {
+    resident_wb_ = lo_.weight_half_ * wb_half_;
+    lo_.weight_half_ ^= 1;
+    load_weights(resident_wb_, sb.img, 0, k_, 0, g_.n);
+    loaded_image_ = sb.img;
+  }
+  if (loaded_block_ != bi) load_slab(bi);
+
+  TileTarget target;
+  target.m_blk = sb.rows * g_.out_w;
+  target.unit = nb % mu_.count;
+  target.n0 = nb * t_.n_tile;
+  target.n_tb = std::min(t_.n_tile, g_.n - target.n0);
+  target.acc = target.unit * acc_unit_ + acc_parity_[target.unit] * (acc_unit_ / 2);
+  acc_parity_[target.unit] ^= 1;
+  if (t_.channels_outside && block_weights_fit_ && loaded_n_block_ != nb) {
+    block_wb_ = (chunk_index_++ % 2) * wb_half_;  // this channel block's K x n weights, once
+    load_weights(block_wb_, 0, 0, k_, target.n0, target.n_tb);
+    loaded_n_block_ = nb;
+  }
+  const int cout_g = g_.cout_g();
+  for (int kc0 = 0; kc0 < k_; kc0 += t_.k_chunk) {
+    target.kc0 = kc0;
+    target.k_cb = std::min(t_.k_chunk, k_ - kc0);
+    place_weights(target, sb.img);
+    const int n0 = target.n0, n_end = target.n0 + target.n_tb;
+    for (int grp = n0 / cout_g; grp * cout_g < n_end; ++grp) {
+      emit_group_tiles(target, grp, std::max(n0, grp * cout_g),
+                       std::min(n_end, (grp + 1) * cout_g));
+    }
+  }
+  emit_epilogue(target, sb);
+}
+
+void Lowering::MatrixLayer::place_weights(TileTarget& target, int img) {
+  const int kc0 = target.kc0, n0 = target.n0, n_tb = target.n_tb;
+  if (t_.weights_resident) {
+    target.wb = resident_wb_ + (uint64_t(kc0) * g_.n + n0) * es_;
+    target.w_ld = g_.n;
+  } else if (t_.channels_outside && block_weights_fit_) {
+    target.wb = block_wb_ + uint64_t(kc0) * n_tb * es_;
+    target.w_ld = n_tb;
+  } else {
+    target.wb = (chunk_index_++ % 2) * wb_half_;
+    target.w_ld = n_tb;
+    load_weights(target.wb, img, kc0, target.k_cb, n0, n_tb);
+  }
+  target.wb_end = target.wb + (uint64_t(target.k_cb - 1) * target.w_ld + n_tb) * es_;
+}
+
+void Lowering::MatrixLayer::emit_group_tiles(const TileTarget& target, int grp, int c_lo,
+                                             int c_hi) {
+  const int width = c_hi - c_lo, m_blk = target.m_blk, k_cb = target.k_cb;
+  const int rows = mu_.rows, cols = mu_.cols;
+  switch (mu_.dataflow) {
+    case Dataflow::kWeightStationary:  // K <= rows, N <= cols
+      for (int n_off = 0; n_off < width; n_off += cols)
+        for (int k_off = 0; k_off < k_cb; k_off += rows)
+          emit_tile(target, grp, c_lo, 0, m_blk, k_off, std::min(rows, k_cb - k_off), n_off,
+                    std::min(cols, width - n_off));
+      break;
+    case Dataflow::kOutputStationary:  // M <= rows, N <= cols
+      for (int m_off = 0; m_off < m_blk; m_off += rows)
+        for (int n_off = 0; n_off < width; n_off += cols)
+          emit_tile(target, grp, c_lo, m_off, std::min(rows, m_blk - m_off), 0, k_cb, n_off,
+                    std::min(cols, width - n_off));
+      break;
+    case Dataflow::kInputStationary:  // K <= rows, M <= cols
+      for (int m_off = 0; m_off < m_blk; m_off += cols)
+        for (int k_off = 0; k_off < k_cb; k_off += rows)
+          emit_tile(target, grp, c_lo, m_off, std::min(cols, m_blk - m_off), k_off,
+                    std::min(rows, k_cb - k_off), 0, width);
+      break;
+  }
+}
+
+void Lowering::MatrixLayer::emit_tile(const TileTarget& target, int grp, int c_lo, int m_off, int m,
+                                      int k_off, int kk, int n_off, int n) {
+  const int column = (c_lo - target.n0) + n_off;  // within the channel block
+  MatmulOp op;
+  op.a = view_;
+  op.a.m0 = m_off;
+  op.a.k0 = target.kc0 + k_off;
+  op.a.c0 = grp * g_.cin_g();
+  op.wb_addr = target.wb + (uint64_t(k_off) * target.w_ld + column) * es_;
+  op.w_ld = target.w_ld;
+  op.acc_addr = target.acc + (uint64_t(m_off) * target.n_tb + column) * 4;
+  op.acc_ld = target.n_tb;
+  op.m = m, op.k = kk, op.n = n;
+  op.accumulate = target.kc0 + k_off > 0;
+  lo_.emit(UnitKind::kMatrix, target.unit, op,
+           {{BufferId::kUnified, slab_, slab_end_, false},
+            {BufferId::kWeight, target.wb, target.wb_end, false},
+            {BufferId::kAccumulator, target.acc, target.acc + acc_block_, true}});
+}
+
+void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const SpatialBlock& sb) {
+  const int m_blk = target.m_blk, n0 = target.n0, n_tb = target.n_tb;
+  const uint64_t out = 2 * slab_bytes_ + (out_index_++ % 2) * out_bytes_;
+  RequantOp rq;
+  rq.acc_addr = target.acc;
+  rq.acc_ld = n_tb;
+  rq.has_bias = !matmul_;
+  rq.bias_ub_addr = bias_ub_ + uint64_t(n0) * 4;
+  rq.out_ub_addr = out;
+  rq.out_ld = n_tb;
+  rq.m = m_blk;
+  rq.n = n_tb;
+  rq.table = table_;
+  rq.channel0 = n0;
+  rq.lo = l_.clamp_lo;
+  rq.hi = l_.clamp_hi;
+  rq.lut = table_lut_;
+  rq.activation = l_.activation;
+  rq.clip_min = l_.clip_min, rq.clip_max = l_.clip_max;
+  std::vector<BufferAccess> accesses = {
+      {BufferId::kAccumulator, target.acc, target.acc + uint64_t(m_blk) * n_tb * 4, false},
+      {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
+  if (rq.has_bias) {
+    accesses.push_back(
+        {BufferId::kUnified, rq.bias_ub_addr, rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
+  }
+  lo_.emit(UnitKind::kVector, 0, rq, accesses);
+  const uint64_t out_pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
+  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram_ + (out_pixel * g_.n + n0) * es_,
+          n_tb * es_, m_blk, uint64_t(g_.n) * es_);
+}
+
+bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
+  const ConvGeometry g = conv_geometry(l, graph_.batch, es_);
+  const TilingResult tr = choose_conv_tiling(hw_, g, l.name);
+  if (!tr.ok) return fail(tr.reason);
+  MatrixLayer layer(*this, l, g, tr.tiling);
+  rec.tiling = layer.describe();
+  const int table = l.requant.empty() ? -1 : requant_table(l.requant);
+  layer.set_tables(table, lut(l.lut));
+  layer.load_bias_and_resident_weights();
+  layer.emit_all_blocks();
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compiler/ir/op_table.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -54,9 +55,7 @@ void optimize_graph(Graph& g) {
       NPUSIM_CHECK(p->has_weights(), "batch norm {} follows {}", l.name, p->name);
       fold_batch_norm(*p, l);
     } else {
-      const bool fusable = p->kind == OpKind::kConv || p->kind == OpKind::kDense ||
-                           p->kind == OpKind::kMatMul || p->kind == OpKind::kAdd;
-      if (!fusable || p->fixed_output_scale > 0.0f) continue;
+      if (!op_info(p->kind).fuses_activation || p->fixed_output_scale > 0.0f) continue;
       p->activation = l.activation;
       p->clip_min = l.clip_min;
       p->clip_max = l.clip_max;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "arch/quant.hpp"
+#include "compiler/reference/reference_dispatch.hpp"
 #include "compiler/reference/reference_gemm.hpp"
 #include "compiler/reference/reference_loops.hpp"
 #include "support/error.hpp"
@@ -23,7 +24,7 @@ void gemm_acc(const int8_t* a, const int8_t* w, int32_t* acc, uint64_t rows, int
   reference_gemm::gemm(a, w, acc, rows, K, N, transposed);
 }
 
-Tensor8 pool(const Layer& l, int batch, const Tensor8& x) {
+Tensor8 pool_int8(const Layer& l, int batch, const Tensor8& x) {
   return reference_loops::pool(l, batch, x, int32_t{-128}, [](int32_t acc, int divisor) {
     return divisor == 0 ? static_cast<int8_t>(acc) : average_int8(acc, divisor);
   });
@@ -75,75 +76,51 @@ Tensor8 reference_epilogue(const Layer& l, const std::vector<int32_t>& acc) {
   return y;
 }
 
-Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tensor8*>& in) {
-  const Tensor8& x = *in[0];
-  switch (l.kind) {
-    case OpKind::kConv:
-    case OpKind::kDense:
-    case OpKind::kMatMul:
-      return reference_epilogue(l, reference_accumulate(l, batch, in));
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-      return pool(l, batch, x);
-    case OpKind::kActivation: {
-      Tensor8 y(x.size());
-      for (size_t i = 0; i < x.size(); ++i) y[i] = l.lut[x[i] + 128];
-      return y;
-    }
-    case OpKind::kAdd:
-    case OpKind::kMul: {
-      const Tensor8& z = *in[1];
-      Tensor8 y(x.size());
-      for (size_t i = 0; i < x.size(); ++i) {
-        y[i] =
-            l.kind == OpKind::kAdd
-                ? add_int8(x[i], z[i], l.input_ratios[0], l.input_ratios[1], l.clamp_lo, l.clamp_hi)
-                : mul_int8(x[i], z[i], l.input_ratios[0], l.clamp_lo, l.clamp_hi);
-      }
-      if (!l.lut.empty()) {
-        for (auto& v : y) v = l.lut[v + 128];
-      }
-      return y;
-    }
-    case OpKind::kConcat: {
-      const uint64_t rows = uint64_t(batch) * l.out_shape.outer();
-      const int C = l.out_shape.last();
-      Tensor8 y(rows * C);
-      int offset = 0;
-      for (size_t i = 0; i < in.size(); ++i) {
-        const int ci = l.in_shapes[i].last();
-        for (uint64_t r = 0; r < rows; ++r) {
-          for (int c = 0; c < ci; ++c) {
-            y[r * C + offset + c] = saturate_round((*in[i])[r * ci + c] * l.input_ratios[i]);
-          }
-        }
-        offset += ci;
-      }
-      return y;
-    }
-    case OpKind::kReshape:
-      return x;
-    case OpKind::kSoftmax: {
-      const int n = l.out_shape.last();
-      Tensor8 y(x.size());
-      for (size_t r = 0; r < x.size(); r += n) softmax_int8(&x[r], &y[r], n, l.in_scales[0]);
-      return y;
-    }
-    case OpKind::kLayerNorm: {
-      const int n = l.out_shape.last();
-      Tensor8 y(x.size());
-      for (size_t r = 0; r < x.size(); r += n) {
-        layernorm_int8(&x[r], &y[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
-                       1.0f / l.out_scale);
-      }
-      return y;
-    }
-    case OpKind::kBatchNorm:
-      break;
+namespace {
+
+// The int8 arithmetic of the reference dispatch (reference_dispatch.hpp).
+struct Int8Ops {
+  using Value = int8_t;
+  static Tensor8 matrix(const Layer& l, int batch, const std::vector<const Tensor8*>& in) {
+    return reference_epilogue(l, reference_accumulate(l, batch, in));
   }
-  NPUSIM_CHECK(false, "layer {} ({}) cannot run: batch norm must be folded first", l.name,
-               to_string(l.kind));
-  return {};
+  static Tensor8 pool(const Layer& l, int batch, const Tensor8& x) {
+    return pool_int8(l, batch, x);
+  }
+  static Tensor8 activation(const Layer& l, const Tensor8& x) {
+    Tensor8 y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = l.lut[x[i] + 128];
+    return y;
+  }
+  static Tensor8 binary(const Layer& l, const Tensor8& x, const Tensor8& z) {
+    Tensor8 y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] =
+          l.kind == OpKind::kAdd
+              ? add_int8(x[i], z[i], l.input_ratios[0], l.input_ratios[1], l.clamp_lo, l.clamp_hi)
+              : mul_int8(x[i], z[i], l.input_ratios[0], l.clamp_lo, l.clamp_hi);
+    }
+    if (!l.lut.empty()) {
+      for (auto& v : y) v = l.lut[v + 128];
+    }
+    return y;
+  }
+  static int8_t concat_value(const Layer& l, size_t input, int8_t v) {
+    return saturate_round(v * l.input_ratios[input]);
+  }
+  static void softmax_row(const Layer& l, const int8_t* x, int8_t* y, int n) {
+    softmax_int8(x, y, n, l.in_scales[0]);
+  }
+  static void layernorm_row(const Layer& l, const int8_t* x, int8_t* y, int n) {
+    layernorm_int8(x, y, n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
+                   1.0f / l.out_scale);
+  }
+};
+
+}  // namespace
+
+Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tensor8*>& in) {
+  return reference_loops::layer<Int8Ops>(l, batch, in);
 }
 
 std::map<std::string, Tensor8> run_reference(const Graph& g, const Tensor8& input) {
@@ -151,13 +128,7 @@ std::map<std::string, Tensor8> run_reference(const Graph& g, const Tensor8& inpu
   NPUSIM_CHECK(input.size() == g.input_shape.elements() * g.batch,
                "reference input has {} bytes, expected {}", input.size(),
                g.input_shape.elements() * g.batch);
-  std::map<std::string, Tensor8> tensors{{g.input_name, input}};
-  for (const auto& l : g.layers) {
-    std::vector<const Tensor8*> in;
-    for (const auto& name : l.inputs) in.push_back(&tensors.at(name));
-    tensors[l.output] = reference_layer(l, g.batch, in);
-  }
-  return tensors;
+  return reference_loops::graph<Int8Ops>(g, input);
 }
 
 }  // namespace npusim

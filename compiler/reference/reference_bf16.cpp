@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "arch/float_ops.hpp"
+#include "compiler/reference/reference_dispatch.hpp"
 #include "compiler/reference/reference_loops.hpp"
 #include "support/error.hpp"
 
@@ -15,7 +16,7 @@ float act(const Layer& l, float x) {
   return round_to_bf16(apply_activation(l.activation, x, l.clip_min, l.clip_max));
 }
 
-TensorF conv(const Layer& l, int batch, const TensorF& x) {
+TensorF conv_bf16(const Layer& l, int batch, const TensorF& x) {
   std::vector<float> w(l.bf16_weights.size());
   for (size_t i = 0; i < w.size(); ++i) w[i] = bf16_bits_to_float(l.bf16_weights[i]);
   TensorF y(size_t(batch) * l.out_shape.elements(), 0.0f);
@@ -25,7 +26,7 @@ TensorF conv(const Layer& l, int batch, const TensorF& x) {
   return y;
 }
 
-TensorF matrix(const Layer& l, int batch, const TensorF& a, const TensorF* b_act) {
+TensorF matrix_bf16(const Layer& l, int batch, const TensorF& a, const TensorF* b_act) {
   const TensorShape& in = l.in_shapes[0];
   const int K = in.last(), N = l.out_shape.last();
   const bool dense = l.kind == OpKind::kDense;
@@ -62,86 +63,52 @@ TensorF matrix(const Layer& l, int batch, const TensorF& a, const TensorF* b_act
   return y;
 }
 
-TensorF pool(const Layer& l, int batch, const TensorF& x) {
+TensorF pool_bf16(const Layer& l, int batch, const TensorF& x) {
   return reference_loops::pool(l, batch, x, -INFINITY, [](float acc, int divisor) {
     return round_to_bf16(divisor == 0 ? acc : acc / static_cast<float>(divisor));
   });
 }
+
+// The bf16 arithmetic of the reference dispatch (reference_dispatch.hpp): fp32 with every
+// layer's output rounded to bf16.
+struct Bf16Ops {
+  using Value = float;
+  static TensorF matrix(const Layer& l, int batch, const std::vector<const TensorF*>& in) {
+    if (l.kind == OpKind::kConv) return conv_bf16(l, batch, *in[0]);
+    return matrix_bf16(l, batch, *in[0], l.kind == OpKind::kMatMul ? in[1] : nullptr);
+  }
+  static TensorF pool(const Layer& l, int batch, const TensorF& x) {
+    return pool_bf16(l, batch, x);
+  }
+  static TensorF activation(const Layer& l, const TensorF& x) {
+    TensorF y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = act(l, x[i]);
+    return y;
+  }
+  static TensorF binary(const Layer& l, const TensorF& x, const TensorF& z) {
+    TensorF y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      y[i] = act(l, l.kind == OpKind::kAdd ? x[i] + z[i] : x[i] * z[i]);
+    }
+    return y;
+  }
+  static float concat_value(const Layer&, size_t, float v) { return v; }
+  static void softmax_row(const Layer&, const float* x, float* y, int n) {
+    softmax_f32(x, y, n);
+    for (int i = 0; i < n; ++i) y[i] = round_to_bf16(y[i]);
+  }
+  static void layernorm_row(const Layer& l, const float* x, float* y, int n) {
+    layernorm_f32(x, y, n, l.gamma.data(), l.beta.data(), l.epsilon);
+    for (int i = 0; i < n; ++i) y[i] = round_to_bf16(y[i]);
+  }
+};
 
 }  // namespace
 
 std::map<std::string, TensorF> run_reference_bf16(const Graph& g, const TensorF& input) {
   NPUSIM_CHECK(g.dtype == DataType::kBf16 && g.quantized, "graph {} is not prepared for bf16",
                g.name);
-  std::map<std::string, TensorF> t{{g.input_name, input}};
-  for (const auto& l : g.layers) {
-    const TensorF& x = t.at(l.inputs[0]);
-    TensorF y;
-    switch (l.kind) {
-      case OpKind::kConv:
-        y = conv(l, g.batch, x);
-        break;
-      case OpKind::kDense:
-        y = matrix(l, g.batch, x, nullptr);
-        break;
-      case OpKind::kMatMul:
-        y = matrix(l, g.batch, x, &t.at(l.inputs[1]));
-        break;
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool:
-        y = pool(l, g.batch, x);
-        break;
-      case OpKind::kActivation:
-        y.resize(x.size());
-        for (size_t i = 0; i < x.size(); ++i) y[i] = act(l, x[i]);
-        break;
-      case OpKind::kAdd:
-      case OpKind::kMul: {
-        const TensorF& z = t.at(l.inputs[1]);
-        y.resize(x.size());
-        for (size_t i = 0; i < x.size(); ++i) {
-          y[i] = act(l, l.kind == OpKind::kAdd ? x[i] + z[i] : x[i] * z[i]);
-        }
-        break;
-      }
-      case OpKind::kConcat: {
-        const uint64_t rows = uint64_t(g.batch) * l.out_shape.outer();
-        const int C = l.out_shape.last();
-        y.resize(rows * C);
-        int offset = 0;
-        for (size_t i = 0; i < l.inputs.size(); ++i) {
-          const TensorF& in = t.at(l.inputs[i]);
-          const int ci = l.in_shapes[i].last();
-          for (uint64_t r = 0; r < rows; ++r) {
-            std::copy(&in[r * ci], &in[r * ci] + ci, &y[r * C + offset]);
-          }
-          offset += ci;
-        }
-        break;
-      }
-      case OpKind::kReshape:
-        y = x;
-        break;
-      case OpKind::kSoftmax:
-      case OpKind::kLayerNorm: {
-        const int n = l.out_shape.last();
-        y.resize(x.size());
-        for (size_t r = 0; r < x.size(); r += n) {
-          if (l.kind == OpKind::kSoftmax) {
-            softmax_f32(&x[r], &y[r], n);
-          } else {
-            layernorm_f32(&x[r], &y[r], n, l.gamma.data(), l.beta.data(), l.epsilon);
-          }
-        }
-        for (auto& v : y) v = round_to_bf16(v);
-        break;
-      }
-      case OpKind::kBatchNorm:
-        NPUSIM_CHECK(false, "batch norm {} must be folded first", l.name);
-    }
-    t[l.output] = std::move(y);
-  }
-  return t;
+  return reference_loops::graph<Bf16Ops>(g, input);
 }
 
 }  // namespace npusim

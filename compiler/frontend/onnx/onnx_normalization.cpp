@@ -105,8 +105,7 @@ void OnnxImporter::import_batch_norm(int i) {
     }
   }
   const Layer* producer = x->layer >= 0 ? &graph_.layers[static_cast<size_t>(x->layer)] : nullptr;
-  if (!producer || (producer->kind != OpKind::kConv && producer->kind != OpKind::kDense) ||
-      ir_readers(x->ir_name) != 1) {
+  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1) {
     return fail(i, fmt::format("input '{}' must come from a Conv, Gemm or MatMul whose output "
                                "nothing else reads: npusim folds batch normalization into it",
                                n.input(0)));

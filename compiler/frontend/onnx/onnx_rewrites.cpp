@@ -92,9 +92,8 @@ void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   const Node& n = g_.node(i);
   const bool add = kind == OpKind::kAdd;
   Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
-  const bool foldable = producer &&
-                        (producer->kind == OpKind::kConv || producer->kind == OpKind::kDense) &&
-                        ir_readers(x.ir_name) == 1 && producer->output == x.ir_name;
+  const bool foldable = producer && producer->has_weights() && ir_readers(x.ir_name) == 1 &&
+                        producer->output == x.ir_name;
   if (!foldable) {
     return fail(i, fmt::format("{} of a constant is supported only as the {} of the Conv, Gemm "
                                "or MatMul right before it, whose output nothing else reads",
@@ -102,14 +101,14 @@ void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   }
   if (c.is_int) return fail(i, "the constant must be float");
   // Accepted broadcast shapes: a scalar, or one value per output channel / unit.
-  std::vector<int64_t> dims = c.dims;
-  while (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
+  const auto first = std::find_if(c.dims.begin(), c.dims.end(), [](int64_t d) { return d != 1; });
+  const std::vector<int64_t> dims(first, c.dims.end());
   const int64_t units = producer->filters;
   bool per_unit;
   if (producer->kind == OpKind::kConv) {
-    std::vector<int64_t> expected(x.dims.size(), 1);
-    expected[0] = units;
-    per_unit = dims == expected;
+    // One value per channel: dims [units, 1, ..., 1] for the conv output's rank.
+    per_unit = !dims.empty() && dims.size() == x.dims.size() && dims[0] == units &&
+               std::all_of(dims.begin() + 1, dims.end(), [](int64_t d) { return d == 1; });
   } else {
     per_unit = dims == std::vector<int64_t>{units};
   }

@@ -1,0 +1,95 @@
+// The one dispatch of the functional reference: which loop computes each operator, shared by the
+// int8 reference (reference.cpp) and the bf16 one (reference_bf16.cpp). Each supplies an `Ops`
+// type with its arithmetic:
+//   using Value;                                     // int8_t or float
+//   matrix(l, batch, inputs), pool(l, batch, x)      // conv / dense / matmul, pools
+//   activation(l, x), binary(l, a, b)                // elementwise
+//   concat_value(l, input, v)                        // one element into the concatenation
+//   softmax_row(l, x, y, n), layernorm_row(l, x, y, n)
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.hpp"
+#include "support/error.hpp"
+
+namespace npusim::reference_loops {
+
+// Concatenation along the last dimension: each input's rows into their columns.
+template <class Ops, class T>
+std::vector<T> concat(const Layer& l, int batch, const std::vector<const std::vector<T>*>& in) {
+  const uint64_t rows = uint64_t(batch) * l.out_shape.outer();
+  const int C = l.out_shape.last();
+  std::vector<T> y(rows * C);
+  int offset = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int ci = l.in_shapes[i].last();
+    for (uint64_t r = 0; r < rows; ++r) {
+      for (int c = 0; c < ci; ++c)
+        y[r * C + offset + c] = Ops::concat_value(l, i, (*in[i])[r * ci + c]);
+    }
+    offset += ci;
+  }
+  return y;
+}
+
+// An operator over each row of the last dimension.
+template <class T, class Row>
+std::vector<T> rows(const Layer& l, const std::vector<T>& x, Row row) {
+  const int n = l.out_shape.last();
+  std::vector<T> y(x.size());
+  for (size_t r = 0; r < x.size(); r += n) row(&x[r], &y[r], n);
+  return y;
+}
+
+// One layer's output from its inputs (batch x elements each, channels last).
+template <class Ops>
+std::vector<typename Ops::Value> layer(
+    const Layer& l, int batch, const std::vector<const std::vector<typename Ops::Value>*>& in) {
+  using T = typename Ops::Value;
+  const std::vector<T>& x = *in[0];
+  switch (l.kind) {
+    case OpKind::kConv:
+    case OpKind::kDense:
+    case OpKind::kMatMul:
+      return Ops::matrix(l, batch, in);
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+      return Ops::pool(l, batch, x);
+    case OpKind::kActivation:
+      return Ops::activation(l, x);
+    case OpKind::kAdd:
+    case OpKind::kMul:
+      return Ops::binary(l, x, *in[1]);
+    case OpKind::kConcat:
+      return concat<Ops>(l, batch, in);
+    case OpKind::kReshape:
+      return x;
+    case OpKind::kSoftmax:
+      return rows(l, x, [&](const T* a, T* b, int n) { Ops::softmax_row(l, a, b, n); });
+    case OpKind::kLayerNorm:
+      return rows(l, x, [&](const T* a, T* b, int n) { Ops::layernorm_row(l, a, b, n); });
+    case OpKind::kBatchNorm:
+      break;
+  }
+  NPUSIM_CHECK(false, "layer {} ({}) cannot run: batch norm must be folded first", l.name,
+               to_string(l.kind));
+  return {};
+}
+
+// Every tensor of a prepared graph by name, from the input batch.
+template <class Ops>
+std::map<std::string, std::vector<typename Ops::Value>> graph(
+    const Graph& g, const std::vector<typename Ops::Value>& input) {
+  std::map<std::string, std::vector<typename Ops::Value>> tensors{{g.input_name, input}};
+  for (const auto& l : g.layers) {
+    std::vector<const std::vector<typename Ops::Value>*> in;
+    for (const auto& name : l.inputs) in.push_back(&tensors.at(name));
+    tensors[l.output] = layer<Ops>(l, g.batch, in);
+  }
+  return tensors;
+}
+
+}  // namespace npusim::reference_loops

@@ -5,9 +5,8 @@
 
 #include <filesystem>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/e2e/run_npusim.hpp"
 
@@ -90,8 +89,9 @@ TEST(ValuesOffCli, RejectsBadValuesAndSavedOutputs) {
   CommandResult bad = run_npusim("run --hw edge --workload mnist-cnn --values maybe");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--values 'maybe': expected on or off"), std::string::npos) << bad.err;
-  CommandResult save = run_npusim("run --hw edge --workload mnist-cnn --values off --save-outputs " +
-                                  fresh_dir("values-save").string());
+  CommandResult save =
+      run_npusim("run --hw edge --workload mnist-cnn --values off --save-outputs " +
+                 fresh_dir("values-save").string());
   EXPECT_EQ(save.exit_code, 2);
   EXPECT_NE(save.err.find("--save-outputs needs the values"), std::string::npos) << save.err;
   CommandResult report = run_npusim("run --hw edge --workload mnist-cnn --values off");

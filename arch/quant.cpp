@@ -27,15 +27,6 @@ QuantMultiplier quant_multiplier_from_real(double m) {
   return out;
 }
 
-int8_t requantize(int32_t acc, QuantMultiplier q, int8_t lo, int8_t hi) {
-  const int total_shift = 31 + q.shift;  // in [16, 62]
-  const int64_t product = static_cast<int64_t>(acc) * q.multiplier;
-  const int64_t half = int64_t{1} << (total_shift - 1);
-  const int64_t rounded =
-      product >= 0 ? (product + half) >> total_shift : -((-product + half) >> total_shift);
-  return static_cast<int8_t>(std::clamp<int64_t>(rounded, lo, hi));
-}
-
 int8_t average_int8(int32_t sum, int count) {
   const int32_t half = count / 2;
   const int32_t q = sum >= 0 ? (sum + half) / count : -((-sum + half) / count);

@@ -20,7 +20,16 @@ struct QuantMultiplier {
 QuantMultiplier quant_multiplier_from_real(double m);
 
 // round(acc * M) with ties away from zero, saturated to [lo, hi].
-int8_t requantize(int32_t acc, QuantMultiplier q, int8_t lo, int8_t hi);
+inline int8_t requantize(int32_t acc, QuantMultiplier q, int8_t lo, int8_t hi) {
+  // Inline: every output element of every conv, dense and matmul passes here, in the vector unit,
+  // the calibration and the reference.
+  const int total_shift = 31 + q.shift;  // in [16, 62]
+  const int64_t product = static_cast<int64_t>(acc) * q.multiplier;
+  const int64_t half = int64_t{1} << (total_shift - 1);
+  const int64_t rounded =
+      product >= 0 ? (product + half) >> total_shift : -((-product + half) >> total_shift);
+  return static_cast<int8_t>(std::clamp<int64_t>(rounded, lo, hi));
+}
 inline int8_t requantize(int32_t acc, QuantMultiplier q, bool relu) {
   return requantize(acc, q, relu ? 0 : -128, 127);
 }

@@ -24,10 +24,9 @@ Operands operands_of(const MatmulOp& op, const uint8_t* a, const uint8_t* w, uin
 }  // namespace
 
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, const Program& program,
-                       std::vector<uint32_t> stream, Scoreboard& scoreboard,
-                       const CoreClock& clock, OnChipBuffers& buffers,
-                       const systolic::ArrayParams& array, systolic::Fidelity fidelity,
-                       bool compute_values)
+                       std::vector<uint32_t> stream, Scoreboard& scoreboard, const CoreClock& clock,
+                       OnChipBuffers& buffers, const systolic::ArrayParams& array,
+                       systolic::Fidelity fidelity, bool compute_values)
     : ExecutionUnit(name, program, std::move(stream), scoreboard, clock),
       buffers_(buffers),
       params_(array),
@@ -62,12 +61,14 @@ void MatrixUnit::execute(const Instruction& instr) {
   if (!compute_values_) {
     t = array_->time_only(shape, program_.dtype, op->accumulate, issue);
   } else {
-    t = bf16 ? array_->execute_bf16(shape, operands_of<systolic::Half16TileOperands, uint16_t, float>(
-                                             *op, a_.data(), w, acc),
-                                   issue)
-           : array_->execute_int8(
-                 shape, operands_of<systolic::Int8TileOperands, int8_t, int32_t>(*op, a_.data(), w, acc),
-                 issue);
+    t = bf16 ? array_->execute_bf16(shape,
+                                    operands_of<systolic::Half16TileOperands, uint16_t, float>(
+                                        *op, a_.data(), w, acc),
+                                    issue)
+             : array_->execute_int8(
+                   shape,
+                   operands_of<systolic::Int8TileOperands, int8_t, int32_t>(*op, a_.data(), w, acc),
+                   issue);
   }
   NPUSIM_CHECK(t.start_cycle >= issue && t.done_cycle >= t.start_cycle &&
                    t.next_issue_cycle >= issue,

@@ -4,8 +4,8 @@
 // off-chip memory is the simple latency + bandwidth model or the command-level DRAM model
 // (memory.model in the hardware description). Built from a hardware description and loaded with a
 // Program; sc_start runs it to completion. With `compute_values` false (npusim run --values off)
-// the matrix and vector units compute no values (timing never depends on them: docs/performance.md);
-// the DMA still moves bytes.
+// the matrix and vector units compute no values (timing never depends on them:
+// docs/performance.md); the DMA still moves bytes.
 #pragma once
 
 #include <memory>

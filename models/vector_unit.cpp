@@ -5,9 +5,8 @@
 namespace npusim {
 
 VectorUnit::VectorUnit(sc_core::sc_module_name name, const Program& program,
-                       std::vector<uint32_t> stream, Scoreboard& scoreboard,
-                       const CoreClock& clock, OnChipBuffers& buffers,
-                       const VectorUnitConfig& config, bool compute_values)
+                       std::vector<uint32_t> stream, Scoreboard& scoreboard, const CoreClock& clock,
+                       OnChipBuffers& buffers, const VectorUnitConfig& config, bool compute_values)
     : ExecutionUnit(name, program, std::move(stream), scoreboard, clock),
       buffers_(buffers),
       config_(config),

@@ -448,10 +448,10 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
       "  functional check   {}\n",
       s["workload"].get<std::string>(), s["hardware"].get<std::string>(), s["batch"].get<int>(),
       s["dtype"].get<std::string>(), s["seed"].get<uint64_t>(), s["fidelity"].get<std::string>(),
-      s.value("values", "on") == "off" ? ", timing only" : "", s["total_cycles"].get<uint64_t>(), latency * 1e6, s["clock_mhz"].get<double>(),
-      s["inferences_per_s"].get<double>(), s["macs"].get<uint64_t>(),
-      100.0 * s["mxu_utilization"].get<double>(), s["dram"]["read_bytes"].get<uint64_t>(),
-      s["dram"]["write_bytes"].get<uint64_t>(),
+      s.value("values", "on") == "off" ? ", timing only" : "", s["total_cycles"].get<uint64_t>(),
+      latency * 1e6, s["clock_mhz"].get<double>(), s["inferences_per_s"].get<double>(),
+      s["macs"].get<uint64_t>(), 100.0 * s["mxu_utilization"].get<double>(),
+      s["dram"]["read_bytes"].get<uint64_t>(), s["dram"]["write_bytes"].get<uint64_t>(),
       !c.value("checked", true)
           ? std::string("not run (--values off: timing only, no values computed)")
       : c["bit_exact"].get<bool>()

@@ -53,10 +53,15 @@ bool clamp_only(Activation a) {
 // scale and go through a table.
 float set_output_quantization(Layer& l, const std::vector<float>& real) {
   if (clamp_only(l.activation)) {
+    // These activations are non-decreasing, so the largest |activation(x)| is at the smallest or
+    // the largest x: two calls instead of one per element.
     float largest = 0.0f;
-    for (float x : real) {
-      largest =
-          std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
+    if (!real.empty()) {
+      const auto [lo_x, hi_x] = std::minmax_element(real.begin(), real.end());
+      for (float x : {*lo_x, *hi_x}) {
+        largest =
+            std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
+      }
     }
     l.out_scale = choose_scale(largest, l);
     float lo = -128.0f, hi = 127.0f;
@@ -114,9 +119,10 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
   }
   const std::vector<int32_t> acc = reference_accumulate(l, batch, in);
   std::vector<float> real(acc.size());
-  for (size_t i = 0; i < acc.size(); ++i) {
-    const int j = static_cast<int>(i % n);
-    real[i] = static_cast<float>((double(acc[i]) + l.qbias[j]) * acc_scale[j]);
+  for (size_t r = 0; r < acc.size(); r += n) {  // row by row: no division per element
+    for (int j = 0; j < n; ++j) {
+      real[r + j] = static_cast<float>((double(acc[r + j]) + l.qbias[j]) * acc_scale[j]);
+    }
   }
   const float requant_scale = set_output_quantization(l, real);
   l.requant.resize(n);

@@ -51,11 +51,11 @@ void library_gemm(const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, bo
   const int32_t no_offset = 0;
   const dnnl_status_t status = dnnl_gemm_s8s8s32('N', transposed ? 'T' : 'N', 'F', rows, N, K, 1.0f,
                                                  a, lda, 0, b, ldb, 0, 0.0f, c, ldc, &no_offset);
-  NPUSIM_CHECK(status == dnnl_success, "oneDNN s8 GEMM {}x{}x{} failed with status {}", rows, K,
-               N, int(status));
+  NPUSIM_CHECK(status == dnnl_success, "oneDNN s8 GEMM {}x{}x{} failed with status {}", rows, K, N,
+               int(status));
 #else
-  (void)a, (void)lda, (void)b, (void)ldb, (void)transposed, (void)c, (void)ldc, (void)rows,
-      (void)K, (void)N;
+  (void)a, (void)lda, (void)b, (void)ldb, (void)transposed, (void)c, (void)ldc, (void)rows, (void)K,
+      (void)N;
   NPUSIM_CHECK(false, "reference_gemm: built without oneDNN");
 #endif
 }
@@ -125,8 +125,8 @@ void conv(const Layer& l, int batch, const int8_t* x, const int8_t* w, int32_t* 
     reference_loops::conv(l, batch, x, w, acc);
     return;
   }
-  const Im2col cols{l, x, in.last(), in.d(), in.h(), in.w(), out.d(), out.h(), out.w(),
-                    in.last() / G};
+  const Im2col cols{l,      x,       in.last(), in.d(),  in.h(),
+                    in.w(), out.d(), out.h(),   out.w(), in.last() / G};
   const uint64_t rows = uint64_t(batch) * out.d() * out.h() * out.w();
   const int K = cols.columns();
   const bool pointwise = l.kernel[0] * l.kernel[1] * l.kernel[2] == 1 && G == 1 &&
@@ -144,8 +144,8 @@ void conv(const Layer& l, int batch, const int8_t* x, const int8_t* w, int32_t* 
       const uint64_t n = std::min(chunk, rows - r0);
       for (uint64_t r = 0; r < n; ++r) cols.row(r0 + r, g, a.data() + r * K);
       // Weights of group g: row (window position, channel c) at w[row * N + g * cout_g].
-      library_gemm(a.data(), K, w + g * cout_g, N, false, acc + r0 * N + g * cout_g, N,
-                   int64_t(n), K, cout_g);
+      library_gemm(a.data(), K, w + g * cout_g, N, false, acc + r0 * N + g * cout_g, N, int64_t(n),
+                   K, cout_g);
     }
   }
 }

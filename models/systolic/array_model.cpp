@@ -33,24 +33,25 @@ bool tile_fits(const ArrayParams& array, const TileShape& tile) {
 
 TileTiming ArrayModel::time_only(const TileShape& tile, DataType type, bool accumulate,
                                  uint64_t issue_cycle) {
-  NPUSIM_CHECK(tile.m >= 1 && tile.k >= 1 && tile.n >= 1, "systolic: tile {}x{}x{}", tile.m,
-               tile.k, tile.n);
-  const size_t a = size_t(tile.m) * tile.k, w = size_t(tile.k) * tile.n, acc = size_t(tile.m) * tile.n;
+  NPUSIM_CHECK(tile.m >= 1 && tile.k >= 1 && tile.n >= 1, "systolic: tile {}x{}x{}", tile.m, tile.k,
+               tile.n);
+  const size_t a = size_t(tile.m) * tile.k, w = size_t(tile.k) * tile.n,
+               acc = size_t(tile.m) * tile.n;
   if (type == DataType::kInt8) {
     std::vector<int8_t> zeros(std::max(a, w), 0);
     std::vector<int32_t> scratch(acc, 0);
-    return execute_int8(tile, {zeros.data(), tile.k, zeros.data(), tile.n, scratch.data(), tile.n,
-                               accumulate},
-                        issue_cycle);
+    return execute_int8(
+        tile, {zeros.data(), tile.k, zeros.data(), tile.n, scratch.data(), tile.n, accumulate},
+        issue_cycle);
   }
   NPUSIM_CHECK(type == DataType::kBf16 || type == DataType::kFp16,
                "systolic: no tile timing for data type {}", to_string(type));
   std::vector<uint16_t> zeros(std::max(a, w), 0);
   std::vector<float> scratch(acc, 0.0f);
-  return execute_half16(type == DataType::kBf16 ? Half16Format::kBf16 : Half16Format::kFp16, tile,
-                        {zeros.data(), tile.k, zeros.data(), tile.n, scratch.data(), tile.n,
-                         accumulate},
-                        issue_cycle);
+  return execute_half16(
+      type == DataType::kBf16 ? Half16Format::kBf16 : Half16Format::kFp16, tile,
+      {zeros.data(), tile.k, zeros.data(), tile.n, scratch.data(), tile.n, accumulate},
+      issue_cycle);
 }
 
 std::unique_ptr<ArrayModel> make_array_model(const ArrayParams& params, Fidelity fidelity) {

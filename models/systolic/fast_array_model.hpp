@@ -22,7 +22,6 @@ class FastArrayModel final : public ArrayModel {
   const ArrayStats& stats() const override { return stats_.stats(); }
 
  private:
-
   ArrayParams params_;
   ClosedFormTiming timing_;
   StatsAccumulator stats_;

@@ -51,8 +51,8 @@ TEST(Arithmetic, AverageAndElementwiseRoundHalfAwayFromZero) {
 TEST(Arithmetic, SaturateRoundEqualsStdRoundThenClamp) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> wide(-400.0f, 400.0f);
-  std::vector<float> xs = {0.5f, -0.5f, 1.5f, -1.5f, 127.5f, -128.5f, 0.49999997f, -0.49999997f,
-                           2.5f, 1e9f, -1e9f, 0.0f, -0.0f, 126.50001f};
+  std::vector<float> xs = {0.5f,         -0.5f, 1.5f, -1.5f, 127.5f, -128.5f, 0.49999997f,
+                           -0.49999997f, 2.5f,  1e9f, -1e9f, 0.0f,   -0.0f,   126.50001f};
   for (int i = 0; i < 100000; ++i) xs.push_back(wide(rng));
   for (int i = 0; i < 1000; ++i) xs.push_back(std::floor(wide(rng)) + 0.5f);  // exact halves
   for (float x : xs) {

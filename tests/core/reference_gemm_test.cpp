@@ -20,7 +20,9 @@ std::vector<int8_t> random_bytes(std::mt19937& rng, size_t n) {
   return v;
 }
 
-int pick(std::mt19937& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+int pick(std::mt19937& rng, int lo, int hi) {
+  return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
 
 // A conv layer: input [d][h][w][c] (depth 1 for 2-D), output size from the window rule.
 Layer conv_layer(int D, int H, int W, int C, int N, std::array<int, 3> k, std::array<int, 3> s,
@@ -53,10 +55,10 @@ void expect_conv_equal(const Layer& l, int batch, std::mt19937& rng) {
   std::vector<int32_t> fast(batch * l.out_shape.elements(), 0), plain(fast.size(), 0);
   reference_gemm::conv(l, batch, x.data(), w.data(), fast.data());
   reference_loops::conv(l, batch, x.data(), w.data(), plain.data());
-  ASSERT_EQ(fast, plain) << "conv " << to_string(l.in_shapes[0]) << " -> "
-                         << to_string(l.out_shape) << " kernel " << l.kernel[1] << "x"
-                         << l.kernel[2] << " stride " << l.strides[1] << " pad " << l.pads_begin[1]
-                         << " dilation " << l.dilation[1] << " groups " << l.groups;
+  ASSERT_EQ(fast, plain) << "conv " << to_string(l.in_shapes[0]) << " -> " << to_string(l.out_shape)
+                         << " kernel " << l.kernel[1] << "x" << l.kernel[2] << " stride "
+                         << l.strides[1] << " pad " << l.pads_begin[1] << " dilation "
+                         << l.dilation[1] << " groups " << l.groups;
 }
 
 TEST(ReferenceGemm, UsesOneDnnOnThisMachine) {
@@ -73,9 +75,9 @@ TEST(ReferenceGemm, RandomConvolutionsEqualThePlainLoops) {
     const int kh = pick(rng, 1, 5), kw = pick(rng, 1, 5);
     const int s = pick(rng, 1, 3), p = pick(rng, 0, 2), dil = pick(rng, 1, 2);
     const int H = pick(rng, dil * (kh - 1) + 1, 20), W = pick(rng, dil * (kw - 1) + 1, 20);
-    expect_conv_equal(conv_layer(1, H, W, C, N, {1, kh, kw}, {1, s, s}, {0, p, p}, {1, dil, dil},
-                                 groups),
-                      pick(rng, 1, 2), rng);
+    expect_conv_equal(
+        conv_layer(1, H, W, C, N, {1, kh, kw}, {1, s, s}, {0, p, p}, {1, dil, dil}, groups),
+        pick(rng, 1, 2), rng);
   }
 }
 
@@ -83,8 +85,8 @@ TEST(ReferenceGemm, PointwiseDepthwiseAndThreeDimensional) {
   std::mt19937 rng(12);
   expect_conv_equal(conv_layer(1, 14, 14, 64, 128, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1),
                     2, rng);
-  expect_conv_equal(conv_layer(1, 9, 9, 32, 32, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {1, 1, 1}, 32),
-                    1, rng);
+  expect_conv_equal(conv_layer(1, 9, 9, 32, 32, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {1, 1, 1}, 32), 1,
+                    rng);
   expect_conv_equal(conv_layer(5, 8, 8, 6, 16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1), 1,
                     rng);
   expect_conv_equal(conv_layer(6, 9, 7, 8, 24, {2, 3, 3}, {2, 2, 1}, {0, 1, 2}, {2, 1, 2}, 2), 2,
@@ -103,8 +105,8 @@ TEST(ReferenceGemm, RandomProductsEqualThePlainLoop) {
     for (uint64_t r = 0; r < rows; ++r)
       for (int n = 0; n < N; ++n)
         for (int k = 0; k < K; ++k)
-          plain[r * N + n] += int32_t(a[r * K + k]) *
-                              (transposed ? w[size_t(n) * K + k] : w[size_t(k) * N + n]);
+          plain[r * N + n] +=
+              int32_t(a[r * K + k]) * (transposed ? w[size_t(n) * K + k] : w[size_t(k) * N + n]);
     ASSERT_EQ(fast, plain) << rows << "x" << K << "x" << N << (transposed ? " transposed" : "");
   }
 }

@@ -196,3 +196,32 @@ def test_points_share_no_object(tmp_path, npusim):
         hw = json.loads((out / "runs" / x["key"] / "hw.json").read_text())
         assert hw["memory"]["bandwidth_gbps"] == int(x["bw"])
     assert int(rows[0]["total_cycles"]) > 2 * int(rows[1]["total_cycles"])
+
+
+def test_timing_only_sweep_gives_the_same_figures(tmp_path, npusim):
+    """run.values off and --values off reach npusim: every design figure equals the run with
+    values, the functional check says it did not run."""
+    spec = dict(SMALL, parameters=[SMALL["parameters"][0]],
+                set={"/buffers/unified_buffer/capacity_bytes": 524288})
+    on = dse([write_spec(tmp_path, spec, "on.json"), "--out", str(tmp_path / "on")], npusim)
+    assert on.returncode == 0, on.stderr
+    off = dse([write_spec(tmp_path, dict(spec, run={"values": "off"}), "off.json"), "--out",
+               str(tmp_path / "off")], npusim)
+    assert off.returncode == 0, off.stderr
+    flag = dse([write_spec(tmp_path, spec, "flag.json"), "--out", str(tmp_path / "flag"),
+                "--values", "off"], npusim)
+    assert flag.returncode == 0, flag.stderr
+    with_values = read_rows(tmp_path / "on" / "results.csv")
+    assert [x["status"] for x in with_values] == ["ok", "ok"]
+    assert all(x["values"] == "on" and x["functional_check.checked"] == "true"
+               for x in with_values)
+    for out in ("off", "flag"):
+        timing_only = read_rows(tmp_path / out / "results.csv")
+        assert len(timing_only) == len(with_values)
+        for a, b in zip(with_values, timing_only):
+            assert b["status"] == "ok" and b["values"] == "off", b
+            assert b["functional_check.checked"] == "false"
+            for column, value in a.items():
+                if column in ("key", "values") or column.startswith("functional_check."):
+                    continue
+                assert b[column] == value, (out, column)

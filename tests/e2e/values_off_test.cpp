@@ -5,9 +5,8 @@
 
 #include <filesystem>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/e2e/run_npusim.hpp"
 
@@ -78,9 +77,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "--hw tpu-v1-hbm --workload alexnet --dtype bf16",
                       "--hw edge --workload mnist-cnn --fidelity pe",
                       "--hw edge --workload lenet5 --dtype bf16 --fidelity pe"),
-    [](const ::testing::TestParamInfo<std::string>& info) {
+    [](const ::testing::TestParamInfo<std::string>& param_info) {
       std::string name;
-      for (char c : info.param) {
+      for (char c : param_info.param) {
         if (std::isalnum(static_cast<unsigned char>(c))) name += c;
       }
       return name;
@@ -90,8 +89,9 @@ TEST(ValuesOffCli, RejectsBadValuesAndSavedOutputs) {
   CommandResult bad = run_npusim("run --hw edge --workload mnist-cnn --values maybe");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--values 'maybe': expected on or off"), std::string::npos) << bad.err;
-  CommandResult save = run_npusim("run --hw edge --workload mnist-cnn --values off --save-outputs " +
-                                  fresh_dir("values-save").string());
+  CommandResult save =
+      run_npusim("run --hw edge --workload mnist-cnn --values off --save-outputs " +
+                 fresh_dir("values-save").string());
   EXPECT_EQ(save.exit_code, 2);
   EXPECT_NE(save.err.find("--save-outputs needs the values"), std::string::npos) << save.err;
   CommandResult report = run_npusim("run --hw edge --workload mnist-cnn --values off");

@@ -28,6 +28,31 @@ class OnnxImporter {
 
   Graph run();
 
+  // The translators of the operator table (onnx_operators.cpp), one file per family.
+  void import_conv(int i);
+  void import_pool(int i, OpKind kind);
+  void import_global_pool(int i, OpKind kind);
+  void import_reduce_mean(int i);
+  void import_pad(int i);
+  void import_gemm(int i);
+  void import_matmul(int i);
+  void import_transpose(int i);
+  void import_binary(int i, OpKind kind);
+  void import_activation(int i, Activation act);
+  void import_gelu(int i);
+  void import_erf(int i);
+  void import_clip(int i);
+  void import_softmax(int i);
+  void import_layer_norm(int i);
+  void import_batch_norm(int i);
+  void import_concat(int i);
+  void import_flatten(int i);
+  void import_reshape(int i);
+  void import_squeeze(int i, bool unsqueeze);
+  void import_identity(int i);
+  void import_constant_node(int i);
+
+ private:
   using Node = onnx::NodeProto;
 
   std::string where(int i) const;
@@ -50,38 +75,19 @@ class OnnxImporter {
 
   Layer& add_layer(int i, OpKind kind, std::vector<std::string> inputs, const std::string& output);
   void set_value(const std::string& name, Value v);
+  // The node passes its input on under a new name: its own read is not a read of the IR tensor.
+  void alias(int i, const Value& v);
+  // Readers of an IR tensor: nodes and graph outputs reading any ONNX name that refers to it.
+  int ir_readers(const std::string& ir_name);
   // Outputs beyond the first must be unused (e.g. MaxPool's indices).
   bool extra_outputs_unused(int i);
 
-  void import_conv(int i);
-  void import_pool(int i, OpKind kind);
-  void import_global_pool(int i, OpKind kind);
-  void import_activation(int i, Activation act);
-  void import_gelu(int i);
-  void import_erf(int i);
-  void import_identity(int i);
-  void import_clip(int i);
-  void import_softmax(int i);
-  void import_layer_norm(int i);
-  void import_batch_norm(int i);
-  void import_binary(int i, OpKind kind);
+  // Helpers of the translators.
   void fold_constant(int i, const Value& x, const Constant& c, OpKind kind);
-  void import_concat(int i);
-  void import_flatten(int i);
-  void import_reshape(int i);
-  void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
-  bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
-  void import_squeeze(int i, bool unsqueeze);
-  void import_reduce_mean(int i);
-  void import_pad(int i);
-  void import_transpose(int i);
-  void import_gemm(int i);
-  void import_matmul(int i);
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
                     const Constant* c, float beta);
-  void import_constant_node(int i);
-  void alias(int i, const Value& v);
-  int ir_readers(const std::string& ir_name);
+  void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
+  bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;

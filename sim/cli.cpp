@@ -13,6 +13,7 @@
 #include "compiler/lowering.hpp"
 #include "compiler/quantize.hpp"
 #include "models/soc.hpp"
+#include "sim/power_stats.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "sim/trace_outputs.hpp"
@@ -165,7 +166,10 @@ int command_run(const std::vector<std::string>& args) {
                   "directory for stats.json, report.txt and config.resolved.json")(
       "fidelity", po::value<std::string>()->default_value("fast"),
       "matrix-unit model: fast (closed form, default) or pe (every PE, every cycle)")(
-      "layers", "print the per-layer table")(
+      "layers", "print the per-layer tables")(
+      "format", po::value<std::string>()->default_value("text"),
+      "what stdout shows: text (the report) or csv (one header line, then one row per layer with "
+      "every per-layer figure of stats.json; with --out, DIR/layers.csv gets the same)")(
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
       "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
@@ -174,6 +178,10 @@ int command_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
   const TraceOutputs traces(vm);
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "csv") {
+    throw UsageError(fmt::format("--format '{}': expected text or csv", format));
+  }
   const auto fidelity = parse_fidelity(vm["fidelity"].as<std::string>());
   std::filesystem::path out_dir;
   if (vm.count("out")) {
@@ -222,12 +230,15 @@ int command_run(const std::vector<std::string>& args) {
     stats::Registry listing;
     for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
     std::cout << listing.markdown();
+  } else if (format == "csv") {
+    std::cout << layers_csv(r.stats);
   } else {
     std::cout << text_report(r.stats, vm.count("layers") > 0);
   }
   if (!out_dir.empty()) {
     write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");
     write_file(out_dir / "report.txt", text_report(r.stats, true));
+    if (format == "csv") write_file(out_dir / "layers.csv", layers_csv(r.stats));
     write_file(out_dir / "stats.json", r.stats.dump(2) + "\n");
   }
   if (!r.check.within_tolerance) {

@@ -34,9 +34,11 @@ constexpr EventInfo kEvents[kEnergyEvents] = {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// Accesses of `rows` rows of `row_bytes` bytes through a port of `port` bytes.
+// Port-word accesses of `rows` rows of `row_bytes` bytes through a port of `port` bytes: the bytes
+// moved in whole port words. A partial row costs its share of a word (the sub-arrays it does not
+// address stay idle), so a narrow operand is not charged the full port.
 uint64_t accesses(uint64_t rows, uint64_t row_bytes, uint64_t port) {
-  return row_bytes == 0 ? 0 : rows * ceil_div(row_bytes, port);
+  return ceil_div(rows * row_bytes, port);
 }
 
 EnergyEvent read_of(BufferId id) {
@@ -78,15 +80,10 @@ struct Counter {
     c[EnergyEvent::kVectorReduction] += elements * reduction;
   }
 
-  // The on-chip side of a copy: a load writes the buffer, a store reads it. The buffer side is
-  // packed, so it moves in whole port words, except a transposing load, which writes count[0] /
-  // element rows of count[1] elements.
+  // The on-chip side of a copy: a load writes the buffer, a store reads it.
   void operator()(const DmaOp& d) {
     c[EnergyEvent::kDmaByte] += d.bytes();
-    const uint64_t teb = uint64_t(d.transpose_element_bytes);
-    const uint64_t n = d.transpose ? accesses(d.count[0] / teb, uint64_t(d.count[1]) * teb,
-                                              port_bytes(p, d.buffer))
-                                   : accesses(1, d.bytes(), port_bytes(p, d.buffer));
+    const uint64_t n = accesses(1, d.bytes(), port_bytes(p, d.buffer));
     c[unit == UnitKind::kDmaLoad ? write_of(d.buffer) : read_of(d.buffer)] += n;
   }
   void operator()(const MatmulOp& m) {

@@ -2,12 +2,13 @@
 // instruction (ExecutionUnit::run): plain C++, a pure function of the instruction and the buffers'
 // port widths.
 //
-// Counting rules (accesses of a buffer are in words of its port width, rows rounded up):
+// Counting rules (accesses of a buffer are the bytes an instruction's operand moves, in words of
+// the port's width, rounded up: a narrow row is charged its share of a word, not a whole word):
 //   MATMUL m x k x n: m*k*n MACs of the program's type, as many active PE-cycles (operand and
 //     partial-sum registers move once per MAC), k*n stationary registers written; unified buffer
 //     reads m rows of k elements, weight buffer reads k rows of n, accumulator writes m rows of n
 //     (and as many reads when it accumulates).
-//   DMA: one DMA byte per byte moved; the buffer side is written (load) or read (store) row by row.
+//   DMA: one DMA byte per byte moved; the buffer side is written (load) or read (store).
 //   Vector unit, per element: REQUANT bias add and scale multiply (2 add/mul), saturation
 //     (2 compares), a table when it has an activation; LUT one table; ELTWISE add a*ra + b*rb (2
 //     mul, 1 add), mul a*b*ra (2 mul), rescale (1 mul), saturation (2 compares), a table when it

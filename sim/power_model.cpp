@@ -221,6 +221,7 @@ RunEnergy run_energy(const PowerModel& model, const RunEnergyInput& in) {
       std::min(std::max<uint64_t>(in.window_cycles, 1), std::max<uint64_t>(in.total_cycles, 1));
   if (seconds > 0) {
     r.average_w = r.total_j / seconds;
+    r.idle_w = constant_j / seconds;
     std::vector<double> energy;
     energy.reserve(in.instructions.size());
     for (const TimedEvents& t : in.instructions) {

@@ -134,6 +134,9 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   reg.value("power.peak_w", "W",
             "highest average power over window_cycles consecutive cycles (docs/power.md)",
             e.peak_w);
+  reg.value("power.idle_w", "W",
+            "what the chip draws doing nothing: clock, leakage and the DRAM's background power",
+            e.idle_w);
   reg.value("power.window_cycles", "cycles",
             "window of peak_w (1 us of core clock, at most the run)", e.window_cycles);
   for (size_t p = 0; p < kComponents + 2; ++p) {
@@ -183,12 +186,13 @@ std::string power_report(const nlohmann::json& s, bool per_layer) {
   const double total_mm2 = ar["total_mm2"].get<double>();
   std::string out = fmt::format(
       "  energy             {:.4g} J, {:.4g} J per inference ({} nm)\n"
-      "  power              {:.2f} W average, {:.2f} W peak over {} cycles\n"
+      "  power              {:.2f} W average, {:.2f} W peak over {} cycles, {:.2f} W idle\n"
       "  area               {:.1f} mm2\n"
       "  efficiency         {:.3f} TOPS/W, {:.4g} inferences/J\n",
       total_j, en["per_inference_j"].get<double>(), en["technology_nm"].get<int>(),
       pw["average_w"].get<double>(), pw["peak_w"].get<double>(),
-      pw["window_cycles"].get<uint64_t>(), total_mm2, s["efficiency"]["tops_per_w"].get<double>(),
+      pw["window_cycles"].get<uint64_t>(), pw["idle_w"].get<double>(), total_mm2,
+      s["efficiency"]["tops_per_w"].get<double>(),
       s["efficiency"]["inferences_per_j"].get<double>());
   out += fmt::format("\n  {:<16} {:>12} {:>8} {:>10} {:>10} {:>8}\n", "component", "energy J",
                      "share %", "power W", "area mm2", "area %");

@@ -107,9 +107,10 @@ TEST(EnergyEvents, MatmulAndDmaCountsFollowTheRule) {
   EXPECT_EQ(c[EnergyEvent::kMacInt8], 5u * 6 * 7);
   EXPECT_EQ(c[EnergyEvent::kPeRegisterMove], 5u * 6 * 7);
   EXPECT_EQ(c[EnergyEvent::kWeightRegisterLoad], 6u * 7);
-  EXPECT_EQ(c[EnergyEvent::kUnifiedRead], 5u);       // 5 rows of 6 bytes, one 8-byte word each
-  EXPECT_EQ(c[EnergyEvent::kWeightRead], 6u);        // 6 rows of 7 bytes
-  EXPECT_EQ(c[EnergyEvent::kAccumulatorWrite], 5u);  // 5 rows of 28 bytes in 32-byte words
+  // Bytes moved in port words, rounded up: 5 rows of 6 bytes = 30 bytes -> 4 words of 8.
+  EXPECT_EQ(c[EnergyEvent::kUnifiedRead], 4u);
+  EXPECT_EQ(c[EnergyEvent::kWeightRead], 6u);        // 6 rows of 7 bytes = 42 -> 6 words of 8
+  EXPECT_EQ(c[EnergyEvent::kAccumulatorWrite], 5u);  // 5 rows of 28 bytes = 140 -> 5 of 32
   EXPECT_EQ(c[EnergyEvent::kAccumulatorRead], 5u);   // it accumulates
   Instruction load;
   load.unit = UnitKind::kDmaLoad;

@@ -222,7 +222,7 @@ RunEnergy run_energy(const PowerModel& model, const RunEnergyInput& in) {
   if (seconds > 0) {
     r.average_w = r.total_j / seconds;
     r.idle_w = constant_j / seconds;
-    std::vector<double> energy;
+    std::vector<double>& energy = r.instruction_pj;
     energy.reserve(in.instructions.size());
     for (const TimedEvents& t : in.instructions) {
       std::array<double, kComponents> unused{};

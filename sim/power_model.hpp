@@ -93,7 +93,8 @@ struct RunEnergy {
   double total_j = 0;
   std::vector<double> layer_j;
   double average_w = 0, peak_w = 0;
-  double idle_w = 0;  // the constant part: clock, leakage, DRAM background
+  double idle_w = 0;                   // the constant part: clock, leakage, DRAM background
+  std::vector<double> instruction_pj;  // each instruction's dynamic energy with its DRAM share
   uint64_t window_cycles = 1;
   double tops_per_w = 0, inferences_per_j = 0;
 };

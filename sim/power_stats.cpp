@@ -42,7 +42,7 @@ struct LayerExtras {
 }  // namespace
 
 void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
-                          const Soc& soc, uint64_t total_cycles) {
+                          const Soc& soc, uint64_t total_cycles, timeline::Timeline* timeline) {
   const EnergyTable table = load_energy_table(hw.technology_nm);
   const MemoryInterface memory = memory_interface(hw, soc);
   const PowerModel model(hw, program.dtype, table, memory,
@@ -101,6 +101,7 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
                          table.at("events_pj.simple_memory_byte");
   }
   const RunEnergy e = run_energy(model, in);
+  if (timeline != nullptr) timeline->set_energy(e.instruction_pj, e.idle_w);
 
   const double ridge =
       2.0 * hw.peak_macs_per_cycle() * hw.clock_mhz * 1e6 / (memory.peak_bandwidth_gbps * 1e9);

@@ -10,6 +10,7 @@
 #include "arch/program.hpp"
 #include "models/soc.hpp"
 #include "support/stats.hpp"
+#include "support/timeline.hpp"
 
 namespace npusim {
 
@@ -19,8 +20,10 @@ constexpr double kPowerWindowUs = 1.0;
 // After the run and Soc::register_stats (the DRAM model has reached `total_cycles`). Registers
 // "events", "energy", "power", "area", "efficiency", "roofline" and the layers' energy_j,
 // arithmetic_intensity, roofline_bound and stall columns.
+// With a `timeline`, gives it each instruction's energy for the traces' power counter.
 void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
-                          const Soc& soc, uint64_t total_cycles);
+                          const Soc& soc, uint64_t total_cycles,
+                          timeline::Timeline* timeline = nullptr);
 
 // The report.txt section: summary lines and the component table; with `per_layer`, the layers'
 // energy, roofline and stall table.

@@ -419,7 +419,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   stats::Registry reg;
   register_run(reg, hw, program, run, soc, r, layers, total);
   soc.register_stats(reg, hw, r.total_cycles);
-  register_power_stats(reg, hw, program, soc, r.total_cycles);
+  register_power_stats(reg, hw, program, soc, r.total_cycles, recording.timeline);
   r.descriptors = reg.descriptors();
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -12,6 +12,7 @@
 #include "arch/hw_config.hpp"
 #include "run_npusim.hpp"
 #include "sim/power_model.hpp"
+#include "traces/counters.hpp"
 
 namespace npusim {
 namespace {
@@ -82,6 +83,37 @@ TEST(PowerRun, TinyRunEqualsTheFormula) {
   EXPECT_EQ(s["power"]["window_cycles"], s["total_cycles"]);
   EXPECT_NEAR(s["power"]["peak_w"].get<double>(), s["power"]["average_w"].get<double>(), 1e-9);
   EXPECT_NEAR(s["layers"][0]["energy_j"].get<double>(), total_j, 1e-9 * total_j);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PowerRun, TracePowerCounterAveragesToTheRunsPower) {
+  const auto dir = fresh_dir("power-trace");
+  const nlohmann::json s =
+      run_stats("--hw tpu-v1 --workload resnet50 --trace " + dir.string(), dir);
+  const nlohmann::json trace = nlohmann::json::parse(slurp(dir / "trace.json"));
+  const double total_cycles = s["total_cycles"].get<double>();
+  const double window = double(traces::counter_window_cycles(uint64_t(total_cycles)));
+  std::vector<double> values;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "C" && e.value("name", "") == "power (W)") {
+      values.push_back(e["args"]["value"].get<double>());
+    }
+  }
+  // One sample per window and the closing 0; windows of `window` cycles, the last one shorter.
+  ASSERT_GE(values.size(), 2u);
+  ASSERT_EQ(values.back(), 0.0);
+  values.pop_back();
+  double weighted = 0, peak = 0;
+  for (size_t w = 0; w < values.size(); ++w) {
+    const double len = w + 1 < values.size() ? window : total_cycles - window * double(w);
+    weighted += values[w] * len;
+    peak = std::max(peak, values[w]);
+  }
+  const double average = s["power"]["average_w"].get<double>();
+  EXPECT_NEAR(weighted / total_cycles, average, 1e-4 * average);  // samples have 6 digits
+  // Samples over windows at least as long as peak_w's cannot exceed it.
+  ASSERT_GE(window, s["power"]["window_cycles"].get<double>());
+  EXPECT_LE(peak, s["power"]["peak_w"].get<double>() * (1 + 1e-5));
   std::filesystem::remove_all(dir);
 }
 

@@ -318,10 +318,10 @@ int command_presets(const std::vector<std::string>& args) {
     HwConfig hw = load_hw_config(name);
     std::cout << fmt::format(
         "{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
-        "off-chip\n           {}\n",
+        "off-chip, {} nm, {:.0f} mm2\n           {}\n",
         name, hw.matrix_unit.rows, hw.matrix_unit.cols, to_string(hw.matrix_unit.dataflow),
         hw.matrix_unit.count, hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
-        hw.memory.bandwidth_gbps, hw.description);
+        hw.memory.bandwidth_gbps, hw.technology_nm, die_area_mm2(hw), hw.description);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "sim/power_model.hpp"
 #include "support/error.hpp"
@@ -16,16 +17,16 @@ namespace {
 // A DDR data pin of the simple memory model is taken to run at DDR3-2133's 2.133 Gb/s.
 constexpr double kSimplePinGbps = 2.133;
 
-MemoryInterface memory_interface(const HwConfig& hw, const Soc& soc) {
+MemoryInterface memory_interface(const HwConfig& hw, const dram::MemoryConfig* dram) {
   MemoryInterface m;
-  if (soc.dram_config) {
-    const auto& org = soc.dram_config->org;
+  if (dram != nullptr) {
+    const auto& org = dram->org;
     m.data_pins = uint64_t(org.channels) * org.pseudo_channels * org.bus_width_bits;
-    std::string name = soc.dram_config->name;
+    std::string name = dram->name;
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return std::tolower(c); });
     m.hbm = name.find("hbm") != std::string::npos;
-    m.peak_bandwidth_gbps = soc.dram_config->peak_bandwidth_gbps();
+    m.peak_bandwidth_gbps = dram->peak_bandwidth_gbps();
   } else {
     m.data_pins = uint64_t(std::ceil(hw.memory.bandwidth_gbps * 8 / kSimplePinGbps));
     m.peak_bandwidth_gbps = hw.memory.bandwidth_gbps;
@@ -44,7 +45,8 @@ struct LayerExtras {
 void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
                           const Soc& soc, uint64_t total_cycles, timeline::Timeline* timeline) {
   const EnergyTable table = load_energy_table(hw.technology_nm);
-  const MemoryInterface memory = memory_interface(hw, soc);
+  const MemoryInterface memory =
+      memory_interface(hw, soc.dram_config ? &*soc.dram_config : nullptr);
   const PowerModel model(hw, program.dtype, table, memory,
                          int(soc.load_queues.size() + soc.store_queues.size()));
   const size_t n = program.layers.size();
@@ -176,6 +178,14 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   reg.column("layers", n, "stall_dependency_cycles", "cycles",
              "its units' dependency waits whose last dependency was a matrix instruction",
              [v = x.stalls](size_t i) { return v[i].matrix; });
+}
+
+double die_area_mm2(const HwConfig& hw) {
+  std::optional<dram::MemoryConfig> dram;
+  if (hw.memory.model == "dram") dram = resolve_dram_config(hw);
+  const PowerModel model(hw, hw.data_types.activation, load_energy_table(hw.technology_nm),
+                         memory_interface(hw, dram ? &*dram : nullptr), 2);
+  return model.die_mm2;
 }
 
 std::string power_report(const nlohmann::json& s, bool per_layer) {

@@ -25,6 +25,9 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
                           const Soc& soc, uint64_t total_cycles,
                           timeline::Timeline* timeline = nullptr);
 
+// The die area of a hardware description (one DMA queue of each kind), mm2.
+double die_area_mm2(const HwConfig& hw);
+
 // The report.txt section: summary lines and the component table; with `per_layer`, the layers'
 // energy, roofline and stall table.
 std::string power_report(const nlohmann::json& stats, bool per_layer);

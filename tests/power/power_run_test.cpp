@@ -12,6 +12,7 @@
 #include "arch/hw_config.hpp"
 #include "run_npusim.hpp"
 #include "sim/power_model.hpp"
+#include "sim/power_stats.hpp"
 #include "traces/counters.hpp"
 
 namespace npusim {
@@ -134,6 +135,22 @@ TEST(PowerRun, CsvHasOneRowPerLayer) {
     EXPECT_NE(lines[0].find(column), std::string::npos) << column;
   }
   EXPECT_EQ(lines[1].rfind(s["layers"][0]["name"].get<std::string>() + ",", 0), 0u) << lines[1];
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PowerRun, PresetsListNodeAndArea) {
+  const CommandResult r = run_npusim("presets");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"tpu-v1", "edge"}) {
+    const HwConfig hw = load_hw_config(name);
+    const std::string expected =
+        fmt::format("off-chip, {} nm, {:.0f} mm2", hw.technology_nm, die_area_mm2(hw));
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
+  }
+  // The listing's area is the area a run reports.
+  const auto dir = fresh_dir("power-presets");
+  const nlohmann::json s = run_stats("--hw edge --workload lenet5", dir);
+  EXPECT_NEAR(s["area"]["total_mm2"].get<double>(), die_area_mm2(load_hw_config("edge")), 1e-9);
   std::filesystem::remove_all(dir);
 }
 

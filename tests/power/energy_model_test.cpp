@@ -44,6 +44,25 @@ TEST(EnergyTable, NodesScaleTheBaseByTheirFactors) {
   EXPECT_DOUBLE_EQ(t28.at("layout.sram_overhead"), base.at("layout.sram_overhead"));
 }
 
+// Leakage and clock power are calibrated at 28 nm and carried to the other nodes as power per mm2
+// scaling with energy_factor / area_factor (docs/power.md), rounded to 2 %.
+TEST(EnergyTable, StaticPowerFollowsTheNodeRule) {
+  const EnergyTable base = load_energy_table(45), t28 = load_energy_table(28);
+  const auto density = [&](const EnergyTable& t) {
+    const double energy = t.at("events_pj.mac_int8") / base.at("events_pj.mac_int8");
+    const double area = t.at("area_um2.mac_int8") / base.at("area_um2.mac_int8");
+    return energy / area;
+  };
+  for (int node : {45, 16, 7}) {
+    const EnergyTable t = load_energy_table(node);
+    const double ratio = density(t) / density(t28);
+    for (const char* key : {"static.logic_leakage_w_per_mm2", "static.sram_leakage_w_per_mm2",
+                            "static.clock_pj_per_mm2_cycle"}) {
+      EXPECT_NEAR(t.at(key), t28.at(key) * ratio, 0.02 * t28.at(key) * ratio) << node << key;
+    }
+  }
+}
+
 TEST(EnergyTable, SramRuleFollowsCapacityWidthAndBanks) {
   const EnergyTable t = load_energy_table(45);
   // The reference point: 8 KiB, 64-bit read, 10 pJ (Horowitz).

@@ -64,7 +64,7 @@ struct Counter {
   const BufferPorts& p;
   EventCounts& c;
 
-  uint64_t eb() const { return dtype == DataType::kBf16 ? 2 : 1; }
+  uint64_t eb() const { return size_bytes(dtype); }
   void ub_read(uint64_t rows, uint64_t row_bytes) {
     c[EnergyEvent::kUnifiedRead] += accesses(rows, row_bytes, p.unified);
   }
@@ -88,7 +88,9 @@ struct Counter {
   }
   void operator()(const MatmulOp& m) {
     const uint64_t macs = uint64_t(m.m) * m.k * m.n;
-    c[dtype == DataType::kBf16 ? EnergyEvent::kMacBf16 : EnergyEvent::kMacInt8] += macs;
+    c[dtype == DataType::kBf16   ? EnergyEvent::kMacBf16
+      : dtype == DataType::kFp16 ? EnergyEvent::kMacFp16
+                                 : EnergyEvent::kMacInt8] += macs;
     c[EnergyEvent::kPeRegisterMove] += macs;
     c[EnergyEvent::kWeightRegisterLoad] += uint64_t(m.k) * m.n;
     ub_read(m.m, m.k * eb());

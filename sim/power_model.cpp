@@ -26,7 +26,9 @@ constexpr ComponentInfo kComponentInfo[kComponents] = {
 };
 
 double mac_area(const EnergyTable& t, DataType d) {
-  return d == DataType::kBf16 ? t.at("area_um2.mac_bf16") : t.at("area_um2.mac_int8");
+  return d == DataType::kBf16   ? t.at("area_um2.mac_bf16")
+         : d == DataType::kFp16 ? t.at("area_um2.mac_fp16")
+                                : t.at("area_um2.mac_int8");
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ class ExecutionUnit : public sc_core::sc_module {
   const std::vector<StallCauses>& layer_stall_causes() const { return layer_causes_; }
   // Per layer: the energy events (models/energy_events.hpp) of the instructions it executed.
   const std::vector<EventCounts>& layer_events() const { return layer_events_; }
-  // The port widths events are counted in (before sc_start; the hardware's by default).
+  // The port widths events are counted in (before sc_start; the Soc sets the hardware's).
   void set_buffer_ports(const BufferPorts& ports) { ports_ = ports; }
   static std::exception_ptr failure() { return failure_; }
   // Registers this unit's counters under `prefix` (e.g. "units.dma_load"); the registry must be

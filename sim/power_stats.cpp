@@ -34,24 +34,26 @@ MemoryInterface memory_interface(const HwConfig& hw, const dram::MemoryConfig* d
   return m;
 }
 
-struct LayerExtras {
-  std::vector<StallCauses> stalls;
-  std::vector<double> intensity;  // ops per off-chip byte; < 0: no off-chip traffic
-  std::vector<std::string> bound;
-};
+// Per layer: the units' dependency waits by cause, summed over the units.
+std::vector<StallCauses> layer_stalls(const Soc& soc, size_t layers) {
+  std::vector<StallCauses> out(layers);
+  for (const ExecutionUnit* u : soc.units()) {
+    for (size_t l = 0; l < layers; ++l) {
+      const StallCauses& s = u->layer_stall_causes()[l];
+      out[l].dma += s.dma;
+      out[l].vector += s.vector;
+      out[l].matrix += s.matrix;
+    }
+  }
+  return out;
+}
 
-}  // namespace
-
-void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
-                          const Soc& soc, uint64_t total_cycles, timeline::Timeline* timeline) {
-  const EnergyTable table = load_energy_table(hw.technology_nm);
-  const MemoryInterface memory =
-      memory_interface(hw, soc.dram_config ? &*soc.dram_config : nullptr);
-  const PowerModel model(hw, program.dtype, table, memory,
-                         int(soc.load_queues.size() + soc.store_queues.size()));
+// What the energy model needs from the run: the units' per-layer event counts, the layers' spans,
+// each instruction's events and span (for peak power) and the off-chip memory's energy.
+RunEnergyInput energy_input(const HwConfig& hw, const Program& program, const Soc& soc,
+                            const EnergyTable& table, uint64_t total_cycles) {
   const size_t n = program.layers.size();
   const auto& timings = soc.scoreboard.timings();
-
   RunEnergyInput in;
   in.clock_mhz = hw.clock_mhz;
   in.total_cycles = total_cycles;
@@ -59,19 +61,11 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   in.macs = program.total_macs;
   in.window_cycles = uint64_t(std::llround(kPowerWindowUs * hw.clock_mhz));
   in.layer_events.resize(n);
-  LayerExtras x;
-  x.stalls.resize(n);
   for (const ExecutionUnit* u : soc.units()) {
-    for (size_t l = 0; l < n; ++l) {
-      in.layer_events[l] += u->layer_events()[l];
-      const StallCauses& s = u->layer_stall_causes()[l];
-      x.stalls[l].dma += s.dma;
-      x.stalls[l].vector += s.vector;
-      x.stalls[l].matrix += s.matrix;
-    }
+    for (size_t l = 0; l < n; ++l) in.layer_events[l] += u->layer_events()[l];
   }
-  // The profile for peak power: each instruction's events over its [start, end). The same rule
-  // the units counted with, so the two must agree (checked).
+  // The profile for peak power: each instruction's events over its [start, end), by the rule the
+  // units counted with, so the two must agree (checked).
   const BufferPorts ports = buffer_ports(hw, program.dtype);
   EventCounts counted, profiled;
   for (const EventCounts& l : in.layer_events) counted += l;
@@ -85,8 +79,7 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   }
   NPUSIM_CHECK(counted.n == profiled.n,
                "energy events counted by the units differ from the program's");
-  for (size_t l = 0; l < n; ++l) {
-    const LayerRecord& rec = program.layers[l];
+  for (const LayerRecord& rec : program.layers) {
     uint64_t start = UINT64_MAX, end = 0;
     for (uint32_t i = rec.first_instruction; i < rec.end_instruction; ++i) {
       start = std::min(start, timings[i].start_cycle);
@@ -102,16 +95,34 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
     in.dram_dynamic_pj = double(soc.memory_bytes_read() + soc.memory_bytes_written()) *
                          table.at("events_pj.simple_memory_byte");
   }
+  return in;
+}
+
+}  // namespace
+
+void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
+                          const Soc& soc, uint64_t total_cycles, timeline::Timeline* timeline) {
+  const EnergyTable table = load_energy_table(hw.technology_nm);
+  const MemoryInterface memory =
+      memory_interface(hw, soc.dram_config ? &*soc.dram_config : nullptr);
+  const PowerModel model(hw, program.dtype, table, memory,
+                         int(soc.load_queues.size() + soc.store_queues.size()));
+  const RunEnergyInput in = energy_input(hw, program, soc, table, total_cycles);
   const RunEnergy e = run_energy(model, in);
   if (timeline != nullptr) timeline->set_energy(e.instruction_pj, e.idle_w);
+  EventCounts counted;
+  for (const EventCounts& l : in.layer_events) counted += l;
 
+  const size_t n = program.layers.size();
+  std::vector<double> intensity;  // ops per off-chip byte; < 0: no off-chip traffic
+  std::vector<std::string> bound;
   const double ridge =
       2.0 * hw.peak_macs_per_cycle() * hw.clock_mhz * 1e6 / (memory.peak_bandwidth_gbps * 1e9);
   for (size_t l = 0; l < n; ++l) {
     const LayerRecord& rec = program.layers[l];
     const uint64_t bytes = rec.dram_read_bytes + rec.dram_write_bytes;
-    x.intensity.push_back(bytes == 0 ? -1.0 : 2.0 * double(rec.macs) / double(bytes));
-    x.bound.push_back(bytes == 0 || x.intensity.back() >= ridge ? "compute" : "memory");
+    intensity.push_back(bytes == 0 ? -1.0 : 2.0 * double(rec.macs) / double(bytes));
+    bound.push_back(bytes == 0 || intensity.back() >= ridge ? "compute" : "memory");
   }
 
   for (size_t ev = 0; ev < kEnergyEvents; ++ev) {
@@ -165,19 +176,20 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   reg.column(
       "layers", n, "arithmetic_intensity", "ops/byte",
       "2 x macs / its off-chip bytes (null without off-chip traffic)",
-      [v = x.intensity](size_t i) { return v[i] < 0 ? nlohmann::json() : nlohmann::json(v[i]); });
+      [v = intensity](size_t i) { return v[i] < 0 ? nlohmann::json() : nlohmann::json(v[i]); });
   reg.column("layers", n, "roofline_bound", "",
              "compute if arithmetic_intensity >= roofline.ridge_ops_per_byte, else memory",
-             [v = x.bound](size_t i) { return v[i]; });
+             [v = bound](size_t i) { return v[i]; });
+  const std::vector<StallCauses> stalls = layer_stalls(soc, n);
   reg.column("layers", n, "stall_dma_cycles", "cycles",
              "its units' dependency waits whose last dependency was a DMA instruction",
-             [v = x.stalls](size_t i) { return v[i].dma; });
+             [v = stalls](size_t i) { return v[i].dma; });
   reg.column("layers", n, "stall_vector_cycles", "cycles",
              "its units' dependency waits whose last dependency was a vector instruction",
-             [v = x.stalls](size_t i) { return v[i].vector; });
+             [v = stalls](size_t i) { return v[i].vector; });
   reg.column("layers", n, "stall_dependency_cycles", "cycles",
              "its units' dependency waits whose last dependency was a matrix instruction",
-             [v = x.stalls](size_t i) { return v[i].matrix; });
+             [v = stalls](size_t i) { return v[i].matrix; });
 }
 
 double die_area_mm2(const HwConfig& hw) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "arch/energy_table.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
@@ -56,6 +57,11 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   c.description = top.string("description", "");
   c.source = top.string("source", "");
   c.clock_mhz = top.number("clock_mhz", c.clock_mhz, 1.0, 10000.0);
+  c.technology_nm = static_cast<int>(top.integer("technology_nm", c.technology_nm, 1, 1000));
+  if (!is_technology_node(c.technology_nm)) {
+    diag.error("/technology_nm", fmt::format("expected one of the nodes of configs/energy ({}), got {}",
+                                             technology_nodes_joined(), c.technology_nm));
+  }
 
   {
     ObjectReader r = top.object("matrix_unit");
@@ -206,6 +212,7 @@ json to_json(const HwConfig& c) {
       {"description", c.description},
       {"source", c.source},
       {"clock_mhz", c.clock_mhz},
+      {"technology_nm", c.technology_nm},
       {"matrix_unit",
        {{"rows", c.matrix_unit.rows},
         {"cols", c.matrix_unit.cols},

@@ -60,6 +60,8 @@ struct HwConfig {
   std::string description;
   std::string source;
   double clock_mhz = 700.0;
+  // CMOS node of the chip, nm: picks configs/energy/<n>nm.json (docs/power.md).
+  int technology_nm = 28;
   MatrixUnitConfig matrix_unit;
   VectorUnitConfig vector_unit;
   BufferConfig unified_buffer{24ull << 20, 16};

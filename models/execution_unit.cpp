@@ -13,7 +13,9 @@ ExecutionUnit::ExecutionUnit(sc_core::sc_module_name name, const Program& progra
       clock_(clock),
       stream_(std::move(stream)),
       layer_busy_(program.layers.size(), 0),
-      layer_stall_(program.layers.size(), 0) {
+      layer_stall_(program.layers.size(), 0),
+      layer_causes_(program.layers.size()),
+      layer_events_(program.layers.size()) {
   SC_HAS_PROCESS(ExecutionUnit);
   SC_THREAD(run);
 }
@@ -32,6 +34,27 @@ void ExecutionUnit::trace_waveforms(sc_core::sc_trace_file* file, const std::str
   sc_core::sc_trace(file, waves_->queue_depth, prefix + ".queue_depth");
 }
 
+void ExecutionUnit::attribute_stall(const Instruction& instr, uint64_t stalled) {
+  const auto& timings = scoreboard_.timings();
+  uint32_t last = instr.deps.front();
+  for (uint32_t d : instr.deps) {
+    if (timings[d].end_cycle > timings[last].end_cycle) last = d;
+  }
+  StallCauses& c = layer_causes_[instr.layer];
+  switch (program_.instructions[last].unit) {
+    case UnitKind::kDmaLoad:
+    case UnitKind::kDmaStore:
+      c.dma += stalled;
+      break;
+    case UnitKind::kVector:
+      c.vector += stalled;
+      break;
+    case UnitKind::kMatrix:
+      c.matrix += stalled;
+      break;
+  }
+}
+
 void ExecutionUnit::run() {
   try {
     for (uint32_t id : stream_) {
@@ -42,6 +65,7 @@ void ExecutionUnit::run() {
       uint64_t stalled = clock_.now() - before;
       stats_.stall_cycles += stalled;
       layer_stall_[instr.layer] += stalled;
+      if (stalled > 0 && !instr.deps.empty()) attribute_stall(instr, stalled);
       if (waves_) {
         waves_->waiting = false;
         waves_->busy = true;
@@ -49,6 +73,7 @@ void ExecutionUnit::run() {
         --waves_->queue_depth;
       }
       execute(instr);
+      count_instruction_events(instr, program_.dtype, ports_, layer_events_[instr.layer]);
       ++stats_.instructions;
     }
     if (waves_) waves_->busy = waves_->waiting = false;

@@ -18,11 +18,17 @@
 
 #include "arch/program.hpp"
 #include "models/clock.hpp"
+#include "models/energy_events.hpp"
 #include "models/scoreboard.hpp"
 #include "support/stats.hpp"
 #include "support/timeline.hpp"
 
 namespace npusim {
+
+// Cycles a unit's next instruction waited, by the unit of the dependency that completed last.
+struct StallCauses {
+  uint64_t dma = 0, vector = 0, matrix = 0;
+};
 
 struct UnitStats {
   uint64_t instructions = 0;
@@ -39,6 +45,11 @@ class ExecutionUnit : public sc_core::sc_module {
   // Per layer: cycles this unit was busy, and cycles it stalled on dependencies.
   const std::vector<uint64_t>& layer_busy_cycles() const { return layer_busy_; }
   const std::vector<uint64_t>& layer_stall_cycles() const { return layer_stall_; }
+  const std::vector<StallCauses>& layer_stall_causes() const { return layer_causes_; }
+  // Per layer: the energy events (models/energy_events.hpp) of the instructions it executed.
+  const std::vector<EventCounts>& layer_events() const { return layer_events_; }
+  // The port widths events are counted in (before sc_start; the Soc sets the hardware's).
+  void set_buffer_ports(const BufferPorts& ports) { ports_ = ports; }
   static std::exception_ptr failure() { return failure_; }
   // Registers this unit's counters under `prefix` (e.g. "units.dma_load"); the registry must be
   // formatted while the unit exists.
@@ -75,9 +86,14 @@ class ExecutionUnit : public sc_core::sc_module {
     uint32_t instruction = 0, queue_depth = 0;
   };
   void run();
+  // Charges `stalled` cycles to the unit of the dependency that completed last.
+  void attribute_stall(const Instruction& instr, uint64_t stalled);
 
   std::vector<uint32_t> stream_;
   std::vector<uint64_t> layer_busy_, layer_stall_;
+  std::vector<StallCauses> layer_causes_;
+  std::vector<EventCounts> layer_events_;
+  BufferPorts ports_;
   std::unique_ptr<Waves> waves_;  // only with waveforms
   static std::exception_ptr failure_;
 };

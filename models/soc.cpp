@@ -100,6 +100,7 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
         fmt::format("matrix_unit{}", i).c_str(), program, stream_of(program, UnitKind::kMatrix, i),
         scoreboard, clock, buffers, array, fidelity, compute_values));
   }
+  for (ExecutionUnit* u : mutable_units()) u->set_buffer_ports(buffer_ports(hw, program.dtype));
   for (const auto& segment : program.dram_init) {
     std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),
                 segment.bytes.size());
@@ -219,12 +220,16 @@ void Soc::record_to(timeline::Timeline& timeline) {
   }
 }
 
-void Soc::trace_waveforms(sc_core::sc_trace_file* file) {
+std::vector<ExecutionUnit*> Soc::mutable_units() {
   std::vector<ExecutionUnit*> all(load_queues.begin(), load_queues.end());
   all.insert(all.end(), store_queues.begin(), store_queues.end());
   for (auto& m : matrix_units) all.push_back(m.get());
   all.push_back(&vector_unit);
-  for (ExecutionUnit* u : all) u->trace_waveforms(file, u->basename());
+  return all;
+}
+
+void Soc::trace_waveforms(sc_core::sc_trace_file* file) {
+  for (ExecutionUnit* u : mutable_units()) u->trace_waveforms(file, u->basename());
   if (dram_memory) dram_memory->trace_waveforms(file, "dram");
 }
 

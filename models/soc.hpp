@@ -67,6 +67,7 @@ class Soc : public sc_core::sc_module {
   VectorUnit vector_unit;
 
  private:
+  std::vector<ExecutionUnit*> mutable_units();
   static std::vector<uint32_t> stream_of(const Program& program, UnitKind kind, int index);
   DmaParams dma_params(const HwConfig& hw) const;
   std::unique_ptr<DramMemory> make_dram_memory(const Program& program);

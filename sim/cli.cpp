@@ -16,6 +16,7 @@
 #include "compiler/passes/parameters.hpp"
 #include "compiler/passes/quantize.hpp"
 #include "models/soc.hpp"
+#include "sim/power_stats.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "sim/trace_outputs.hpp"
@@ -174,7 +175,10 @@ int command_run(const std::vector<std::string>& args) {
       "on (default): the units compute every value and every layer's output is checked against "
       "the reference; off: timing only, the same program and the same cycles and figures (timing "
       "never depends on data in these models: docs/performance.md) without values or check")(
-      "layers", "print the per-layer table")(
+      "layers", "print the per-layer tables")(
+      "format", po::value<std::string>()->default_value("text"),
+      "what stdout shows: text (the report) or csv (one header line, then one row per layer with "
+      "every per-layer figure of stats.json; with --out, DIR/layers.csv gets the same)")(
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
       "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
@@ -183,6 +187,10 @@ int command_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
   const TraceOutputs traces(vm);
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "csv") {
+    throw UsageError(fmt::format("--format '{}': expected text or csv", format));
+  }
   const auto fidelity = parse_fidelity(vm["fidelity"].as<std::string>());
   const std::string values = vm["values"].as<std::string>();
   if (values != "on" && values != "off") {
@@ -239,12 +247,15 @@ int command_run(const std::vector<std::string>& args) {
     stats::Registry listing;
     for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
     std::cout << listing.markdown();
+  } else if (format == "csv") {
+    std::cout << layers_csv(r.stats);
   } else {
     std::cout << text_report(r.stats, vm.count("layers") > 0);
   }
   if (!out_dir.empty()) {
     write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");
     write_file(out_dir / "report.txt", text_report(r.stats, true));
+    if (format == "csv") write_file(out_dir / "layers.csv", layers_csv(r.stats));
     write_file(out_dir / "stats.json", r.stats.dump(2) + "\n");
   }
   if (r.check.checked && !r.check.within_tolerance) {
@@ -324,10 +335,10 @@ int command_presets(const std::vector<std::string>& args) {
     HwConfig hw = load_hw_config(name);
     std::cout << fmt::format(
         "{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
-        "off-chip\n           {}\n",
+        "off-chip, {} nm, {:.0f} mm2\n           {}\n",
         name, hw.matrix_unit.rows, hw.matrix_unit.cols, to_string(hw.matrix_unit.dataflow),
         hw.matrix_unit.count, hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
-        hw.memory.bandwidth_gbps, hw.description);
+        hw.memory.bandwidth_gbps, hw.technology_nm, die_area_mm2(hw), hw.description);
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "models/soc.hpp"
 #include "compiler/reference/reference.hpp"
 #include "compiler/reference/reference_bf16.hpp"
+#include "sim/power_stats.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/error.hpp"
 #include "support/stats.hpp"
@@ -427,6 +428,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   stats::Registry reg;
   register_run(reg, hw, program, run, soc, r, layers, total);
   soc.register_stats(reg, hw, r.total_cycles);
+  register_power_stats(reg, hw, program, soc, r.total_cycles, recording.timeline);
   r.descriptors = reg.descriptors();
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -495,6 +497,7 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
                          l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
+  out += power_report(s, per_layer);
   out += fmt::format("  simulated in {:.3f} s wall\n",
                      s["simulation"]["wall_seconds"].get<double>());
   return out;

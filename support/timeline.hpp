@@ -94,6 +94,12 @@ class Timeline {
   void command(const CommandRecord& c) { commands_.push_back(c); }
   // `bytes` of off-chip traffic completed on the channel's track at `cycle`.
   void memory_bytes(uint32_t track, uint64_t cycle, uint64_t bytes);
+  // After the run: each instruction's dynamic energy in pJ (spread over its [start, end)) and the
+  // power the chip draws besides, in W (docs/power.md): the traces' "power" counter.
+  void set_energy(std::vector<double> instruction_pj, double constant_w) {
+    energy_pj_ = std::move(instruction_pj);
+    constant_w_ = constant_w;
+  }
 
   const Filter& filter() const { return filter_; }
   double clock_mhz() const { return clock_mhz_; }
@@ -104,6 +110,8 @@ class Timeline {
   const std::vector<std::string>& command_names() const { return command_names_; }
   // Bytes per bucket of a memory track (bucket i covers cycles [i, i + 1) * kBucketCycles).
   const std::vector<uint64_t>& memory_buckets(uint32_t track) const { return buckets_[track]; }
+  const std::vector<double>& instruction_energy_pj() const { return energy_pj_; }  // empty: none
+  double constant_power_w() const { return constant_w_; }
 
  private:
   Filter filter_;
@@ -114,6 +122,8 @@ class Timeline {
   std::vector<CommandRecord> commands_;
   std::vector<std::string> command_names_;
   std::vector<std::vector<uint64_t>> buckets_;  // per track (empty except memory channels)
+  std::vector<double> energy_pj_;
+  double constant_w_ = 0;
 };
 
 }  // namespace npusim::timeline

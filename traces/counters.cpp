@@ -126,6 +126,22 @@ std::vector<Series> counter_series(const Timeline& timeline, const Program& prog
     for (size_t w = 0; w < windows; ++w) s.values[w] /= window_len(w);
     out.push_back(std::move(s));
   }
+
+  const std::vector<double>& energy = timeline.instruction_energy_pj();
+  if (!energy.empty()) {
+    NPUSIM_CHECK(energy.size() == rec.size(), "trace counters: {} instruction energies, {} records",
+                 energy.size(), rec.size());
+    Series s{"power", "W", std::vector<double>(windows, 0.0)};
+    for (size_t i = 0; i < rec.size(); ++i) {
+      const uint64_t end = std::max(rec[i].end, rec[i].start + 1);
+      spread(s.values, window_cycles, rec[i].start, end, energy[i] / double(end - rec[i].start));
+    }
+    for (size_t w = 0; w < windows; ++w) {
+      s.values[w] =
+          s.values[w] / window_len(w) * timeline.clock_mhz() * 1e-6 + timeline.constant_power_w();
+    }
+    out.push_back(std::move(s));
+  }
   return out;
 }
 

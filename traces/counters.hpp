@@ -7,7 +7,9 @@
 //   - "unified buffer in use", "weight buffer in use" (bytes): bytes a producer wrote into the
 //     buffer (a DMA load, a vector instruction's output) that are live from the producer's start
 //     until the last instruction that names it as a dependency completes (its own end if none
-//     does); the compiler's dependency tokens name every reader of a buffer range it wrote.
+//     does); the compiler's dependency tokens name every reader of a buffer range it wrote;
+//   - "power" (W), when the run gave the timeline its energies: each instruction's dynamic energy
+//     spread over its [start, end), plus the constant power (docs/power.md).
 #pragma once
 
 #include <cstdint>

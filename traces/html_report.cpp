@@ -97,8 +97,9 @@ std::string html_report(const timeline::Timeline& t, const Program& program, con
   }
   data["layers"] = std::move(layers);
   data["units"] = stats.value("units", json::object());
-  if (stats.contains("energy")) data["energy"] = stats["energy"];
-  if (stats.contains("power")) data["power"] = stats["power"];
+  for (const char* section : {"energy", "power", "area", "efficiency"}) {
+    if (stats.contains(section)) data[section] = stats[section];
+  }
   const uint64_t window = counter_window_cycles(run.total_cycles);
   data["counter_window_cycles"] = window;
   json counters = json::array();

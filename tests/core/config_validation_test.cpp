@@ -54,9 +54,24 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
       "hw.json: /extra: unknown key \"extra\" (known keys here: buffers, clock_mhz, data_types, "
-      "description, matrix_unit, memory, name, schema_version, source, vector_unit)",
+      "description, matrix_unit, memory, name, schema_version, source, technology_nm, "
+      "vector_unit)",
   };
   EXPECT_EQ(errors, expected);
+}
+
+TEST(ConfigValidation, TechnologyNodeMustHaveAnEnergyTable) {
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "technology_nm": 22})"),
+            std::vector<std::string>{"hw.json: /technology_nm: expected one of the nodes of "
+                                     "configs/energy (7, 16, 28, 45), got 22"});
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "technology_nm": "28nm"})"),
+            std::vector<std::string>{
+                "hw.json: /technology_nm: expected an integer in [1, 1000], got a string"});
+  EXPECT_EQ(parse_hw_config(json::parse(R"({"schema_version": 1, "technology_nm": 7})"), "hw.json")
+                .technology_nm,
+            7);
+  EXPECT_EQ(load_hw_config("tpu-v1").technology_nm, 28);
+  EXPECT_EQ(load_hw_config("edge").technology_nm, 16);
 }
 
 TEST(ConfigValidation, MissingAndWrongSchemaVersion) {

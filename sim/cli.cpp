@@ -13,6 +13,7 @@
 #include "compiler/lowering.hpp"
 #include "compiler/quantize.hpp"
 #include "models/soc.hpp"
+#include "sim/preset_listing.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "sim/trace_outputs.hpp"
@@ -304,13 +305,7 @@ int command_presets(const std::vector<std::string>& args) {
     return 0;
   }
   for (const auto& name : embedded_file_names("hw")) {
-    HwConfig hw = load_hw_config(name);
-    std::cout << fmt::format(
-        "{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
-        "off-chip\n           {}\n",
-        name, hw.matrix_unit.rows, hw.matrix_unit.cols, to_string(hw.matrix_unit.dataflow),
-        hw.matrix_unit.count, hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
-        hw.memory.bandwidth_gbps, hw.description);
+    std::cout << format_preset_entry(name, load_hw_config(name));
   }
   return 0;
 }

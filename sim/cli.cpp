@@ -165,7 +165,8 @@ int command_run(const std::vector<std::string>& args) {
   o.add_options()("out", po::value<std::string>(),
                   "directory for stats.json, report.txt and config.resolved.json")(
       "fidelity", po::value<std::string>()->default_value("fast"),
-      "matrix-unit model: fast (closed form, default) or pe (every PE, every cycle)")(
+      "matrix-unit model: fast (closed form, default) or pe (every PE or cube pipeline "
+      "register, every cycle)")(
       "layers", "print the per-layer table")(
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),

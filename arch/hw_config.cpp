@@ -66,11 +66,27 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   {
     ObjectReader r = top.object("matrix_unit");
     auto& m = c.matrix_unit;
+    const std::string kind = r.choice("kind", "systolic", {"systolic", "cube"});
+    m.kind = kind == "cube" ? MatrixUnitKind::kCube : MatrixUnitKind::kSystolic;
+    // Keys of the other kind are rejected rather than ignored, as for memory.model.
+    auto only_for = [&](const char* key, const char* other) {
+      if (r.raw(key) != nullptr) {
+        diag.error(r.pointer_of(key),
+                   fmt::format("only for matrix_unit.kind \"{}\" (this is \"{}\")", other, kind));
+      }
+    };
     m.rows = static_cast<int>(r.integer("rows", m.rows, 1, 512));
     m.cols = static_cast<int>(r.integer("cols", m.cols, 1, 512));
-    m.dataflow = *parse_dataflow(r.choice("dataflow", "ws", {"ws", "os", "is"}));
+    if (m.kind == MatrixUnitKind::kCube) {
+      only_for("dataflow", "systolic");
+      only_for("weight_double_buffer", "systolic");
+      m.block_m = static_cast<int>(r.integer("block_m", m.block_m, 1, 512));
+    } else {
+      only_for("block_m", "cube");
+      m.dataflow = *parse_dataflow(r.choice("dataflow", "ws", {"ws", "os", "is"}));
+      m.weight_double_buffer = r.boolean("weight_double_buffer", m.weight_double_buffer);
+    }
     m.count = static_cast<int>(r.integer("count", m.count, 1, 64));
-    m.weight_double_buffer = r.boolean("weight_double_buffer", m.weight_double_buffer);
     r.finish();
   }
   {
@@ -188,6 +204,17 @@ HwConfig load_hw_config(const std::string& spec) {
 }
 
 namespace {
+json matrix_unit_json(const MatrixUnitConfig& m) {
+  json j{{"kind", to_string(m.kind)}, {"rows", m.rows}, {"cols", m.cols}, {"count", m.count}};
+  if (m.kind == MatrixUnitKind::kCube) {
+    j["block_m"] = m.block_m;
+  } else {
+    j["dataflow"] = to_string(m.dataflow);
+    j["weight_double_buffer"] = m.weight_double_buffer;
+  }
+  return j;
+}
+
 json memory_json(const OffChipMemoryConfig& m) {
   json j{{"model", m.model}, {"bandwidth_gbps", m.bandwidth_gbps}};
   if (m.model == "dram") {
@@ -213,12 +240,7 @@ json to_json(const HwConfig& c) {
       {"source", c.source},
       {"clock_mhz", c.clock_mhz},
       {"technology_nm", c.technology_nm},
-      {"matrix_unit",
-       {{"rows", c.matrix_unit.rows},
-        {"cols", c.matrix_unit.cols},
-        {"dataflow", to_string(c.matrix_unit.dataflow)},
-        {"count", c.matrix_unit.count},
-        {"weight_double_buffer", c.matrix_unit.weight_double_buffer}}},
+      {"matrix_unit", matrix_unit_json(c.matrix_unit)},
       {"vector_unit",
        {{"lanes", c.vector_unit.lanes},
         {"pipeline_latency_cycles", c.vector_unit.pipeline_latency_cycles},

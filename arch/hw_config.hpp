@@ -14,11 +14,21 @@ namespace npusim {
 constexpr int kHwSchemaVersion = 1;
 
 struct MatrixUnitConfig {
-  int rows = 128;
-  int cols = 128;
+  MatrixUnitKind kind = MatrixUnitKind::kSystolic;
+  int rows = 128;  // systolic: PE rows; cube: K0, the reduction depth of one block
+  int cols = 128;  // systolic: PE columns; cube: N0, the output columns of one block
+  // Systolic only. A cube is tiled like a weight-stationary array (K <= rows and N <= cols per
+  // tile, M streams), so a cube keeps kWeightStationary here for the compiler's tiling.
   Dataflow dataflow = Dataflow::kWeightStationary;
   int count = 1;
-  bool weight_double_buffer = true;
+  bool weight_double_buffer = true;  // systolic only
+  int block_m = 16;                  // cube only: M0, rows of the activation block per cycle
+
+  // Multiply-accumulates one unit completes per cycle at full occupancy.
+  double macs_per_cycle() const {
+    const double plane = static_cast<double>(rows) * cols;
+    return kind == MatrixUnitKind::kCube ? plane * block_m : plane;
+  }
 };
 
 struct VectorUnitConfig {
@@ -74,9 +84,7 @@ struct HwConfig {
   double cycle_time_ns() const { return 1000.0 / clock_mhz; }
   double memory_bytes_per_cycle() const { return memory.bandwidth_gbps / (clock_mhz * 1e-3); }
   uint64_t memory_latency_cycles() const;
-  double peak_macs_per_cycle() const {
-    return static_cast<double>(matrix_unit.rows) * matrix_unit.cols * matrix_unit.count;
-  }
+  double peak_macs_per_cycle() const { return matrix_unit.macs_per_cycle() * matrix_unit.count; }
 };
 
 // Validates a parsed description; every problem is reported at once (UserErrors) as

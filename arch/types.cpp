@@ -11,6 +11,10 @@ const char* to_string(Dataflow dataflow) {
   return "?";
 }
 
+const char* to_string(MatrixUnitKind kind) {
+  return kind == MatrixUnitKind::kCube ? "cube" : "systolic";
+}
+
 std::optional<Dataflow> parse_dataflow(const std::string& text) {
   if (text == "ws") return Dataflow::kWeightStationary;
   if (text == "os") return Dataflow::kOutputStationary;

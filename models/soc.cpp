@@ -95,6 +95,8 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   array.cols = hw.matrix_unit.cols;
   array.dataflow = hw.matrix_unit.dataflow;
   array.weight_double_buffer = hw.matrix_unit.weight_double_buffer;
+  array.kind = hw.matrix_unit.kind;
+  array.block_m = hw.matrix_unit.block_m;
   for (int i = 0; i < hw.matrix_unit.count; ++i) {
     matrix_units.push_back(std::make_unique<MatrixUnit>(
         fmt::format("matrix_unit{}", i).c_str(), program, stream_of(program, UnitKind::kMatrix, i),

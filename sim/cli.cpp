@@ -17,6 +17,7 @@
 #include "compiler/passes/quantize.hpp"
 #include "models/soc.hpp"
 #include "sim/power_stats.hpp"
+#include "sim/preset_listing.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "sim/trace_outputs.hpp"
@@ -170,7 +171,8 @@ int command_run(const std::vector<std::string>& args) {
   o.add_options()("out", po::value<std::string>(),
                   "directory for stats.json, report.txt and config.resolved.json")(
       "fidelity", po::value<std::string>()->default_value("fast"),
-      "matrix-unit model: fast (closed form, default) or pe (every PE, every cycle)")(
+      "matrix-unit model: fast (closed form, default) or pe (every PE or cube pipeline "
+      "register, every cycle)")(
       "values", po::value<std::string>()->default_value("on"),
       "on (default): the units compute every value and every layer's output is checked against "
       "the reference; off: timing only, the same program and the same cycles and figures (timing "
@@ -332,13 +334,7 @@ int command_presets(const std::vector<std::string>& args) {
     return 0;
   }
   for (const auto& name : embedded_file_names("hw")) {
-    HwConfig hw = load_hw_config(name);
-    std::cout << fmt::format(
-        "{:<10} {}x{} {} array x{} at {} MHz, {} KiB unified buffer, {} GB/s "
-        "off-chip, {} nm, {:.0f} mm2\n           {}\n",
-        name, hw.matrix_unit.rows, hw.matrix_unit.cols, to_string(hw.matrix_unit.dataflow),
-        hw.matrix_unit.count, hw.clock_mhz, hw.unified_buffer.capacity_bytes / 1024,
-        hw.memory.bandwidth_gbps, hw.technology_nm, die_area_mm2(hw), hw.description);
+    std::cout << format_preset_entry(name, load_hw_config(name));
   }
   return 0;
 }

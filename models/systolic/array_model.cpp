@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "models/systolic/cube_fast_model.hpp"
+#include "models/systolic/cube_pe_model.hpp"
 #include "models/systolic/fast_array_model.hpp"
 #include "models/systolic/pe_array_model.hpp"
 #include "support/error.hpp"
@@ -20,6 +22,8 @@ std::optional<Fidelity> parse_fidelity(const std::string& text) {
 
 bool tile_fits(const ArrayParams& array, const TileShape& tile) {
   if (tile.m < 1 || tile.k < 1 || tile.n < 1) return false;
+  // A cube reduces K0 = rows per block and writes N0 = cols outputs; M streams in blocks of M0.
+  if (array.kind == MatrixUnitKind::kCube) return tile.k <= array.rows && tile.n <= array.cols;
   switch (array.dataflow) {
     case Dataflow::kWeightStationary:
       return tile.k <= array.rows && tile.n <= array.cols;
@@ -58,6 +62,12 @@ std::unique_ptr<ArrayModel> make_array_model(const ArrayParams& params, Fidelity
   NPUSIM_CHECK(params.rows >= 1 && params.cols >= 1,
                "systolic: array of {}x{} PEs (rows and cols must be at least 1)", params.rows,
                params.cols);
+  if (params.kind == MatrixUnitKind::kCube) {
+    NPUSIM_CHECK(params.block_m >= 1, "cube: block of {} rows (block_m must be at least 1)",
+                 params.block_m);
+    if (fidelity == Fidelity::kPe) return std::make_unique<CubePeModel>(params);
+    return std::make_unique<CubeFastModel>(params);
+  }
   if (fidelity == Fidelity::kPe) return std::make_unique<PeArrayModel>(params);
   return std::make_unique<FastArrayModel>(params);
 }

@@ -45,6 +45,11 @@ struct ArrayParams {
   // True when the PEs hold a second weight register so the next tile's weights shift in while the
   // current tile computes (TPU v1 does this).
   bool weight_double_buffer = true;
+  // kCube: a Da Vinci-style cube unit (cube_model.hpp), rows = K0 and cols = N0 of its block,
+  // block_m = M0; it fits tiles as ws does (K <= rows, N <= cols) and ignores dataflow and
+  // weight_double_buffer.
+  MatrixUnitKind kind = MatrixUnitKind::kSystolic;
+  int block_m = 16;
 };
 
 struct TileShape {

@@ -6,7 +6,7 @@
 namespace npusim::systolic {
 
 FastArrayModel::FastArrayModel(const ArrayParams& params)
-    : params_(params), timing_(params), stats_(params.dataflow) {}
+    : params_(params), timing_(params), stats_(params) {}
 
 TileTiming FastArrayModel::time_only(const TileShape& tile, DataType type, bool accumulate,
                                      uint64_t issue_cycle) {

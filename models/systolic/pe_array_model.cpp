@@ -59,7 +59,7 @@ PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
       hooks_(hooks),
       rows_(params.rows),
       cols_(params.cols),
-      stats_(params.dataflow) {
+      stats_(params) {
   NPUSIM_CHECK(rows_ >= 1 && cols_ >= 1, "systolic pe: array of {}x{} PEs", rows_, cols_);
   ring_ = std::max(rows_, cols_);
   const size_t pes = static_cast<size_t>(rows_) * cols_;

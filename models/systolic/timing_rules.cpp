@@ -10,8 +10,10 @@ namespace npusim::systolic {
 void check_tile(const ArrayParams& params, const TileShape& tile, const void* a, int lda,
                 const void* w, int ldw, const void* acc, int ldacc) {
   NPUSIM_CHECK(tile_fits(params, tile),
-               "systolic: tile {}x{}x{} (MxKxN) does not fit the {}x{} {} array", tile.m, tile.k,
-               tile.n, params.rows, params.cols, to_string(params.dataflow));
+               "systolic: tile {}x{}x{} (MxKxN) does not fit the {}x{} {} {}", tile.m, tile.k,
+               tile.n, params.rows, params.cols,
+               params.kind == MatrixUnitKind::kCube ? "(K0 x N0)" : to_string(params.dataflow),
+               to_string(params.kind));
   NPUSIM_CHECK(a != nullptr && w != nullptr && acc != nullptr,
                "systolic: tile {}x{}x{} has a null operand", tile.m, tile.k, tile.n);
   NPUSIM_CHECK(lda >= tile.k && ldw >= tile.n && ldacc >= tile.n,
@@ -30,7 +32,7 @@ void StatsAccumulator::add(const TileShape& tile, DataType type, bool accumulate
   if (type == DataType::kInt8) stats_.int8_macs += macs;
   if (type == DataType::kBf16) stats_.bf16_macs += macs;
   if (type == DataType::kFp16) stats_.fp16_macs += macs;
-  if (dataflow_ != Dataflow::kOutputStationary) stats_.stationary_rows_loaded += tile.k;
+  if (loads_stationary_) stats_.stationary_rows_loaded += tile.k;
   stats_.accumulator_writes += outputs;
   if (accumulate) stats_.accumulator_reads += outputs;
   stats_.busy_cycles += timing.busy_cycles;

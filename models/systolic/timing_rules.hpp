@@ -30,12 +30,14 @@ namespace npusim::systolic {
 // Running totals shared by both fidelities (see ArrayStats for the busy_cycles rule).
 class StatsAccumulator {
  public:
-  explicit StatsAccumulator(Dataflow dataflow) : dataflow_(dataflow) {}
+  explicit StatsAccumulator(const ArrayParams& params)
+      : loads_stationary_(params.kind == MatrixUnitKind::kSystolic &&
+                          params.dataflow != Dataflow::kOutputStationary) {}
   void add(const TileShape& tile, DataType type, bool accumulate, TileTiming& timing);
   const ArrayStats& stats() const { return stats_; }
 
  private:
-  Dataflow dataflow_;
+  bool loads_stationary_;  // ws/is arrays shift K stationary rows in per tile; os and cubes do not
   ArrayStats stats_;
 };
 

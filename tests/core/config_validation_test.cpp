@@ -48,8 +48,8 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "hw.json: /matrix_unit/rows: expected an integer in [1, 512], got 0",
       "hw.json: /matrix_unit/cols: expected an integer in [1, 512], got 600",
       "hw.json: /matrix_unit/dataflow: expected one of \"ws\", \"os\", \"is\", got \"rs\"",
-      "hw.json: /matrix_unit/colour: unknown key \"colour\" (known keys here: cols, count, "
-      "dataflow, rows, weight_double_buffer)",
+      "hw.json: /matrix_unit/colour: unknown key \"colour\" (known keys here: block_m, cols, "
+      "count, dataflow, kind, rows, weight_double_buffer)",
       "hw.json: /buffers/unified_buffer/banks: capacity_bytes (100000) must be a multiple of banks "
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
@@ -99,6 +99,52 @@ TEST(ConfigValidation, CrossFieldBufferChecks) {
   EXPECT_EQ(errors, expected);
 }
 
+TEST(ConfigValidation, CubeKindAndItsKeys) {
+  HwConfig c = parse_hw_config(
+      json::parse(R"({"schema_version": 1, "matrix_unit": {"kind": "cube", "rows": 16,
+                      "cols": 16, "block_m": 4}})"),
+      "hw.json");
+  EXPECT_EQ(c.matrix_unit.kind, MatrixUnitKind::kCube);
+  EXPECT_EQ(c.matrix_unit.block_m, 4);
+  // A cube is tiled like ws: K <= rows, N <= cols per tile.
+  EXPECT_EQ(c.matrix_unit.dataflow, Dataflow::kWeightStationary);
+  EXPECT_DOUBLE_EQ(c.peak_macs_per_cycle(), 4.0 * 16 * 16);
+  json resolved = to_json(c);
+  EXPECT_EQ(resolved["matrix_unit"],
+            json::parse(R"({"kind": "cube", "rows": 16, "cols": 16, "block_m": 4, "count": 1})"));
+  EXPECT_EQ(to_json(parse_hw_config(resolved, "resolved")), resolved);
+
+  auto errors = errors_of(R"({
+    "schema_version": 1,
+    "matrix_unit": {"kind": "cube", "dataflow": "os", "weight_double_buffer": false, "block_m": 0}
+  })");
+  std::vector<std::string> expected = {
+      "hw.json: /matrix_unit/dataflow: only for matrix_unit.kind \"systolic\" (this is \"cube\")",
+      "hw.json: /matrix_unit/weight_double_buffer: only for matrix_unit.kind \"systolic\" (this "
+      "is \"cube\")",
+      "hw.json: /matrix_unit/block_m: expected an integer in [1, 512], got 0",
+  };
+  EXPECT_EQ(errors, expected);
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "matrix_unit": {"block_m": 16, "kind": "tpu"}})"),
+            (std::vector<std::string>{
+                "hw.json: /matrix_unit/kind: expected one of \"systolic\", \"cube\", got \"tpu\"",
+                "hw.json: /matrix_unit/block_m: only for matrix_unit.kind \"cube\" (this is "
+                "\"systolic\")"}));
+}
+
+TEST(ConfigValidation, PublishedChipPresetsPeak) {
+  // TPU v4 (Jouppi et al., ISCA 2023): 275 TFLOPS bf16 per chip of two TensorCores.
+  HwConfig v4 = load_hw_config("tpu-v4-like");
+  const double v4_tflops = 2.0 * v4.peak_macs_per_cycle() * v4.clock_mhz * 1e6 / 1e12;
+  EXPECT_NEAR(v4_tflops, 275.0 / 2, 275.0 / 2 * 0.01);
+  EXPECT_NEAR(v4.memory.bandwidth_gbps, 1200.0 / 2, 1200.0 / 2 * 0.03);
+  // Ascend 910 (Hot Chips 31): 256 TFLOPS fp16 over 32 Da Vinci cores.
+  HwConfig ascend = load_hw_config("ascend-like");
+  EXPECT_EQ(ascend.matrix_unit.kind, MatrixUnitKind::kCube);
+  const double core_tflops = 2.0 * ascend.peak_macs_per_cycle() * ascend.clock_mhz * 1e6 / 1e12;
+  EXPECT_NEAR(core_tflops, 256.0 / 32, 1e-9);
+}
+
 TEST(ConfigValidation, MalformedJsonNamesLineAndColumn) {
   try {
     parse_json_text("{\n  \"schema_version\": 1,\n  \"clock_mhz\": ,\n}", "bad.json");
@@ -115,12 +161,13 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(),
-                 "--hw 'tpu-v9': no such file and no such preset (presets: edge, tpu-v1-hbm, tpu-v1)");
+                 "--hw 'tpu-v9': no such file and no such preset (presets: ascend-like, edge, "
+                 "tpu-v1-hbm, tpu-v1, tpu-v4-like)");
   }
 }
 
 TEST(ConfigValidation, ShippedPresetsAreValid) {
-  for (const char* name : {"tpu-v1", "edge", "tpu-v1-hbm"}) {
+  for (const char* name : {"tpu-v1", "edge", "tpu-v1-hbm", "tpu-v4-like", "ascend-like"}) {
     HwConfig c = load_hw_config(name);
     EXPECT_EQ(c.name, name);
     EXPECT_FALSE(c.source.empty()) << name << " must name its source";

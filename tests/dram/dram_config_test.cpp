@@ -19,7 +19,7 @@ namespace {
 
 TEST(DramConfig, EveryPresetLoadsWithSources) {
   const auto names = list_memory_presets();
-  for (const char* want : {"hbm2", "hbm2e", "hbm3", "ddr3", "lpddr4"}) {
+  for (const char* want : {"hbm2", "hbm2-2400", "hbm2e", "hbm3", "ddr3", "lpddr4"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
   for (const auto& name : names) {

@@ -259,7 +259,7 @@ TEST_P(DramTimingGate, IllegalIssueIsAnInternalError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, DramTimingGate,
-                         ::testing::Values("hbm2", "hbm2e", "hbm3", "ddr3", "lpddr4"));
+                         ::testing::Values("hbm2", "hbm2-2400", "hbm2e", "hbm3", "ddr3", "lpddr4"));
 
 // Pseudo-channels share the command bus but not the data bus or the tFAW window.
 TEST(DramPseudoChannel, OnlyTheCommandBusIsShared) {

@@ -33,7 +33,7 @@ CASES = {
         param(pointer="/matrix_unit/rowz", values=[8]),
         "/parameters/0/pointer: unknown JSON pointer /matrix_unit/rowz into the hardware "
         "description of edge (npusim presets --show edge) (keys there: cols, count, dataflow, "
-        "rows, weight_double_buffer)"),
+        "kind, rows, weight_double_buffer)"),
     "unknown_pointer_in_a_list": (
         param(pointer=["/matrix_unit/rows", "/buffers/ub/capacity_bytes"], values=[8]),
         "/parameters/0/pointer/1: unknown JSON pointer /buffers/ub/capacity_bytes"),
@@ -49,7 +49,7 @@ CASES = {
     "unknown_preset": (
         edit(base="tpu-v9"),
         "/base: hardware 'tpu-v9': --show 'tpu-v9': no such file and no such preset (presets: "
-        "edge, tpu-v1-hbm, tpu-v1)"),
+        "ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like)"),
     "unknown_workload": (
         edit(workloads=["mnist-cnm"]),
         "/workloads/0/workload: 'mnist-cnm' is not in the zoo"),

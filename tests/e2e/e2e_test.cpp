@@ -1,6 +1,8 @@
 // Every zoo network on every preset, end to end from the CLI: outputs bit-exact against the
 // reference, stats.json complete and consistent.
 #include <gtest/gtest.h>
+
+#include <sstream>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -102,8 +104,33 @@ TEST(EndToEnd, CompilePrintsTiledAssembly) {
 TEST(EndToEnd, ListsPresetsAndZoo) {
   CommandResult p = run_npusim("presets");
   EXPECT_EQ(p.exit_code, 0);
-  EXPECT_NE(p.out.find("tpu-v1     256x256 ws array"), std::string::npos) << p.out;
-  EXPECT_NE(p.out.find("edge       32x32 ws array"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("tpu-v1       256x256 ws systolic array x1 at 700 MHz\n"
+                       "             peak: 91.75 TOPS int8, 91.75 TFLOPS bf16 (65536 MACs per cycle)\n"
+                       "             buffers: unified 24 MiB, weight 256 KiB, accumulators 4 MiB\n"
+                       "             off-chip: 34.1 GB/s (ddr3-2133, 2 channels), 8 GiB\n"),
+            std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("edge         32x32 ws systolic array x1 at 800 MHz"), std::string::npos)
+      << p.out;
+  // TPU v4 (ISCA 2023): 275 TFLOPS bf16 per chip of two cores; Ascend 910: 256 TFLOPS / 32 cores.
+  EXPECT_NE(p.out.find("tpu-v4-like  128x128 ws systolic array x4 at 1050 MHz\n"
+                       "             peak: 137.63 TOPS int8, 137.63 TFLOPS bf16"),
+            std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("ascend-like  16x16x16 cube x1 at 976.5625 MHz\n"
+                       "             peak: 8.00 TOPS int8, 8.00 TFLOPS bf16 (4096 MACs per cycle)"),
+            std::string::npos)
+      << p.out;
+  // scripts/zoo_runs.sh takes the first word of the lines that start with a lowercase letter.
+  std::vector<std::string> names;
+  std::istringstream lines(p.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && std::islower(static_cast<unsigned char>(line[0]))) {
+      names.push_back(line.substr(0, line.find(' ')));
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"ascend-like", "edge", "tpu-v1-hbm", "tpu-v1",
+                                             "tpu-v4-like"}));
   CommandResult z = run_npusim("zoo");
   EXPECT_EQ(z.exit_code, 0);
   EXPECT_NE(z.out.find("mnist-cnn"), std::string::npos);

@@ -1,11 +1,14 @@
 // Every zoo network end to end on the TPU v1 preset in fast fidelity: int8 outputs bit-exact
-// against the reference, bf16 within the stated tolerance (docs/quantization.md). Labelled
-// "slow": VGG-16 alone is 15.5 G MACs.
+// against the reference, bf16 within the stated tolerance (docs/quantization.md); every zoo
+// network on the tpu-v4-like and ascend-like presets in int8 and bf16, on ascend-like's cube
+// unit in both fidelities with identical cycles and tensors. Labelled "slow": VGG-16 alone is
+// 15.5 G MACs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "fidelity_compare.hpp"
 #include "run_npusim.hpp"
 
 namespace {
@@ -50,5 +53,65 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+const char* const kZoo[] = {"alexnet",   "bert-encoder", "lenet5",   "mlp-1000", "mnist-cnn",
+                            "mobilenetv2", "resnet18",   "resnet50", "vgg16"};
+
+std::string test_name(std::string name) {
+  for (auto& ch : name) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+struct PresetRun {
+  const char* hw;
+  const char* network;
+  const char* dtype;
+};
+void PrintTo(const PresetRun& z, std::ostream* os) {
+  *os << z.network << " on " << z.hw << " in " << z.dtype;
+}
+
+std::vector<PresetRun> zoo_on(const char* hw) {
+  std::vector<PresetRun> runs;
+  for (const char* network : kZoo) {
+    for (const char* dtype : {"int8", "bf16"}) runs.push_back({hw, network, dtype});
+  }
+  return runs;
+}
+
+class TpuV4LikeZoo : public testing::TestWithParam<PresetRun> {};
+
+TEST_P(TpuV4LikeZoo, OutputsMatchTheReference) {
+  const PresetRun z = GetParam();
+  auto dir = fresh_dir(std::string("zoo-v4-") + z.network + z.dtype);
+  CommandResult r = run_npusim(std::string("run --hw ") + z.hw + " --workload " + z.network +
+                               " --dtype " + z.dtype + " --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_TRUE(stats["functional_check"]["within_tolerance"].get<bool>());
+  if (std::string(z.dtype) == "int8") {
+    EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, TpuV4LikeZoo, testing::ValuesIn(zoo_on("tpu-v4-like")),
+                         [](const testing::TestParamInfo<PresetRun>& p) {
+                           return test_name(std::string(p.param.network) + "_" + p.param.dtype);
+                         });
+
+class CubeZoo : public testing::TestWithParam<PresetRun> {};
+
+TEST_P(CubeZoo, FidelitiesAgreeAndMatchTheReference) {
+  const PresetRun z = GetParam();
+  expect_fidelities_agree(z.hw, z.network, z.dtype);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, CubeZoo, testing::ValuesIn(zoo_on("ascend-like")),
+                         [](const testing::TestParamInfo<PresetRun>& p) {
+                           return test_name(std::string(p.param.network) + "_" + p.param.dtype);
+                         });
 
 }  // namespace

@@ -141,10 +141,10 @@ TEST(PowerRun, CsvHasOneRowPerLayer) {
 TEST(PowerRun, PresetsListNodeAndArea) {
   const CommandResult r = run_npusim("presets");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* name : {"tpu-v1", "edge"}) {
+  for (const char* name : {"tpu-v1", "edge", "tpu-v4-like", "ascend-like"}) {
     const HwConfig hw = load_hw_config(name);
     const std::string expected =
-        fmt::format("off-chip, {} nm, {:.0f} mm2", hw.technology_nm, die_area_mm2(hw));
+        fmt::format("technology: {} nm, {:.0f} mm2", hw.technology_nm, die_area_mm2(hw));
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out;
   }
   // The listing's area is the area a run reports.

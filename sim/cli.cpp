@@ -12,7 +12,6 @@
 #include "compiler/graph.hpp"
 #include "compiler/lowering.hpp"
 #include "compiler/quantize.hpp"
-#include "models/soc.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "sim/trace_outputs.hpp"
@@ -266,7 +265,6 @@ int command_validate(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;
   HwConfig hw = load_hw_config(vm["hw"].as<std::string>());
-  if (hw.memory.model == "dram") resolve_dram_config(hw);  // the memory preset must load too
   std::cout << fmt::format("{}: valid hardware description '{}'\n", vm["hw"].as<std::string>(),
                            hw.name);
   if (vm.count("workload")) {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 #include "models/dram/memory_system.hpp"
 
 namespace npusim::dram {

@@ -1,24 +1,27 @@
 // Memory presets: every file in configs/memory loads and cites its source; derived energies match
 // DRAMsim3's; bad files are reported with file, JSON pointer and what was expected, all at once.
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
-#include "models/dram/address_mapping.hpp"
+#include "arch/dram/address_mapping.hpp"
 #include "models/dram/membench_cli.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
+#include "support/presets.hpp"
 
 namespace npusim::dram {
 namespace {
 
 TEST(DramConfig, EveryPresetLoadsWithSources) {
-  const auto names = list_memory_presets();
+  const auto names = preset_names("memory");
   for (const char* want : {"hbm2", "hbm2e", "hbm3", "ddr3", "lpddr4"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
@@ -49,25 +52,38 @@ TEST(DramConfig, Hbm2MatchesTheReferenceConfiguration) {
   EXPECT_NEAR(cfg.energy.precharge_standby_pj, 48.0, 0.01);
 }
 
+// A preset in $NPUSIM_CONFIG_DIR/memory takes precedence over the built-in one of that name and
+// adds to the list; without the variable the built-in preset is back.
 TEST(DramConfig, PresetDirectoryFollowsTheEnvironment) {
-  const std::string source_dir = memory_config_dir();
-  ::setenv("NPUSIM_CONFIG_DIR", "/nonexistent/npusim", 1);
-  EXPECT_EQ(memory_config_dir(), "/nonexistent/npusim/memory");
+  const auto dir = std::filesystem::temp_directory_path() / "npusim-dram-config-env";
+  std::filesystem::create_directories(dir / "memory");
+  MemoryConfig edited = resolve_memory_config("hbm2");
+  edited.description = "edited by the user";
+  std::ofstream(dir / "memory" / "hbm2.json") << memory_config_to_json_text(edited);
+  std::ofstream(dir / "memory" / "mine.json") << memory_config_to_json_text(edited);
+  ::setenv("NPUSIM_CONFIG_DIR", dir.c_str(), 1);
+  EXPECT_EQ(resolve_memory_config("hbm2").description, "edited by the user");
+  EXPECT_EQ(resolve_memory_config("hbm2").file, (dir / "memory" / "hbm2.json").string());
+  EXPECT_EQ(resolve_memory_config("hbm3").name, "hbm3");  // built in, not in the folder
+  const auto names = preset_names("memory");
+  EXPECT_EQ(names.back(), "mine");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "hbm2"), 1);
+  ::unsetenv("NPUSIM_CONFIG_DIR");
+  EXPECT_NE(resolve_memory_config("hbm2").description, "edited by the user");
   try {
-    resolve_memory_config("hbm2");
+    resolve_memory_config("mine");
     ADD_FAILURE() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("--memory hbm2: no such preset in /nonexistent/npusim/memory"),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "memory preset 'mine': no such file and no such preset (presets: "),
+              std::string::npos)
         << e.what();
   }
-  ::unsetenv("NPUSIM_CONFIG_DIR");
-  EXPECT_EQ(memory_config_dir(), source_dir);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DramConfig, ResolvedConfigRoundTrips) {
-  for (const auto& name : list_memory_presets()) {
+  for (const auto& name : preset_names("memory")) {
     MemoryConfig a = resolve_memory_config(name);
     a.org.channels = 2;
     a.controller.page_policy = PagePolicy::kClosed;

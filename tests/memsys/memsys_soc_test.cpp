@@ -10,6 +10,7 @@
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
+#include "models/dram_memory.hpp"
 #include "models/soc.hpp"
 #include "support/json_reader.hpp"
 
@@ -29,6 +30,8 @@ HwConfig small_chip(int ub_banks, int max_outstanding) {
                            std::to_string(max_outstanding) + R"(, "capacity_bytes": 1048576}})";
   return parse_hw_config(parse_json_text(text, "small.json"), "small.json");
 }
+
+DramMemory& dram_of(Soc& soc) { return dynamic_cast<DramMemory&>(*soc.memory); }
 
 Instruction load(uint32_t id, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
                  uint32_t bytes, std::vector<uint32_t> deps = {}) {
@@ -97,8 +100,8 @@ TEST(MemsysSoc, SingleBurstLoadTimingFollowsThePreset) {
   Program p = program_of({load(0, BufferId::kUnified, 0, 128, 64)});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  const ClockCrossing& x = soc.dram_memory->crossing();
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
   const uint64_t a = x.entry_memory_cycle(0);
   const uint64_t e = a + uint64_t(cfg.controller.frontend_latency_cycles) +
                      uint64_t(cfg.timing.rcd_read) + uint64_t(cfg.timing.read_latency());
@@ -123,7 +126,7 @@ TEST(MemsysSoc, StridedBoxLandsContiguouslyInBursts) {
   Program p = program_of({i});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const uint64_t burst = uint64_t(soc.dram_config->org.access_bytes());
+  const uint64_t burst = uint64_t(hw.memory.dram->org.access_bytes());
   uint64_t bursts = 0;
   const uint8_t* ub = soc.buffers.bytes(BufferId::kUnified, 256, 600, 0);
   for (uint64_t i2 = 0; i2 < 2; ++i2) {
@@ -136,8 +139,8 @@ TEST(MemsysSoc, StridedBoxLandsContiguouslyInBursts) {
     }
   }
   EXPECT_EQ(soc.dma_load.bursts(), bursts);
-  EXPECT_EQ(soc.dram_memory->memory().stats().reads, bursts);
-  EXPECT_EQ(soc.dram_memory->bytes_read(), 600u);
+  EXPECT_EQ(dram_of(soc).memory().stats().reads, bursts);
+  EXPECT_EQ(dram_of(soc).bytes_read(), 600u);
 }
 
 // Two load queues (unit_index 0 and 1) move 8 KiB each at the same time; with one burst in
@@ -178,8 +181,8 @@ TEST(MemsysSoc, SimultaneousRequestsEnterInQueueOrder) {
   Program p = program_of({a, b});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  const ClockCrossing& x = soc.dram_memory->crossing();
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
   const uint64_t first = x.entry_memory_cycle(0) +
                          uint64_t(cfg.controller.frontend_latency_cycles) +
                          uint64_t(cfg.timing.rcd_read) + uint64_t(cfg.timing.read_latency());
@@ -210,7 +213,7 @@ TEST(MemsysSoc, SimpleMemoryKeepsOneTransactionPerRow) {
   run(soc);
   EXPECT_EQ(soc.dma_load.bursts(), 3u);
   EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, 6u + 70u);
-  EXPECT_FALSE(soc.dram_memory);
+  EXPECT_EQ(dynamic_cast<DramMemory*>(soc.memory.get()), nullptr);
 }
 
 // A 4 KiB row with one burst in flight: each burst issues in the core cycle the previous one is
@@ -222,8 +225,8 @@ TEST(MemsysSoc, OutstandingWindowOfOneSerializesBursts) {
   Program p = program_of({load(0, BufferId::kUnified, 0, 0, 4096)});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  const ClockCrossing& x = soc.dram_memory->crossing();
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
   const uint64_t bursts_per_row = uint64_t(cfg.org.row_bytes() / cfg.org.access_bytes());
   uint64_t t = 0;
   for (uint64_t b = 0; b < 4096 / uint64_t(cfg.org.access_bytes()); ++b) {

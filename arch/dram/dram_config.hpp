@@ -122,14 +122,8 @@ MemoryConfig load_memory_config(const std::string& path);
 // Parses preset JSON text; `origin` names it in error messages.
 MemoryConfig parse_memory_config(const std::string& text, const std::string& origin);
 
-// Directory holding the preset files: $NPUSIM_CONFIG_DIR/memory if that variable is set, else the
-// source tree's configs/memory compiled in (NPUSIM_SOURCE_CONFIG_DIR) if it still exists, else
-// share/npusim/configs/memory beside the executable's bin/ or configs/memory beside the
-// executable, else ./configs/memory.
-std::string memory_config_dir();
-// The preset names available in memory_config_dir(), sorted.
-std::vector<std::string> list_memory_presets();
-// `name_or_path` is a preset name ("hbm2") or a path to a .json file.
-MemoryConfig resolve_memory_config(const std::string& name_or_path);
+// `spec` is a preset name ("hbm2") or a path to a .json file, found as every preset is
+// (support/presets.hpp).
+MemoryConfig resolve_memory_config(const std::string& spec);
 
 }  // namespace npusim::dram

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "arch/dram/address_mapping.hpp"
-#include "models/dram/membench_cli.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
 #include "support/presets.hpp"
@@ -214,41 +213,6 @@ TEST(DramAddressMapping, SplitFieldsAndXorAreABijection) {
   EXPECT_EQ(a.pseudo_channel, 1u ^ (col & 1));
   EXPECT_EQ(a.bank_group, 0b01u ^ ((col >> 1) & 3));
   EXPECT_EQ(a.bank, 0b10u ^ ((col >> 3) & 3));
-}
-
-TEST(DramMembenchCli, PrintsTheAgreedJsonKeys) {
-  ::testing::internal::CaptureStdout();
-  const int rc = run_membench_cli(
-      {"--memory", "hbm2", "--channels", "2", "--pattern", "mix-2r1w", "--requests", "3000"});
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  ASSERT_EQ(rc, 0);
-  const json j = json::parse(out);
-  const json& m = j["memory"];  // the keys of stats.json's "memory" (docs/stats.md)
-  for (const char* key :
-       {"bandwidth_gbps", "peak_bandwidth_gbps", "avg_read_latency_cycles",
-        "p50_read_latency_cycles", "p99_read_latency_cycles", "row_hit_rate", "act_commands",
-        "ref_commands", "energy_pj_per_bit", "memory_cycles", "config"}) {
-    EXPECT_TRUE(m.contains(key)) << key;
-  }
-  EXPECT_EQ(j["requests"], 3000);
-  EXPECT_EQ(m["read_bursts"].get<int>() + m["write_bursts"].get<int>(), 3000);
-  EXPECT_EQ(m["peak_bandwidth_gbps"], 64.0);
-  EXPECT_GT(m["bandwidth_gbps"].get<double>(), 0.0);
-  EXPECT_LE(m["bandwidth_gbps"].get<double>(), 64.0);
-  EXPECT_LE(m["p50_read_latency_cycles"].get<double>(), m["p99_read_latency_cycles"].get<double>());
-  EXPECT_EQ(m["config"]["organization"]["channels"], 2);
-  EXPECT_TRUE(j["host"].contains("requests_per_cpu_second"));
-}
-
-TEST(DramMembenchCli, BadInputIsExitCodeTwo) {
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "zigzag"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "nosuchpreset", "--pattern", "seq-read"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--channels", "3"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--requests", "x"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--trace", "/nonexistent/trace.txt"}), 2);
-  EXPECT_EQ(run_membench_cli({"--pattern", "seq-read"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--bogus"}), 2);
-  EXPECT_EQ(run_membench_cli({"--help"}), 0);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "arch/dram/address_mapping.hpp"
 #include "arch/dram/dram_config.hpp"
 #include "arch/hw_config.hpp"
-#include "models/dma_engine.hpp"
+#include "models/dma_core.hpp"
 #include "models/dram_memory.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"

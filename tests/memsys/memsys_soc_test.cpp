@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
+#include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
+#include "models/dma_core.hpp"
+#include "models/dram/memory_system.hpp"
 #include "models/dram_memory.hpp"
 #include "models/soc.hpp"
 #include "support/json_reader.hpp"
@@ -238,6 +243,62 @@ TEST(MemsysSoc, OutstandingWindowOfOneSerializesBursts) {
   EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, t);
   EXPECT_EQ(soc.dma_load.bursts(), 64u);
   EXPECT_GT(soc.dma_load.window_full_cycles(), 0u);
+}
+
+// The DMA core alone (models/dma_core.hpp) gives the cycles the SoC measures: a loop of plain C++
+// around the DRAM model that follows DramMemory's rule (a burst issued at core cycle c enters at
+// entry(c), after the completions seen at c have been handed back one by one; a completion at
+// memory cycle e is seen at seen(e)) drives a 2 x 4 x 600-byte strided box with 8 bursts in flight.
+TEST(MemsysSoc, DmaCoreTimingEqualsTheSoc) {
+  const HwConfig hw = small_chip(4, 8);
+  Instruction i = load(0, BufferId::kUnified, 256, 40, 600);
+  DmaOp& op = std::get<DmaOp>(i.op);
+  op.count[1] = 4;
+  op.count[2] = 2;
+  op.dram_stride[0] = 3000;
+  op.dram_stride[1] = 20000;
+  Program p = program_of({i});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
+
+  std::vector<uint64_t> done;  // memory cycles of the completions not yet handed back
+  dram::MemorySystem memory(cfg, [&](uint64_t, uint64_t e) { done.push_back(e); });
+  DmaTransfer t(op, DmaParams{uint64_t(cfg.org.access_bytes()), 8}, 0);
+  std::deque<DmaBurst> sent;  // issued, not yet in the memory
+  auto send = [&](const DmaBurst& b) -> std::optional<uint64_t> {
+    sent.push_back(b);
+    return std::nullopt;
+  };
+  t.pump(0, send);
+  uint64_t id = 0;
+  for (uint64_t c = 0, steps = 0; !t.finished(); ++steps) {
+    ASSERT_LT(steps, 100000u);
+    if (x.entry_memory_cycle(c) > memory.now()) memory.advance_to(x.entry_memory_cycle(c));
+    for (const uint64_t e : std::exchange(done, {})) {
+      ASSERT_EQ(x.seen_core_cycle(e), c);
+      t.completed(c);
+      t.pump(c, send);
+    }
+    for (; !sent.empty() && sent.front().issue_cycle == c; sent.pop_front()) {
+      ASSERT_TRUE(memory.will_accept(sent.front().dram_addr, false));
+      memory.add_request(sent.front().dram_addr, false, id++);
+    }
+    uint64_t next = sent.empty() ? dram::kNever : sent.front().issue_cycle;
+    ASSERT_GT(next, c);
+    if (memory.outstanding() > 0) {
+      next = std::min(next, std::max(c + 1, x.seen_core_cycle(memory.next_event_cycle())));
+    }
+    if (t.finished()) break;
+    ASSERT_NE(next, dram::kNever);
+    c = next;
+  }
+  EXPECT_EQ(t.bursts(), soc.dma_load.bursts());
+  EXPECT_GT(t.window_full_cycles(), 0u);
+  EXPECT_EQ(t.window_full_cycles(), soc.dma_load.window_full_cycles());
+  EXPECT_EQ(soc.dma_load.bank_conflict_cycles(), 0u);
+  EXPECT_EQ(t.end_cycle(), soc.scoreboard.timings()[0].end_cycle);
 }
 
 // Tile 0 (A0 at UB 0, bank 0) computes while the DMA loads tile 1's 8 KiB: into bank 1 (the

@@ -29,10 +29,10 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
       buffers(hw),
       scoreboard("scoreboard", program.instructions.size(), clock),
       memory(make_offchip_memory(hw, program.dram_bytes, clock)),
-      dma_load("dma_load", program, stream_of(program, UnitKind::kDmaLoad, 0), scoreboard, clock,
-               buffers, dma_params(hw)),
-      dma_store("dma_store", program, stream_of(program, UnitKind::kDmaStore, 0), scoreboard, clock,
-                buffers, dma_params(hw)),
+      dma_load(to_string(UnitKind::kDmaLoad), program, stream_of(program, UnitKind::kDmaLoad, 0),
+               scoreboard, clock, buffers, dma_params(hw)),
+      dma_store(to_string(UnitKind::kDmaStore), program, stream_of(program, UnitKind::kDmaStore, 0),
+                scoreboard, clock, buffers, dma_params(hw)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
                   clock, buffers, hw.vector_unit) {
   add_queues(hw, program, UnitKind::kDmaLoad, dma_load, load_queues);
@@ -63,8 +63,8 @@ void Soc::add_queues(const HwConfig& hw, const Program& program, UnitKind kind, 
   queues.push_back(&first);
   for (int i = 1; i < count; ++i) {
     extra_queues_.push_back(std::make_unique<DmaEngine>(
-        fmt::format("{}{}", kind == UnitKind::kDmaLoad ? "dma_load" : "dma_store", i).c_str(),
-        program, stream_of(program, kind, i), scoreboard, clock, buffers, dma_params(hw)));
+        fmt::format("{}{}", to_string(kind), i).c_str(), program, stream_of(program, kind, i),
+        scoreboard, clock, buffers, dma_params(hw)));
     queues.push_back(extra_queues_.back().get());
   }
   // Binding order is the initiator order of the memory's socket (simultaneous requests: loads

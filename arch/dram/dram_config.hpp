@@ -1,5 +1,6 @@
 // Memory presets: the organization, JEDEC timing (in memory clock cycles), controller policy and
-// energy of one DRAM device type, read from a JSON file in configs/memory/.
+// energy of one DRAM device type, read from a JSON file in configs/memory/ (built into the binary
+// and found by name like every preset, support/presets.hpp) or any other preset file.
 //
 // Contract: load_memory_config() either returns a fully validated MemoryConfig (every count a
 // power of two where the address mapping needs it, every timing consistent: tRC >= tRAS + tRP,

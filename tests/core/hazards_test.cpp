@@ -1,7 +1,7 @@
 // Dependency tokens derived from buffer accesses.
-#include <gtest/gtest.h>
-
 #include "compiler/hazards.hpp"
+
+#include <gtest/gtest.h>
 
 namespace npusim {
 namespace {

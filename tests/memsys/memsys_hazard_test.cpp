@@ -1,10 +1,9 @@
 // The hazard checker in a real run: a compiled network with one dependency token removed ends in
 // an internal error that names both instructions, instead of a shorter cycle count.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 #include "compiler/lowering.hpp"
 #include "compiler/quantize.hpp"

@@ -9,13 +9,20 @@ namespace npusim {
 
 const char* to_string(Activation a) {
   switch (a) {
-    case Activation::kNone: return "none";
-    case Activation::kRelu: return "relu";
-    case Activation::kRelu6: return "relu6";
-    case Activation::kClip: return "clip";
-    case Activation::kSigmoid: return "sigmoid";
-    case Activation::kTanh: return "tanh";
-    case Activation::kGelu: return "gelu";
+    case Activation::kNone:
+      return "none";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kRelu6:
+      return "relu6";
+    case Activation::kClip:
+      return "clip";
+    case Activation::kSigmoid:
+      return "sigmoid";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kGelu:
+      return "gelu";
   }
   return "?";
 }
@@ -30,13 +37,20 @@ std::optional<Activation> parse_activation(const std::string& text) {
 
 float apply_activation(Activation a, float x, float clip_min, float clip_max) {
   switch (a) {
-    case Activation::kNone: return x;
-    case Activation::kRelu: return x > 0.0f ? x : 0.0f;
-    case Activation::kRelu6: return std::min(std::max(x, 0.0f), 6.0f);
-    case Activation::kClip: return std::min(std::max(x, clip_min), clip_max);
-    case Activation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case Activation::kTanh: return std::tanh(x);
-    case Activation::kGelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case Activation::kRelu6:
+      return std::min(std::max(x, 0.0f), 6.0f);
+    case Activation::kClip:
+      return std::min(std::max(x, clip_min), clip_max);
+    case Activation::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case Activation::kTanh:
+      return std::tanh(x);
+    case Activation::kGelu:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
   }
   return x;
 }

@@ -1,16 +1,18 @@
 #include "arch/hw_config.hpp"
 
-#include <cmath>
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "arch/energy_table.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
+#include "support/presets.hpp"
 
 namespace npusim {
+
+const char* to_string(MemoryModel model) { return model == MemoryModel::kDram ? "dram" : "simple"; }
 
 uint64_t HwConfig::memory_latency_cycles() const {
   return static_cast<uint64_t>(std::ceil(memory.latency_ns / cycle_time_ns() - 1e-9));
@@ -22,9 +24,9 @@ BufferConfig read_buffer(ObjectReader& parent, const std::string& key, const Buf
                          uint64_t min_bytes) {
   ObjectReader r = parent.object(key);
   BufferConfig b;
-  b.capacity_bytes = static_cast<uint64_t>(r.integer(
-      "capacity_bytes", static_cast<int64_t>(fallback.capacity_bytes), static_cast<int64_t>(min_bytes),
-      int64_t{1} << 40));
+  b.capacity_bytes = static_cast<uint64_t>(
+      r.integer("capacity_bytes", static_cast<int64_t>(fallback.capacity_bytes),
+                static_cast<int64_t>(min_bytes), int64_t{1} << 40));
   b.banks = static_cast<int>(r.integer("banks", fallback.banks, 1, 1024));
   if (b.capacity_bytes % static_cast<uint64_t>(b.banks) != 0) {
     r.diagnostics().error(r.pointer_of("banks"),
@@ -40,6 +42,94 @@ DataType read_type(ObjectReader& r, const std::string& key, DataType fallback,
   return *parse_data_type(r.choice(key, to_string(fallback), allowed));
 }
 
+// The preset named by /memory/preset with /memory/channels applied; every problem goes to `diag`.
+std::optional<dram::MemoryConfig> resolve_preset(ObjectReader& r, const OffChipMemoryConfig& m) {
+  JsonDiagnostics& diag = r.diagnostics();
+  const std::optional<PresetFile> file = find_preset("memory", m.preset);
+  if (!file) {
+    diag.error(r.pointer_of("preset"),
+               fmt::format("'{}': {}", m.preset, preset_not_found("memory")));
+    return std::nullopt;
+  }
+  try {
+    dram::MemoryConfig cfg = dram::parse_memory_config(file->text, file->origin);
+    if (m.channels != 0 && m.channels != cfg.org.channels) {
+      cfg.org.channels = m.channels;
+      cfg.name += fmt::format(" x{}", m.channels);
+      // The preset file format round trip re-validates the organization with the address mapping.
+      cfg = dram::parse_memory_config(
+          dram::memory_config_to_json_text(cfg),
+          fmt::format("{} with /memory/channels {}", m.preset, m.channels));
+    }
+    return cfg;
+  } catch (const UserErrors& e) {
+    for (const auto& message : e.messages()) diag.error(r.pointer_of("preset"), message);
+  } catch (const UserError& e) {
+    diag.error(r.pointer_of("preset"), e.what());
+  }
+  return std::nullopt;
+}
+
+void read_memory(ObjectReader& top, OffChipMemoryConfig& m) {
+  ObjectReader r = top.object("memory");
+  JsonDiagnostics& diag = r.diagnostics();
+  m.model = r.choice("model", "simple", {"simple", "dram"}) == "dram" ? MemoryModel::kDram
+                                                                      : MemoryModel::kSimple;
+  const bool dram = m.model == MemoryModel::kDram;
+  // Keys of the other model are rejected rather than ignored: a typo in the model would
+  // otherwise silently run the wrong memory.
+  auto only_for = [&](const char* key, MemoryModel model) {
+    if (r.raw(key) != nullptr) {
+      diag.error(r.pointer_of(key), fmt::format("only for memory.model \"{}\" (this is \"{}\")",
+                                                to_string(model), to_string(m.model)));
+    }
+  };
+  m.bandwidth_gbps =
+      r.number("bandwidth_gbps", dram ? 0.0 : m.bandwidth_gbps, dram ? 0.0 : 0.001, 1e6);
+  uint64_t default_capacity = m.capacity_bytes;
+  if (dram) {
+    only_for("latency_ns", MemoryModel::kSimple);
+    auto preset = r.string_required("preset");
+    if (preset && preset->empty()) {
+      diag.error(r.pointer_of("preset"), "expected a configs/memory preset name or a .json path");
+    }
+    m.preset = preset.value_or("");
+    m.channels = static_cast<int>(r.integer("channels", 0, 0, 64));
+    const bool channels_ok = m.channels == 0 || (m.channels & (m.channels - 1)) == 0;
+    if (!channels_ok) {
+      diag.error(r.pointer_of("channels"),
+                 fmt::format("expected a power of two (the address mapping takes channel bits), "
+                             "got {}",
+                             m.channels));
+    }
+    m.max_outstanding_bursts =
+        static_cast<int>(r.integer("max_outstanding_bursts", m.max_outstanding_bursts, 1, 1 << 16));
+    if (!m.preset.empty() && channels_ok) m.dram = resolve_preset(r, m);
+    if (m.dram) default_capacity = m.dram->org.capacity_bytes();
+  } else {
+    m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
+    for (const char* key : {"preset", "channels", "max_outstanding_bursts"}) {
+      only_for(key, MemoryModel::kDram);
+    }
+  }
+  m.capacity_bytes = static_cast<uint64_t>(r.integer(
+      "capacity_bytes", static_cast<int64_t>(default_capacity), 1 << 20, int64_t{1} << 50));
+  if (m.dram) {
+    const double peak = m.dram->peak_bandwidth_gbps();
+    if (m.bandwidth_gbps > 0 && std::abs(m.bandwidth_gbps - peak) > 0.01 * peak) {
+      diag.error(r.pointer_of("bandwidth_gbps"),
+                 fmt::format("expected the peak of {} ({:.2f} GB/s) or 0, got {}", m.dram->name,
+                             peak, m.bandwidth_gbps));
+    }
+    if (m.capacity_bytes > m.dram->org.capacity_bytes()) {
+      diag.error(r.pointer_of("capacity_bytes"),
+                 fmt::format("expected at most the {} bytes of {}, got {}",
+                             m.dram->org.capacity_bytes(), m.dram->name, m.capacity_bytes));
+    }
+  }
+  r.finish();
+}
+
 }  // namespace
 
 HwConfig parse_hw_config(const json& root, const std::string& origin) {
@@ -49,9 +139,8 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   c.origin = origin;
   auto version = top.integer_required("schema_version", 1, 1000);
   if (version && *version != kHwSchemaVersion) {
-    diag.error("/schema_version",
-               fmt::format("expected {} (the version this npusim reads), got {}", kHwSchemaVersion,
-                           *version));
+    diag.error("/schema_version", fmt::format("expected {} (the version this npusim reads), got {}",
+                                              kHwSchemaVersion, *version));
   }
   c.name = top.string("name", "custom");
   c.description = top.string("description", "");
@@ -106,57 +195,19 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
     c.accumulators = read_buffer(r, "accumulators", c.accumulators, 4);
     r.finish();
   }
-  {
-    ObjectReader r = top.object("memory");
-    auto& m = c.memory;
-    m.model = r.choice("model", m.model, {"simple", "dram"});
-    const bool dram = m.model == "dram";
-    // Keys of the other model are rejected rather than ignored: a typo in the model would
-    // otherwise silently run the wrong memory.
-    auto only_for = [&](const char* key, const char* model) {
-      if (r.raw(key) != nullptr) {
-        diag.error(r.pointer_of(key),
-                   fmt::format("only for memory.model \"{}\" (this is \"{}\")", model, m.model));
-      }
-    };
-    m.bandwidth_gbps =
-        r.number("bandwidth_gbps", dram ? 0.0 : m.bandwidth_gbps, dram ? 0.0 : 0.001, 1e6);
-    if (dram) {
-      only_for("latency_ns", "simple");
-      auto preset = r.string_required("preset");
-      if (preset && preset->empty()) {
-        diag.error(r.pointer_of("preset"), "expected a configs/memory preset name or a .json path");
-      }
-      m.preset = preset.value_or("");
-      m.channels = static_cast<int>(r.integer("channels", 0, 0, 64));
-      if (m.channels != 0 && (m.channels & (m.channels - 1)) != 0) {
-        diag.error(r.pointer_of("channels"),
-                   fmt::format("expected a power of two (the address mapping takes channel bits), "
-                               "got {}",
-                               m.channels));
-      }
-      m.max_outstanding_bursts = static_cast<int>(
-          r.integer("max_outstanding_bursts", m.max_outstanding_bursts, 1, 1 << 16));
-    } else {
-      m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
-      for (const char* key : {"preset", "channels", "max_outstanding_bursts"}) {
-        only_for(key, "dram");
-      }
-    }
-    m.capacity_bytes = static_cast<uint64_t>(r.integer(
-        "capacity_bytes", static_cast<int64_t>(m.capacity_bytes), 1 << 20, int64_t{1} << 50));
-    r.finish();
-  }
+  read_memory(top, c.memory);
   {
     ObjectReader r = top.object("data_types");
     auto& d = c.data_types;
     d.activation = read_type(r, "activation", d.activation, {"int8", "bf16"});
     d.weight = read_type(r, "weight", d.weight, {"int8", "bf16"});
-    const DataType default_acc = d.activation == DataType::kBf16 ? DataType::kFp32 : DataType::kInt32;
+    const DataType default_acc =
+        d.activation == DataType::kBf16 ? DataType::kFp32 : DataType::kInt32;
     d.accumulator = read_type(r, "accumulator", default_acc, {"int32", "fp32"});
     if (r.present() && d.weight != d.activation) {
-      diag.error("/data_types/weight", fmt::format("expected the activation type (\"{}\"), got \"{}\"",
-                                                   to_string(d.activation), to_string(d.weight)));
+      diag.error("/data_types/weight",
+                 fmt::format("expected the activation type (\"{}\"), got \"{}\"",
+                             to_string(d.activation), to_string(d.weight)));
     }
     if (r.present() && d.accumulator != default_acc) {
       diag.error("/data_types/accumulator",
@@ -183,8 +234,8 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
       diag.error("/buffers/accumulators/capacity_bytes",
                  fmt::format("expected at least {} bytes: two {}x{} {} output tiles per matrix "
                              "unit ({} units); got {}",
-                             acc_min, acc_rows, m.cols, to_string(c.data_types.accumulator), m.count,
-                             c.accumulators.capacity_bytes));
+                             acc_min, acc_rows, m.cols, to_string(c.data_types.accumulator),
+                             m.count, c.accumulators.capacity_bytes));
     }
   }
   diag.throw_if_errors();
@@ -192,15 +243,9 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
 }
 
 HwConfig load_hw_config(const std::string& spec) {
-  if (const EmbeddedFile* preset = find_embedded_file("hw", spec)) {
-    std::string origin = fmt::format("configs/hw/{}.json", spec);
-    return parse_hw_config(parse_json_text(preset->text, origin), origin);
-  }
-  if (!std::filesystem::exists(spec)) {
-    throw UserError(fmt::format("--hw '{}': no such file and no such preset (presets: {})", spec,
-                                embedded_file_names_joined("hw")));
-  }
-  return parse_hw_config(parse_json_file(spec), spec);
+  const std::optional<PresetFile> file = find_preset("hw", spec);
+  if (!file) throw UserError(fmt::format("--hw '{}': {}", spec, preset_not_found("hw")));
+  return parse_hw_config(parse_json_text(file->text, file->origin), file->origin);
 }
 
 namespace {
@@ -216,8 +261,8 @@ json matrix_unit_json(const MatrixUnitConfig& m) {
 }
 
 json memory_json(const OffChipMemoryConfig& m) {
-  json j{{"model", m.model}, {"bandwidth_gbps", m.bandwidth_gbps}};
-  if (m.model == "dram") {
+  json j{{"model", to_string(m.model)}, {"bandwidth_gbps", m.bandwidth_gbps}};
+  if (m.model == MemoryModel::kDram) {
     j["preset"] = m.preset;
     j["channels"] = m.channels;
     j["max_outstanding_bursts"] = m.max_outstanding_bursts;

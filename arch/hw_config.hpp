@@ -3,10 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "arch/dram/dram_config.hpp"
 #include "arch/types.hpp"
 
 namespace npusim {
@@ -32,9 +33,9 @@ struct MatrixUnitConfig {
 };
 
 struct VectorUnitConfig {
-  int lanes = 128;                   // elements per cycle for simple ops
-  int pipeline_latency_cycles = 8;   // from first operand read to first result written
-  int transcendental_cycles = 4;     // cycles per lane-group for exp / divide (1 for add, max)
+  int lanes = 128;                  // elements per cycle for simple ops
+  int pipeline_latency_cycles = 8;  // from first operand read to first result written
+  int transcendental_cycles = 4;    // cycles per lane-group for exp / divide (1 for add, max)
 };
 
 // Banks are contiguous: bank b holds bytes [b * capacity / banks, (b + 1) * capacity / banks).
@@ -45,17 +46,24 @@ struct BufferConfig {
   uint64_t bank_bytes() const { return capacity_bytes / static_cast<uint64_t>(banks); }
 };
 
+enum class MemoryModel {
+  kSimple,  // fixed latency + shared bandwidth (models/offchip_memory.hpp)
+  kDram,    // the command-level model of models/dram/ running a memory preset
+};
+const char* to_string(MemoryModel model);  // "simple", "dram": memory.model in the JSON
+
 struct OffChipMemoryConfig {
-  // "simple": fixed latency + shared bandwidth (models/offchip_memory.hpp); "dram": the
-  // command-level model of models/dram/ with a preset from configs/memory/
-  // (models/dram_memory.hpp).
-  std::string model = "simple";
+  MemoryModel model = MemoryModel::kSimple;
   double bandwidth_gbps = 34.0;  // GB/s (10^9 bytes per second); for "dram", the preset's peak
   double latency_ns = 100.0;     // "simple" only
+  // Default: 8 GiB for "simple", the preset's capacity (with `channels` applied) for "dram".
   uint64_t capacity_bytes = 8ull << 30;
   std::string preset;                // "dram" only: a configs/memory name or a .json path
   int channels = 0;                  // "dram" only: channels used; 0 keeps the preset's count
   int max_outstanding_bursts = 256;  // "dram" only: bursts in flight per DMA queue
+  // "dram" only: the preset resolved while the description was read, `channels` applied and
+  // checked against bandwidth_gbps and capacity_bytes.
+  std::optional<dram::MemoryConfig> dram;
 };
 
 struct DataTypeConfig {
@@ -87,10 +95,10 @@ struct HwConfig {
   double peak_macs_per_cycle() const { return matrix_unit.macs_per_cycle() * matrix_unit.count; }
 };
 
-// Validates a parsed description; every problem is reported at once (UserErrors) as
-// "<origin>: /json/pointer: what was expected".
+// Validates a parsed description, the memory preset it names included; every problem is reported
+// at once (UserErrors) as "<origin>: /json/pointer: what was expected".
 HwConfig parse_hw_config(const nlohmann::json& root, const std::string& origin);
-// `spec` is a built-in preset name or a path to a JSON file.
+// `spec` is a preset name or a path to a JSON file (support/presets.hpp).
 HwConfig load_hw_config(const std::string& spec);
 // The resolved description, every default filled in; parse_hw_config(to_json(c)) == c.
 nlohmann::json to_json(const HwConfig& config);

@@ -6,20 +6,28 @@ namespace npusim {
 
 const char* to_string(UnitKind kind) {
   switch (kind) {
-    case UnitKind::kDmaLoad: return "dma.in";
-    case UnitKind::kDmaStore: return "dma.out";
-    case UnitKind::kMatrix: return "mxu";
-    case UnitKind::kVector: return "vpu";
+    case UnitKind::kDmaLoad:
+      return "dma_load";
+    case UnitKind::kDmaStore:
+      return "dma_store";
+    case UnitKind::kMatrix:
+      return "mxu";
+    case UnitKind::kVector:
+      return "vpu";
   }
   return "?";
 }
 
 const char* to_string(BufferId id) {
   switch (id) {
-    case BufferId::kDram: return "dram";
-    case BufferId::kUnified: return "ub";
-    case BufferId::kWeight: return "wb";
-    case BufferId::kAccumulator: return "acc";
+    case BufferId::kDram:
+      return "dram";
+    case BufferId::kUnified:
+      return "ub";
+    case BufferId::kWeight:
+      return "wb";
+    case BufferId::kAccumulator:
+      return "acc";
   }
   return "?";
 }
@@ -38,9 +46,12 @@ struct OpcodeName {
   const char* operator()(const LutOp&) const { return "LUT"; }
   const char* operator()(const EltwiseOp& e) const {
     switch (e.kind) {
-      case EltwiseKind::kAdd: return "ADD";
-      case EltwiseKind::kMul: return "MUL";
-      case EltwiseKind::kRescale: return "RESCALE";
+      case EltwiseKind::kAdd:
+        return "ADD";
+      case EltwiseKind::kMul:
+        return "MUL";
+      case EltwiseKind::kRescale:
+        return "RESCALE";
     }
     return "?";
   }
@@ -67,24 +78,25 @@ struct Operands {
                             : "";
     std::string group = a.window_c != a.slab_c ? fmt::format(" ch {}+{}", a.c0, a.window_c) : "";
     return fmt::format(
-        "acc[{:#x}]{} <- ub[{:#x}] im2col(slab {}x{}x{} win {}x{} s{},{} d{},{} org {},{} ow {} m0 {} "
+        "acc[{:#x}]{} <- ub[{:#x}] im2col(slab {}x{}x{} win {}x{} s{},{} d{},{} org {},{} ow {} m0 "
+        "{} "
         "k0 {}{}{}) x wb[{:#x}] ld {} m={} k={} n={}",
-        m.acc_addr, m.accumulate ? " +=" : "", a.ub_addr, a.slab_h, a.slab_w, a.slab_c,
-        a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.origin_y,
-        a.origin_x, a.out_w, a.m0, a.k0, depth, group, m.wb_addr, m.w_ld, m.m, m.k, m.n);
+        m.acc_addr, m.accumulate ? " +=" : "", a.ub_addr, a.slab_h, a.slab_w, a.slab_c, a.kernel_h,
+        a.kernel_w, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.origin_y, a.origin_x,
+        a.out_w, a.m0, a.k0, depth, group, m.wb_addr, m.w_ld, m.m, m.k, m.n);
   }
   std::string operator()(const RequantOp& r) const {
     return fmt::format("ub[{:#x}] <- acc[{:#x}]{} m={} n={} scales {}+{} clamp [{}, {}]{}",
                        r.out_ub_addr, r.acc_addr,
-                       r.has_bias ? fmt::format(" + bias ub[{:#x}]", r.bias_ub_addr) : "", r.m,
-                       r.n, r.table, r.channel0, r.lo, r.hi, lut_text(r.lut));
+                       r.has_bias ? fmt::format(" + bias ub[{:#x}]", r.bias_ub_addr) : "", r.m, r.n,
+                       r.table, r.channel0, r.lo, r.hi, lut_text(r.lut));
   }
   std::string operator()(const PoolOp& p) const {
-    return fmt::format("ub[{:#x}] <- ub[{:#x}] slab {}x{}x{}x{} win {}x{}x{} s{},{} org {},{},{} "
-                       "out {}x{}",
-                       p.out_ub_addr, p.in_ub_addr, p.slab_d, p.slab_h, p.slab_w, p.c, p.window_d,
-                       p.window_h, p.window_w, p.stride_h, p.stride_w, p.origin_z, p.origin_y,
-                       p.origin_x, p.out_h, p.out_w);
+    return fmt::format(
+        "ub[{:#x}] <- ub[{:#x}] slab {}x{}x{}x{} win {}x{}x{} s{},{} org {},{},{} "
+        "out {}x{}",
+        p.out_ub_addr, p.in_ub_addr, p.slab_d, p.slab_h, p.slab_w, p.c, p.window_d, p.window_h,
+        p.window_w, p.stride_h, p.stride_w, p.origin_z, p.origin_y, p.origin_x, p.out_h, p.out_w);
   }
   std::string operator()(const SoftmaxOp& s) const {
     return fmt::format("ub[{:#x}] <- ub[{:#x}] rows {} length {}", s.out_ub_addr, s.in_ub_addr,
@@ -114,14 +126,17 @@ const char* opcode_name(const Instruction& instr) {
 }
 
 std::string to_assembly(const Instruction& instr) {
+  // As the SoC names its units: mxu0, mxu1...; dma_load, dma_load1... (queue 0 without a number).
   std::string unit = to_string(instr.unit);
-  if (instr.unit == UnitKind::kMatrix) unit += std::to_string(instr.unit_index);
+  if (instr.unit == UnitKind::kMatrix || instr.unit_index > 0) {
+    unit += std::to_string(instr.unit_index);
+  }
   std::string deps;
   for (uint32_t d : instr.deps) {
     if (!deps.empty()) deps += ',';
     deps += std::to_string(d);
   }
-  return fmt::format("{:>7}  {:<7} {:<9} {}{}", instr.id, unit, opcode_name(instr),
+  return fmt::format("{:>7}  {:<9} {:<9} {}{}", instr.id, unit, opcode_name(instr),
                      std::visit(Operands{instr}, instr.op),
                      deps.empty() ? "" : fmt::format("  wait({})", deps));
 }

@@ -17,6 +17,8 @@
 namespace npusim {
 
 enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector };
+// "dma_load", "dma_store" (the DMA queues' one name: the SoC's units, stats.json, traces,
+// assembly), "mxu", "vpu".
 const char* to_string(UnitKind kind);
 
 enum class BufferId { kDram, kUnified, kWeight, kAccumulator };
@@ -41,7 +43,8 @@ struct DmaOp {
 // an im2col view of a channels-last slab of slab_d x slab_h x slab_w x slab_c bytes. A(m, k):
 // output pixel m of the view (row-major over rows of out_w), window element k, with k running over
 // (kernel depth, row, col, channel), channel fastest; the window reads channels
-// [c0, c0 + window_c) of the slab (a group of a grouped convolution). Dense layers use a 1x1 window.
+// [c0, c0 + window_c) of the slab (a group of a grouped convolution). Dense layers use a 1x1
+// window.
 struct ActivationView {
   uint64_t ub_addr = 0;
   int slab_d = 1, slab_h = 1, slab_w = 1, slab_c = 1;
@@ -49,19 +52,19 @@ struct ActivationView {
   int stride_h = 1, stride_w = 1;
   int dilation_d = 1, dilation_h = 1, dilation_w = 1;
   int origin_z = 0, origin_y = 0, origin_x = 0;  // slab coordinates of pixel 0's window corner
-  int out_w = 1;       // output pixels per row of the view
-  int m0 = 0;          // first output pixel
-  int k0 = 0;          // first window element
-  int c0 = 0;          // first channel of the window
-  int window_c = 1;    // channels of the window
+  int out_w = 1;                                 // output pixels per row of the view
+  int m0 = 0;                                    // first output pixel
+  int k0 = 0;                                    // first window element
+  int c0 = 0;                                    // first channel of the window
+  int window_c = 1;                              // channels of the window
 };
 
 // acc[m][n] (+)= sum_k A(m, k) * W[k][n] on one systolic array. Shapes fit the array per dataflow
 // (models/systolic/array_model.hpp).
 struct MatmulOp {
   ActivationView a;
-  uint64_t wb_addr = 0;  // W[0][0] in the weight buffer
-  int w_ld = 0;          // bytes between rows of W
+  uint64_t wb_addr = 0;   // W[0][0] in the weight buffer
+  int w_ld = 0;           // bytes between rows of W
   uint64_t acc_addr = 0;  // acc[0][0], byte address in the accumulators
   int acc_ld = 0;         // int32 elements between rows of acc
   int m = 0, k = 0, n = 0;
@@ -80,10 +83,10 @@ struct RequantOp {
   uint64_t out_ub_addr = 0;
   int out_ld = 0;
   int m = 0, n = 0;
-  int table = 0;     // Program::requant_tables
+  int table = 0;  // Program::requant_tables
   int channel0 = 0;
   int8_t lo = -128, hi = 127;
-  int lut = -1;      // Program::luts, or none
+  int lut = -1;                               // Program::luts, or none
   Activation activation = Activation::kNone;  // bf16
   float clip_min = 0.0f, clip_max = 6.0f;
 };
@@ -145,8 +148,8 @@ struct EltwiseOp {
   float clip_min = 0.0f, clip_max = 6.0f;
 };
 
-using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
-                               EltwiseOp>;
+using Operation =
+    std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp, EltwiseOp>;
 
 struct Instruction {
   uint32_t id = 0;

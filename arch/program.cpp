@@ -20,11 +20,10 @@ std::string to_assembly(const Program& p) {
                        shape(o), o.scale);
   }
   for (const auto& layer : p.layers) {
-    out += fmt::format("\n; ---- layer {} ({}{}): {} MACs, dram read {} B, write {} B (bound {} B)\n",
-                       layer.name, layer.op,
-                       layer.fused.empty() ? "" : ", fused: " + layer.fused, layer.macs,
-                       layer.dram_read_bytes, layer.dram_write_bytes,
-                       layer.dram_bytes_lower_bound);
+    out += fmt::format(
+        "\n; ---- layer {} ({}{}): {} MACs, dram read {} B, write {} B (bound {} B)\n", layer.name,
+        layer.op, layer.fused.empty() ? "" : ", fused: " + layer.fused, layer.macs,
+        layer.dram_read_bytes, layer.dram_write_bytes, layer.dram_bytes_lower_bound);
     if (!layer.tiling.empty()) out += fmt::format("; tiling: {}\n", layer.tiling);
     for (uint32_t i = layer.first_instruction; i < layer.end_instruction; ++i) {
       out += to_assembly(p.instructions[i]);

@@ -58,8 +58,7 @@ void layernorm_row(const int8_t* in, int n, float input_scale, const float* gamm
   }
   var /= static_cast<float>(n);
   // Normalizing the int8 codes equals normalizing the real values, with epsilon rescaled.
-  const float inv_std =
-      1.0f / std::sqrt(var + epsilon / (input_scale * input_scale));
+  const float inv_std = 1.0f / std::sqrt(var + epsilon / (input_scale * input_scale));
   for (int i = 0; i < n; ++i) {
     y[i] = (static_cast<float>(in[i]) - mean) * inv_std * gamma[i] + beta[i];
   }

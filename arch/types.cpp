@@ -4,9 +4,12 @@ namespace npusim {
 
 const char* to_string(Dataflow dataflow) {
   switch (dataflow) {
-    case Dataflow::kWeightStationary: return "ws";
-    case Dataflow::kOutputStationary: return "os";
-    case Dataflow::kInputStationary: return "is";
+    case Dataflow::kWeightStationary:
+      return "ws";
+    case Dataflow::kOutputStationary:
+      return "os";
+    case Dataflow::kInputStationary:
+      return "is";
   }
   return "?";
 }
@@ -24,11 +27,16 @@ std::optional<Dataflow> parse_dataflow(const std::string& text) {
 
 const char* to_string(DataType type) {
   switch (type) {
-    case DataType::kInt8: return "int8";
-    case DataType::kInt32: return "int32";
-    case DataType::kBf16: return "bf16";
-    case DataType::kFp16: return "fp16";
-    case DataType::kFp32: return "fp32";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kBf16:
+      return "bf16";
+    case DataType::kFp16:
+      return "fp16";
+    case DataType::kFp32:
+      return "fp32";
   }
   return "?";
 }
@@ -44,11 +52,14 @@ std::optional<DataType> parse_data_type(const std::string& text) {
 
 int size_bytes(DataType type) {
   switch (type) {
-    case DataType::kInt8: return 1;
+    case DataType::kInt8:
+      return 1;
     case DataType::kBf16:
-    case DataType::kFp16: return 2;
+    case DataType::kFp16:
+      return 2;
     case DataType::kInt32:
-    case DataType::kFp32: return 4;
+    case DataType::kFp32:
+      return 4;
   }
   return 0;
 }

@@ -3,8 +3,8 @@
 a Markdown table: preset hbm2 against DRAMsim3 (default), or preset hbm2-pc against Ramulator 2.1
 with the RoBaRaCoCh mapping (--ramulator).
 
-Usage: bench/membench_agreement.py [--membench EXE] [--requests N] [--ramulator]
-EXE defaults to $NPUSIM membench, else the most recent build*/.../npusim_membench.
+Usage: bench/membench_agreement.py [--npusim EXE] [--requests N] [--ramulator]
+Runs `EXE membench`; EXE defaults to $NPUSIM, else the most recent build*/sim/npusim.
 """
 import argparse
 import glob
@@ -42,16 +42,13 @@ TIER1 = {"seq-read", "seq-write", "random-read", "stride-row", "idle-random-read
 
 
 def membench_command(explicit):
-    if explicit:
-        return [explicit]
-    if os.environ.get("NPUSIM"):
-        return [os.environ["NPUSIM"], "membench"]
-    exes = glob.glob(os.path.join(ROOT, "build*/models/dram/npusim_membench")) + glob.glob(
-        os.path.join(ROOT, "build*/dram/npusim_membench"))
+    if explicit or os.environ.get("NPUSIM"):
+        return [explicit or os.environ["NPUSIM"], "membench"]
+    exes = glob.glob(os.path.join(ROOT, "build*/sim/npusim"))
     if not exes:
-        sys.exit("membench_agreement: no npusim_membench found; build one or pass --membench")
+        sys.exit("membench_agreement: no build*/sim/npusim found; build one or pass --npusim")
     exes = [e for e in exes if not any(k in e.lower() for k in ("asan", "sanit", "debug"))] or exes
-    return [max(exes, key=os.path.getmtime)]
+    return [max(exes, key=os.path.getmtime), "membench"]
 
 
 def fmt(x, digits=2):
@@ -62,11 +59,11 @@ def fmt(x, digits=2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--membench")
+    ap.add_argument("--npusim")
     ap.add_argument("--requests", type=int, default=2000000)
     ap.add_argument("--ramulator", action="store_true")
     a = ap.parse_args()
-    cmd = membench_command(a.membench)
+    cmd = membench_command(a.npusim)
     memory, table, who = ("hbm2-pc", RAMULATOR, "Ram") if a.ramulator else ("hbm2", REFERENCE, "DS3")
     print("| pattern | tier | GB/s ours / %s (diff) | read lat avg ours / %s | p50 | p99 | "
           "row hit ours / %s | ACT/req | REF per 3900 cyc | pJ/bit ours / %s |" % ((who,) * 4))

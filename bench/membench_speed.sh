@@ -4,29 +4,17 @@
 # the same way (DRAM_REFERENCE.md section 5).
 #
 # Usage: bench/membench_speed.sh [requests]           (default 2000000; idle patterns use 1/10)
-#   NPUSIM=path/to/npusim   run "$NPUSIM membench ..." (default: build/sim/npusim once its
-#                            membench command works, else the stand-alone npusim_membench of a
-#                            build directory)
+#   NPUSIM=path/to/npusim   run "$NPUSIM membench ..." (default: build/sim/npusim)
 #   MEMORY=hbm2             preset to measure
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 requests="${1:-2000000}"
 memory="${MEMORY:-hbm2}"
 
-if [[ -n "${NPUSIM:-}" ]]; then
-  run=("$NPUSIM" membench)
-elif [[ -x "$root/build/sim/npusim" ]] && "$root/build/sim/npusim" membench --help >/dev/null 2>&1; then
-  run=("$root/build/sim/npusim" membench)
-else
-  # The most recently built stand-alone driver of any optimized build directory.
-  exe="$(ls -t "$root"/build*/models/dram/npusim_membench "$root"/build*/dram/npusim_membench \
-           2>/dev/null | grep -v -i -e asan -e sanit -e debug | head -n 1 || true)"
-  run=()
-  [[ -n "$exe" ]] && run=("$exe")
-  if [[ ${#run[@]} -eq 0 ]]; then
-    echo "membench_speed: no npusim or npusim_membench found; build one or set NPUSIM" >&2
-    exit 2
-  fi
+run=("${NPUSIM:-$root/build/sim/npusim}" membench)
+if [[ ! -x "${run[0]}" ]]; then
+  echo "membench_speed: ${run[0]} not found; build npusim or set NPUSIM" >&2
+  exit 2
 fi
 echo "# ${run[*]}  --memory $memory   ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
 printf '%-18s %3s %9s %12s %8s %14s %14s %14s %14s %9s\n' pattern ch requests sim_cycles cpu_s \

@@ -31,7 +31,6 @@ tlm::tlm_generic_payload* DmaEngine::take_payload() {
 void DmaEngine::burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle) {
   NPUSIM_CHECK(p.is_response_ok(), "{}: instruction {}: memory error at {:#x}", name(), instr_->id,
                p.get_address());
-  end_ = std::max(end_, cycle);
   if (burst_track_ != timeline::InstructionRecord::kNone) {
     const uint64_t issue = burst_issue_.at(&p);
     if (timeline_->bursts_wanted(instr_->layer, issue, cycle)) {
@@ -45,71 +44,47 @@ void DmaEngine::burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle) {
   }
 }
 
-void DmaEngine::send(uint64_t dram_addr, uint8_t* local, uint64_t len, uint64_t issue_cycle) {
+std::optional<uint64_t> DmaEngine::send(const DmaBurst& burst) {
   tlm::tlm_generic_payload* p = take_payload();
   p->set_command(load_ ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-  p->set_address(dram_addr);
-  p->set_data_ptr(local);
-  p->set_data_length(static_cast<unsigned>(len));
-  p->set_streaming_width(static_cast<unsigned>(len));
+  p->set_address(burst.dram_addr);
+  p->set_data_ptr(local_ + burst.box_offset);
+  p->set_data_length(static_cast<unsigned>(burst.bytes));
+  p->set_streaming_width(static_cast<unsigned>(burst.bytes));
   p->set_byte_enable_ptr(nullptr);
   p->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   const uint64_t now = clock_.now();
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
-  sc_core::sc_time delay = clock_.cycles(issue_cycle - now);
+  sc_core::sc_time delay = clock_.cycles(burst.issue_cycle - now);
   ++bursts_;
-  if (burst_track_ != timeline::InstructionRecord::kNone) burst_issue_[p] = issue_cycle;
+  if (burst_track_ != timeline::InstructionRecord::kNone) burst_issue_[p] = burst.issue_cycle;
   const tlm::tlm_sync_enum r = socket->nb_transport_fw(*p, phase, delay);
   if (r == tlm::TLM_COMPLETED) {  // early completion: the simple memory
-    burst_done(*p, now + clock_.to_cycles(delay));
+    const uint64_t done = now + clock_.to_cycles(delay);
+    burst_done(*p, done);
     free_.push_back(p);
-  } else {
-    NPUSIM_CHECK(r == tlm::TLM_ACCEPTED, "{}: instruction {}: unexpected transport status {}",
-                 name(), instr_->id, int(r));
-    ++outstanding_;
+    return done;
   }
+  NPUSIM_CHECK(r == tlm::TLM_ACCEPTED, "{}: instruction {}: unexpected transport status {}", name(),
+               instr_->id, int(r));
+  return std::nullopt;
 }
 
 void DmaEngine::pump() {
-  const uint64_t now = clock_.now();
-  const uint64_t len = op_->count[0];
-  while (next_row_ < rows_) {
-    const uint64_t i1 = next_row_ % op_->count[1], i2 = next_row_ / op_->count[1];
-    const uint64_t addr = op_->dram_addr + i2 * op_->dram_stride[1] + i1 * op_->dram_stride[0];
-    uint8_t* local = local_ + next_row_ * len;
-    if (row_offset_ == 0) row_cycle_ = std::max(next_row_cycle_, now);
-    const uint64_t issue = std::max(row_cycle_, now);
-    while (row_offset_ < len) {
-      if (params_.max_outstanding > 0 && outstanding_ >= uint64_t(params_.max_outstanding)) {
-        if (window_since_ == UINT64_MAX) window_since_ = now;
-        return;  // resumed by the next completion
-      }
-      const uint64_t piece =
-          burst_piece(addr + row_offset_, len - row_offset_, params_.burst_bytes);
-      send(addr + row_offset_, local + row_offset_, piece, issue);
-      row_offset_ += piece;
-    }
-    row_offset_ = 0;
-    next_row_cycle_ = issue + 1;
-    ++next_row_;
-  }
+  transfer_->pump(clock_.now(), [this](const DmaBurst& burst) { return send(burst); });
 }
 
 tlm::tlm_sync_enum DmaEngine::nb_transport_bw(tlm::tlm_generic_payload& payload,
                                               tlm::tlm_phase& phase, sc_core::sc_time& delay) {
-  NPUSIM_CHECK(phase == tlm::BEGIN_RESP && delay == sc_core::SC_ZERO_TIME && outstanding_ > 0,
-               "{}: unexpected response (phase {}, {} outstanding)", name(), int(phase),
-               outstanding_);
+  NPUSIM_CHECK(phase == tlm::BEGIN_RESP && delay == sc_core::SC_ZERO_TIME && transfer_ &&
+                   transfer_->outstanding() > 0,
+               "{}: unexpected response (phase {})", name(), int(phase));
   const uint64_t now = clock_.now();
-  --outstanding_;
+  transfer_->completed(now);
   burst_done(payload, now);
   free_.push_back(&payload);
-  if (window_since_ != UINT64_MAX) {
-    window_full_cycles_ += now - window_since_;
-    window_since_ = UINT64_MAX;
-  }
   pump();
-  if (next_row_ == rows_ && outstanding_ == 0) done_event_.notify(sc_core::SC_ZERO_TIME);
+  if (transfer_->finished()) done_event_.notify(sc_core::SC_ZERO_TIME);
   phase = tlm::END_RESP;
   return tlm::TLM_COMPLETED;
 }
@@ -127,15 +102,11 @@ void DmaEngine::execute(const Instruction& instr) {
   load_ = load;
   if (op->transpose) staging_.resize(op->bytes());
   local_ = op->transpose ? staging_.data() : local;
-  rows_ = op->count[0] == 0 ? 0 : uint64_t{op->count[1]} * op->count[2];
-  next_row_ = row_offset_ = 0;
-  next_row_cycle_ = start;
-  end_ = start + 1;
+  transfer_.emplace(*op, params_, start);
   conflicts_ = 0;
   pump();
-  if (next_row_ < rows_ || outstanding_ > 0) wait(done_event_);
-  NPUSIM_CHECK(next_row_ == rows_ && outstanding_ == 0, "{}: instruction {} woke unfinished",
-               name(), instr.id);
+  if (!transfer_->finished()) wait(done_event_);
+  NPUSIM_CHECK(transfer_->finished(), "{}: instruction {} woke unfinished", name(), instr.id);
   if (op->transpose) {  // row i1 of the box becomes column i1 of the buffer, element by element
     const uint32_t eb = static_cast<uint32_t>(op->transpose_element_bytes);
     for (uint32_t i1 = 0; i1 < op->count[1]; ++i1) {
@@ -145,7 +116,8 @@ void DmaEngine::execute(const Instruction& instr) {
       }
     }
   }
-  const uint64_t end = end_ + conflicts_;
+  const uint64_t end = transfer_->end_cycle() + conflicts_;
+  window_full_cycles_ += transfer_->window_full_cycles();
   bank_conflict_cycles_ += conflicts_;
   layer_conflicts_[instr.layer] += conflicts_;
   bytes_moved_ += op->bytes();

@@ -1,50 +1,28 @@
 // DMA queue: copies strided boxes (1-D to 3-D) between off-chip memory and an on-chip buffer over a
 // TLM-2.0 initiator socket (base-protocol non-blocking transport, one transaction per burst).
 //
-// Timing rule: the address generator produces one row of the box (count[0] contiguous bytes) per
-// core cycle. A row is cut into bursts at multiples of the memory's burst size (split_into_bursts;
-// burst size 0, the simple memory, keeps the row whole) and all its bursts issue in that cycle, at
-// most `max_outstanding` of them in flight (0: no limit): a burst that finds the window full waits
-// for a completion, and the rows after it shift by as much. The instruction completes when its
-// last burst has completed, and at the earliest one cycle after it started, plus the bank-conflict
-// cycles of its loads (rule in onchip_buffers.hpp); the queue starts its next instruction then and
-// reports the completion token to the scoreboard. A transposing load writes each row as a column of
-// the buffer (a 2-D transpose on the fly, same timing). Bursts are issued from the memory's
-// completion callbacks, so the queue's thread wakes once per instruction, not once per burst.
+// Timing rule: rows, bursts and the outstanding window as the core states it (models/dma_core.hpp);
+// the instruction completes at the core's end cycle plus the bank-conflict cycles of its loads
+// (rule in onchip_buffers.hpp); the queue starts its next instruction then and reports the
+// completion token to the scoreboard. A transposing load writes each row as a column of the buffer
+// (a 2-D transpose on the fly, same timing). Bursts are issued from the memory's completion
+// callbacks, so the queue's thread wakes once per instruction, not once per burst.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <tlm>
 #include <unordered_map>
 #include <vector>
 
+#include "models/dma_core.hpp"
 #include "models/execution_unit.hpp"
 #include "models/onchip_buffers.hpp"
 
 namespace npusim {
-
-// Calls f(offset, bytes) for each piece of [addr, addr + len) cut at the multiples of
-// `burst_bytes` (offset relative to addr); burst_bytes 0 gives one piece. Plain C++.
-inline uint64_t burst_piece(uint64_t addr, uint64_t remaining, uint64_t burst_bytes) {
-  return burst_bytes == 0 ? remaining : std::min(remaining, burst_bytes - addr % burst_bytes);
-}
-template <class F>
-void split_into_bursts(uint64_t addr, uint64_t len, uint64_t burst_bytes, F&& f) {
-  for (uint64_t off = 0; off < len;) {
-    const uint64_t piece = burst_piece(addr + off, len - off, burst_bytes);
-    f(off, piece);
-    off += piece;
-  }
-}
-
-struct DmaParams {
-  uint64_t burst_bytes = 0;  // 0: one transaction per row
-  int max_outstanding = 0;   // bursts in flight; 0: no limit
-};
 
 class DmaEngine : public ExecutionUnit {
  public:
@@ -71,7 +49,8 @@ class DmaEngine : public ExecutionUnit {
  private:
   // Issues bursts of the current instruction until the window is full or the box is done.
   void pump();
-  void send(uint64_t dram_addr, uint8_t* local, uint64_t len, uint64_t issue_cycle);
+  // Sends one burst; its completion cycle if the memory completed it at once.
+  std::optional<uint64_t> send(const DmaBurst& burst);
   void burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
@@ -88,14 +67,9 @@ class DmaEngine : public ExecutionUnit {
   const Instruction* instr_ = nullptr;
   bool load_ = false;
   uint8_t* local_ = nullptr;  // where row 0 lands or comes from (staging_ when transposing)
-  uint64_t rows_ = 0, next_row_ = 0, row_offset_ = 0;
-  uint64_t row_cycle_ = 0;       // issue cycle of the row in progress
-  uint64_t next_row_cycle_ = 0;  // earliest issue cycle of the next row
-  uint64_t end_ = 0;             // latest burst completion
-  uint64_t outstanding_ = 0;
-  uint64_t conflicts_ = 0;              // bank-conflict cycles of this instruction
-  uint64_t window_since_ = UINT64_MAX;  // when a burst found the window full
-  std::vector<uint8_t> staging_;        // the box of a transposing load, row by row
+  std::optional<DmaTransfer> transfer_;
+  uint64_t conflicts_ = 0;        // bank-conflict cycles of this instruction
+  std::vector<uint8_t> staging_;  // the box of a transposing load, row by row
   uint32_t burst_track_ = timeline::InstructionRecord::kNone;
   std::unordered_map<const tlm::tlm_generic_payload*, uint64_t> burst_issue_;  // burst detail only
 

@@ -4,18 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
+#include "models/dram/memory_stats.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
 
-DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::MemoryConfig config,
-                       const CoreClock& clock)
-    : sc_module(name),
-      socket("socket"),
-      data_(bytes),
-      clock_(clock),
+DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, std::string preset,
+                       dram::MemoryConfig config, const CoreClock& clock)
+    : OffChipMemoryInterface(name, bytes, clock),
+      preset_(std::move(preset)),
       memory_(std::move(config)),
       crossing_(clock.period().value() / sc_core::sc_time(1, sc_core::SC_PS).value(),
                 static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))),
@@ -24,7 +22,6 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::Memor
   memory_.set_callback([this](uint64_t id, uint64_t cycle) {
     completed_.push_back({static_cast<uint32_t>(id), cycle});
   });
-  socket.register_nb_transport_fw(this, &DramMemory::nb_transport_fw);
   SC_HAS_PROCESS(DramMemory);
   // A method, not a thread: one activation per wake-up, without a context switch.
   SC_METHOD(step);
@@ -35,16 +32,22 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::Memor
   dont_initialize();
 }
 
-void DramMemory::record_to(timeline::Timeline* timeline, std::vector<uint32_t> channel_tracks) {
-  NPUSIM_CHECK(channel_tracks.size() == size_t(memory_.channels()),
-               "{}: {} channel tracks for {} channels", name(), channel_tracks.size(),
-               memory_.channels());
-  timeline_ = timeline;
-  channel_tracks_ = std::move(channel_tracks);
+void DramMemory::record_to(timeline::Timeline& timeline) {
+  timeline_ = &timeline;
+  channel_tracks_.clear();
+  for (int c = 0; c < memory_.channels(); ++c) {
+    channel_tracks_.push_back(
+        timeline.add_track(fmt::format("dram ch{}", c), timeline::TrackKind::kMemoryChannel, c));
+  }
+  std::vector<std::string> names;
+  for (int k = 0; k < dram::kCommandKinds; ++k)
+    names.push_back(dram::command_name(dram::Command(k)));
+  timeline.set_command_names(std::move(names));
   if (timeline_->filter().detail == timeline::Detail::kBursts) observe_commands();
 }
 
-void DramMemory::trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix) {
+void DramMemory::trace_waveforms(sc_core::sc_trace_file* file) {
+  const std::string prefix = "dram";
   const size_t n = size_t(memory_.channels());
   waves_ = std::make_unique<Waves>();
   waves_->command.assign(n, 0);
@@ -96,19 +99,10 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
   const uint64_t addr = payload.get_address();
   const uint64_t len = payload.get_data_length();
   const uint64_t burst = burst_bytes();
-  NPUSIM_CHECK(addr <= data_.size() && len <= data_.size() - addr,
-               "{}: access [{:#x}, {:#x}) beyond the {} bytes in use", name(), addr, addr + len,
-               data_.size());
   NPUSIM_CHECK(len > 0 && addr / burst == (addr + len - 1) / burst,
                "{}: access [{:#x}, {:#x}) is not inside one {}-byte burst", name(), addr,
                addr + len, burst);
-  if (payload.is_read()) {
-    std::memcpy(payload.get_data_ptr(), data_.data() + addr, len);
-    bytes_read_ += len;
-  } else {
-    std::memcpy(data_.data() + addr, payload.get_data_ptr(), len);
-    bytes_written_ += len;
-  }
+  move_bytes(payload);
   const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
   arrivals_.push({arrival, next_seq_++, &payload, initiator});
   arrival_event_.notify(delay);  // an earlier pending notification wins; step() re-derives the rest
@@ -229,6 +223,20 @@ dram::MemoryStats DramMemory::finish(uint64_t end_cycle) {
   const uint64_t target = crossing_.entry_memory_cycle(end_cycle);
   if (target > memory_.now()) memory_.advance_to(target);
   return memory_.stats();
+}
+
+void DramMemory::register_stats(stats::Registry& reg, const std::string& prefix,
+                                uint64_t end_cycle) {
+  stats::Registry figures;  // captured by value: include() copies them
+  dram::register_memory_stats(figures, preset_, memory_.config(), finish(end_cycle),
+                              dram::channel_bursts(memory_));
+  reg.include(prefix, figures);
+}
+
+std::optional<OffChipMemoryInterface::Energy> DramMemory::energy() const {
+  const auto s = memory_.stats();
+  return Energy{s.act_energy_pj + s.read_energy_pj + s.write_energy_pj,
+                s.background_energy_pj + s.refresh_energy_pj};
 }
 
 }  // namespace npusim

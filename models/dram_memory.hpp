@@ -1,5 +1,6 @@
 // Command-level off-chip memory: the DRAM model of models/dram/ (dram::MemorySystem: channels,
-// banks, JEDEC timing, FR-FCFS, refresh) behind a TLM-2.0 target socket, plus the functional bytes.
+// banks, JEDEC timing, FR-FCFS, refresh) behind the off-chip memory interface
+// (models/offchip_memory_interface.hpp), plus the functional bytes.
 //
 // Protocol: base-protocol non-blocking transport, one DRAM burst per transaction. The initiator
 // sends BEGIN_REQ with an annotated delay (core cycles until the burst leaves it); the module
@@ -29,19 +30,15 @@
 // return to 0 one core cycle later.
 #pragma once
 
-#include <tlm_utils/multi_passthrough_target_socket.h>
-
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <queue>
-#include <systemc>
-#include <tlm>
+#include <string>
 #include <vector>
 
-#include "models/clock.hpp"
 #include "models/dram/memory_system.hpp"
-#include "support/timeline.hpp"
+#include "models/offchip_memory_interface.hpp"
 
 namespace npusim {
 
@@ -62,28 +59,27 @@ class ClockCrossing {
   uint64_t core_ps_, mem_ps_;
 };
 
-class DramMemory : public sc_core::sc_module {
+class DramMemory : public OffChipMemoryInterface {
  public:
-  tlm_utils::multi_passthrough_target_socket<DramMemory> socket;
+  // `bytes`: functional storage (the program's footprint); `config`: a resolved memory preset,
+  // `preset` as the user named it.
+  DramMemory(sc_core::sc_module_name name, uint64_t bytes, std::string preset,
+             dram::MemoryConfig config, const CoreClock& clock);
 
-  // `bytes`: functional storage (the program's footprint); `config`: a resolved memory preset.
-  DramMemory(sc_core::sc_module_name name, uint64_t bytes, dram::MemoryConfig config,
-             const CoreClock& clock);
-
-  std::vector<uint8_t>& contents() { return data_; }
-  uint64_t bytes_read() const { return bytes_read_; }
-  uint64_t bytes_written() const { return bytes_written_; }
   // Bytes of one DRAM burst: the DMA splits its rows at multiples of it.
-  uint64_t burst_bytes() const { return uint64_t(memory_.config().org.access_bytes()); }
+  uint64_t burst_bytes() const override { return uint64_t(memory_.config().org.access_bytes()); }
   const dram::MemorySystem& memory() const { return memory_; }
   const ClockCrossing& crossing() const { return crossing_; }
   // Brings the memory to core cycle `end_cycle` (refresh and background of the tail included) and
   // returns its statistics. Contract: nothing may be in flight.
   dram::MemoryStats finish(uint64_t end_cycle);
-  // Records completed bytes (and, with burst detail, commands) of channel c on channel_tracks[c].
-  void record_to(timeline::Timeline* timeline, std::vector<uint32_t> channel_tracks);
-  // Traces "<prefix>.ch<c>.command" and ".bank" into `file` (before sc_start).
-  void trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix);
+  // The figures of models/dram/memory_stats.hpp, after finish(end_cycle).
+  void register_stats(stats::Registry& reg, const std::string& prefix, uint64_t end_cycle) override;
+  std::optional<Energy> energy() const override;
+  // A track per channel, "dram ch<c>": its completed bytes and, with burst detail, its commands.
+  void record_to(timeline::Timeline& timeline) override;
+  // Traces "dram.ch<c>.command" and ".bank" into `file` (before sc_start).
+  void trace_waveforms(sc_core::sc_trace_file* file) override;
 
  private:
   struct Arrival {
@@ -104,7 +100,7 @@ class DramMemory : public sc_core::sc_module {
   };
 
   tlm::tlm_sync_enum nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
-                                     tlm::tlm_phase& phase, sc_core::sc_time& delay);
+                                     tlm::tlm_phase& phase, sc_core::sc_time& delay) override;
   // The module's process: brings the memory to now, then sleeps until the next arrival or event.
   void step();
   // Brings the memory to core cycle `c` and delivers the completions seen at `c`.
@@ -118,8 +114,7 @@ class DramMemory : public sc_core::sc_module {
   void on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle);
   void clear_commands();
 
-  std::vector<uint8_t> data_;
-  const CoreClock& clock_;
+  std::string preset_;
   dram::MemorySystem memory_;
   ClockCrossing crossing_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
@@ -134,7 +129,6 @@ class DramMemory : public sc_core::sc_module {
   std::vector<Completion> completed_, delivering_;  // completed and not yet delivered
   uint64_t next_seq_ = 0;
   sc_core::sc_event arrival_event_;
-  uint64_t bytes_read_ = 0, bytes_written_ = 0;
 
   timeline::Timeline* timeline_ = nullptr;
   std::vector<uint32_t> channel_tracks_;

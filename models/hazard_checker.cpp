@@ -1,11 +1,11 @@
 #include "models/hazard_checker.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace npusim {
 
@@ -49,8 +49,8 @@ struct AccessVisitor {
   }
   void operator()(const MatmulOp& m) const {
     const ActivationView& v = m.a;
-    x.add(BufferId::kUnified, v.ub_addr,
-          uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * x.eb, false);
+    x.add(BufferId::kUnified, v.ub_addr, uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * x.eb,
+          false);
     x.add(BufferId::kWeight, m.wb_addr, Extents::span(m.k, m.n, m.w_ld) * x.eb, false);
     const uint64_t acc = Extents::span(m.m, m.n, m.acc_ld) * 4;
     if (m.accumulate) x.add(BufferId::kAccumulator, m.acc_addr, acc, false);

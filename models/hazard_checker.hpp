@@ -43,7 +43,7 @@ struct Window {
 struct Hazard {
   std::string kind;  // "RAW", "WAR", "WAW"
   uint32_t earlier = 0, later = 0;
-  Access range;      // the overlap
+  Access range;  // the overlap
   Window earlier_window, later_window;
   std::string message;  // everything above, for a person
 };

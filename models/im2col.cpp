@@ -9,8 +9,8 @@ void gather_activations(const ActivationView& v, const void* slab_bytes, int m, 
                         void* out_bytes, int eb) {
   const auto* slab = static_cast<const uint8_t*>(slab_bytes);
   auto* out = static_cast<uint8_t*>(out_bytes);
-  const int row_k = v.kernel_w * v.window_c;     // window elements per kernel row
-  const int plane_k = v.kernel_h * row_k;        // window elements per kernel depth plane
+  const int row_k = v.kernel_w * v.window_c;  // window elements per kernel row
+  const int plane_k = v.kernel_h * row_k;     // window elements per kernel depth plane
   for (int row = 0; row < m; ++row) {
     const int pixel = v.m0 + row;
     const int oy = pixel / v.out_w, ox = pixel % v.out_w;

@@ -2,19 +2,13 @@
 // Timing rule: a request of B bytes arriving at cycle a starts at s = max(a, busy_until), holds the
 // data bus for B / bytes_per_cycle cycles (fractional, so small requests pack back to back) and
 // completes at ceil(s + B / bytes_per_cycle + latency). It answers a non-blocking BEGIN_REQ at once
-// with TLM_COMPLETED and the delay to its completion (the base protocol's early completion), so the
-// DMA drives it and the command-level DramMemory (models/dram_memory.hpp) through one interface.
+// with TLM_COMPLETED and the delay to its completion (the base protocol's early completion), one
+// way the off-chip memory interface (models/offchip_memory_interface.hpp) allows.
 #pragma once
 
-#include <tlm_utils/multi_passthrough_target_socket.h>
-
 #include <cstdint>
-#include <systemc>
-#include <tlm>
-#include <vector>
 
-#include "models/clock.hpp"
-#include "support/timeline.hpp"
+#include "models/offchip_memory_interface.hpp"
 
 namespace npusim {
 
@@ -34,32 +28,24 @@ class BandwidthLatencyTiming {
   double busy_cycles_ = 0.0;
 };
 
-class OffChipMemory : public sc_core::sc_module {
+class OffChipMemory : public OffChipMemoryInterface {
  public:
-  tlm_utils::multi_passthrough_target_socket<OffChipMemory> socket;
+  // Bandwidth, latency and clock from `hw`.
+  OffChipMemory(sc_core::sc_module_name name, uint64_t bytes, const HwConfig& hw,
+                const CoreClock& clock);
 
-  OffChipMemory(sc_core::sc_module_name name, uint64_t bytes, double bytes_per_cycle,
-                uint64_t latency_cycles, const CoreClock& clock);
-
-  std::vector<uint8_t>& contents() { return data_; }
-  uint64_t bytes_read() const { return bytes_read_; }
-  uint64_t bytes_written() const { return bytes_written_; }
+  uint64_t burst_bytes() const override { return 0; }
   uint64_t busy_cycles() const { return timing_.busy_cycles(); }
-  // Records the bytes of every completed request on `track` of `timeline`.
-  void record_to(timeline::Timeline* timeline, uint32_t track) {
-    timeline_ = timeline;
-    track_ = track;
-  }
+  void register_stats(stats::Registry& reg, const std::string& prefix, uint64_t end_cycle) override;
+  // One track, "memory": the bytes of every completed request.
+  void record_to(timeline::Timeline& timeline) override;
 
  private:
-  void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
   tlm::tlm_sync_enum nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,
-                                     tlm::tlm_phase& phase, sc_core::sc_time& delay);
+                                     tlm::tlm_phase& phase, sc_core::sc_time& delay) override;
 
-  std::vector<uint8_t> data_;
   BandwidthLatencyTiming timing_;
-  const CoreClock& clock_;
-  uint64_t bytes_read_ = 0, bytes_written_ = 0;
+  double bandwidth_gbps_, latency_ns_;
   timeline::Timeline* timeline_ = nullptr;
   uint32_t track_ = 0;
 };

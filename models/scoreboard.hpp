@@ -5,9 +5,8 @@
 
 #include <cstdint>
 #include <queue>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "models/clock.hpp"
 

@@ -3,48 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
-#include "models/dram/memory_stats.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
-
-dram::MemoryConfig resolve_dram_config(const HwConfig& hw) {
-  const auto& m = hw.memory;
-  const std::string& where = hw.origin.empty() ? hw.name : hw.origin;
-  dram::MemoryConfig cfg;
-  try {
-    cfg = dram::resolve_memory_config(m.preset);
-  } catch (const UserError& e) {
-    // The loader speaks to membench's --memory option; here the value came from /memory/preset.
-    std::string what = e.what();
-    const std::string option = "--memory " + m.preset + ": ";
-    if (what.rfind(option, 0) == 0) what = what.substr(option.size());
-    throw UserError(fmt::format("{}: /memory/preset: {}", where, what));
-  }
-  if (m.channels != 0 && m.channels != cfg.org.channels) {
-    cfg.org.channels = m.channels;
-    cfg.name += fmt::format(" x{}", m.channels);
-    // The preset file format round trip re-validates the organization with the address mapping.
-    cfg =
-        dram::parse_memory_config(dram::memory_config_to_json_text(cfg),
-                                  fmt::format("{} with /memory/channels {}", m.preset, m.channels));
-  }
-  const double peak = cfg.peak_bandwidth_gbps();
-  if (m.bandwidth_gbps > 0 && std::abs(m.bandwidth_gbps - peak) > 0.01 * peak) {
-    throw UserError(fmt::format(
-        "{}: /memory/bandwidth_gbps: expected the peak of {} ({:.2f} GB/s) or 0, got {}", where,
-        cfg.name, peak, m.bandwidth_gbps));
-  }
-  if (m.capacity_bytes > cfg.org.capacity_bytes()) {
-    throw UserError(
-        fmt::format("{}: /memory/capacity_bytes: expected at most the {} bytes of {}, got {}",
-                    where, cfg.org.capacity_bytes(), cfg.name, m.capacity_bytes));
-  }
-  return cfg;
-}
 
 std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int index) {
   std::vector<uint32_t> ids;
@@ -54,18 +17,9 @@ std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int 
   return ids;
 }
 
-std::unique_ptr<DramMemory> Soc::make_dram_memory(const Program& program) {
-  if (!dram_config) return nullptr;
-  return std::make_unique<DramMemory>("memory", program.dram_bytes, *dram_config, clock);
-}
-
 DmaParams Soc::dma_params(const HwConfig& hw) const {
-  DmaParams p;
-  if (dram_config) {
-    p.burst_bytes = uint64_t(dram_config->org.access_bytes());
-    p.max_outstanding = hw.memory.max_outstanding_bursts;
-  }
-  return p;
+  // A memory that completes every request at once (the simple one) never fills the window.
+  return DmaParams{memory->burst_bytes(), hw.memory.max_outstanding_bursts};
 }
 
 Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
@@ -74,17 +28,11 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
       clock(hw.clock_mhz),
       buffers(hw),
       scoreboard("scoreboard", program.instructions.size(), clock),
-      dram_config(hw.memory.model == "dram" ? std::optional(resolve_dram_config(hw))
-                                            : std::nullopt),
-      simple_memory(dram_config ? nullptr
-                                : std::make_unique<OffChipMemory>(
-                                      "memory", program.dram_bytes, hw.memory_bytes_per_cycle(),
-                                      hw.memory_latency_cycles(), clock)),
-      dram_memory(make_dram_memory(program)),
-      dma_load("dma_load", program, stream_of(program, UnitKind::kDmaLoad, 0), scoreboard, clock,
-               buffers, dma_params(hw)),
-      dma_store("dma_store", program, stream_of(program, UnitKind::kDmaStore, 0), scoreboard, clock,
-                buffers, dma_params(hw)),
+      memory(make_offchip_memory(hw, program.dram_bytes, clock)),
+      dma_load(to_string(UnitKind::kDmaLoad), program, stream_of(program, UnitKind::kDmaLoad, 0),
+               scoreboard, clock, buffers, dma_params(hw)),
+      dma_store(to_string(UnitKind::kDmaStore), program, stream_of(program, UnitKind::kDmaStore, 0),
+                scoreboard, clock, buffers, dma_params(hw)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
                   clock, buffers, hw.vector_unit, compute_values) {
   add_queues(hw, program, UnitKind::kDmaLoad, dma_load, load_queues);
@@ -118,29 +66,13 @@ void Soc::add_queues(const HwConfig& hw, const Program& program, UnitKind kind, 
   queues.push_back(&first);
   for (int i = 1; i < count; ++i) {
     extra_queues_.push_back(std::make_unique<DmaEngine>(
-        fmt::format("{}{}", kind == UnitKind::kDmaLoad ? "dma_load" : "dma_store", i).c_str(),
-        program, stream_of(program, kind, i), scoreboard, clock, buffers, dma_params(hw)));
+        fmt::format("{}{}", to_string(kind), i).c_str(), program, stream_of(program, kind, i),
+        scoreboard, clock, buffers, dma_params(hw)));
     queues.push_back(extra_queues_.back().get());
   }
   // Binding order is the initiator order of the memory's socket (simultaneous requests: loads
   // before stores, lower queues first, as bound here).
-  for (DmaEngine* q : queues) {
-    if (dram_memory) {
-      q->socket.bind(dram_memory->socket);
-    } else {
-      q->socket.bind(simple_memory->socket);
-    }
-  }
-}
-
-std::vector<uint8_t>& Soc::memory_contents() {
-  return dram_memory ? dram_memory->contents() : simple_memory->contents();
-}
-uint64_t Soc::memory_bytes_read() const {
-  return dram_memory ? dram_memory->bytes_read() : simple_memory->bytes_read();
-}
-uint64_t Soc::memory_bytes_written() const {
-  return dram_memory ? dram_memory->bytes_written() : simple_memory->bytes_written();
+  for (DmaEngine* q : queues) q->socket.bind(memory->socket);
 }
 
 std::vector<const ExecutionUnit*> Soc::units() const {
@@ -154,21 +86,9 @@ std::vector<const ExecutionUnit*> Soc::units() const {
 void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle) {
   for (const ExecutionUnit* u : units())
     u->register_stats(reg, std::string("units.") + u->basename());
-  reg.value("memory.model", "", "off-chip memory model: simple or dram", hw.memory.model);
-  if (!dram_memory) {
-    reg.value("memory.bandwidth_gbps", "GB/s", "simple memory: bandwidth shared by the DMA queues",
-              hw.memory.bandwidth_gbps);
-    reg.value("memory.latency_ns", "ns", "simple memory: latency of every request",
-              hw.memory.latency_ns);
-    reg.value("memory.busy_cycles", "cycles", "simple memory: cycles its data bus was busy",
-              simple_memory->busy_cycles());
-    return;
-  }
-  const dram::MemoryStats s = dram_memory->finish(end_cycle);
-  stats::Registry figures;
-  dram::register_memory_stats(figures, hw.memory.preset, *dram_config, s,
-                              dram::channel_bursts(dram_memory->memory()));
-  reg.include("memory", figures);
+  reg.value("memory.model", "", "off-chip memory model: simple or dram",
+            to_string(hw.memory.model));
+  memory->register_stats(reg, "memory", end_cycle);
 }
 
 void Soc::record_to(timeline::Timeline& timeline) {
@@ -206,20 +126,7 @@ void Soc::record_to(timeline::Timeline& timeline) {
       }
     }
   }
-  if (dram_memory) {
-    std::vector<uint32_t> tracks;
-    for (int c = 0; c < dram_memory->memory().channels(); ++c) {
-      tracks.push_back(
-          timeline.add_track(fmt::format("dram ch{}", c), TrackKind::kMemoryChannel, c));
-    }
-    std::vector<std::string> names;
-    for (int k = 0; k < dram::kCommandKinds; ++k)
-      names.push_back(dram::command_name(dram::Command(k)));
-    timeline.set_command_names(std::move(names));
-    dram_memory->record_to(&timeline, std::move(tracks));
-  } else {
-    simple_memory->record_to(&timeline, timeline.add_track("memory", TrackKind::kMemoryChannel, 0));
-  }
+  memory->record_to(timeline);
 }
 
 std::vector<ExecutionUnit*> Soc::mutable_units() {
@@ -232,7 +139,7 @@ std::vector<ExecutionUnit*> Soc::mutable_units() {
 
 void Soc::trace_waveforms(sc_core::sc_trace_file* file) {
   for (ExecutionUnit* u : mutable_units()) u->trace_waveforms(file, u->basename());
-  if (dram_memory) dram_memory->trace_waveforms(file, "dram");
+  memory->trace_waveforms(file);
 }
 
 }  // namespace npusim

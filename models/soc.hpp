@@ -1,45 +1,37 @@
 // The accelerator: DMA load and store queues (one of each, more if the program names more) and the
 // matrix units and vector unit, all sharing
 // the banked on-chip buffers; the DMA queues reach off-chip memory through TLM-2.0 sockets. The
-// off-chip memory is the simple latency + bandwidth model or the command-level DRAM model
-// (memory.model in the hardware description). Built from a hardware description and loaded with a
+// off-chip memory is whichever model memory.model names, behind one interface
+// (models/offchip_memory_interface.hpp). Built from a hardware description and loaded with a
 // Program; sc_start runs it to completion. With `compute_values` false (npusim run --values off)
 // the matrix and vector units compute no values (timing never depends on them:
 // docs/performance.md); the DMA still moves bytes.
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <systemc>
 #include <vector>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "models/dma_engine.hpp"
-#include "models/dram/dram_config.hpp"
-#include "models/dram_memory.hpp"
 #include "models/matrix_unit.hpp"
-#include "models/offchip_memory.hpp"
+#include "models/offchip_memory_interface.hpp"
 #include "models/onchip_buffers.hpp"
 #include "models/scoreboard.hpp"
 #include "models/vector_unit.hpp"
 
 namespace npusim {
 
-// The memory preset of a "dram" hardware description, with memory.channels applied and checked
-// against memory.bandwidth_gbps and memory.capacity_bytes. UserError (naming /memory/...) if the
-// preset cannot be used.
-dram::MemoryConfig resolve_dram_config(const HwConfig& hw);
-
 class Soc : public sc_core::sc_module {
  public:
   Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
       systolic::Fidelity fidelity, bool compute_values = true);
 
-  // Functional bytes of off-chip memory, whichever model holds them.
-  std::vector<uint8_t>& memory_contents();
-  uint64_t memory_bytes_read() const;
-  uint64_t memory_bytes_written() const;
+  // Functional bytes of off-chip memory.
+  std::vector<uint8_t>& memory_contents() { return memory->contents(); }
+  uint64_t memory_bytes_read() const { return memory->bytes_read(); }
+  uint64_t memory_bytes_written() const { return memory->bytes_written(); }
   // Brings the memory model to `end_cycle` (the run's last cycle) and registers the figures of
   // every unit under "units.<unit>" and of the off-chip memory under "memory".
   void register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle);
@@ -55,11 +47,9 @@ class Soc : public sc_core::sc_module {
   CoreClock clock;
   OnChipBuffers buffers;
   Scoreboard scoreboard;
-  std::optional<dram::MemoryConfig> dram_config;  // set for memory.model "dram"
-  std::unique_ptr<OffChipMemory> simple_memory;   // memory.model "simple"
-  std::unique_ptr<DramMemory> dram_memory;        // memory.model "dram"
-  DmaEngine dma_load;                             // DMA_LOAD queue 0
-  DmaEngine dma_store;                            // DMA_STORE queue 0
+  std::unique_ptr<OffChipMemoryInterface> memory;  // the model memory.model names
+  DmaEngine dma_load;                              // DMA_LOAD queue 0
+  DmaEngine dma_store;                             // DMA_STORE queue 0
   // Every queue of each kind, queue 0 first: the program's instructions name a queue by
   // unit_index, and each index it uses gets a queue of its own (the compiler today uses 0 only).
   std::vector<DmaEngine*> load_queues, store_queues;
@@ -70,7 +60,6 @@ class Soc : public sc_core::sc_module {
   std::vector<ExecutionUnit*> mutable_units();
   static std::vector<uint32_t> stream_of(const Program& program, UnitKind kind, int index);
   DmaParams dma_params(const HwConfig& hw) const;
-  std::unique_ptr<DramMemory> make_dram_memory(const Program& program);
   void add_queues(const HwConfig& hw, const Program& program, UnitKind kind, DmaEngine& first,
                   std::vector<DmaEngine*>& queues);
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config ccache git
+  build-essential cmake pkg-config ccache git clang-format
   libsystemc-dev libboost-program-options-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy

@@ -18,17 +18,19 @@
 #include "models/soc.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/preset_listing.hpp"
+#include "sim/command_line.hpp"
+#include "sim/membench_command.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
 #include "sim/trace_outputs.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
+#include "support/presets.hpp"
 
 #ifdef NPUSIM_HAVE_SCALESIM
 #include "compat/scalesim/scalesim_cli.hpp"
 #endif
-#include "models/dram/membench_cli.hpp"
 
 namespace po = boost::program_options;
 
@@ -51,29 +53,6 @@ commands:
 
 exit codes: 0 success, 2 bad input or usage, 1 internal error
 )";
-
-struct UsageError : UserError {
-  using UserError::UserError;
-};
-
-// Parses `args` against `options`; returns false when --help was printed.
-bool parse(const std::string& command, const std::string& synopsis,
-           po::options_description& options, const std::vector<std::string>& args,
-           po::variables_map& vm) {
-  options.add_options()("help,h", "show this help");
-  try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: npusim " << command << " " << synopsis << "\n\n" << options << "\n";
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(
-        fmt::format("npusim {}: {} (see npusim {} --help)", command, e.what(), command));
-  }
-  return true;
-}
 
 systolic::Fidelity parse_fidelity(const std::string& text) {
   if (text == "fast") return systolic::Fidelity::kFast;
@@ -187,7 +166,7 @@ int command_run(const std::vector<std::string>& args) {
       "save-intermediates", "with --save-outputs: also write every layer's output");
   TraceOutputs::add_options(o);
   po::variables_map vm;
-  if (!parse("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
+  if (!parse_command_line("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
   const TraceOutputs traces(vm);
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "csv") {
@@ -277,7 +256,7 @@ int command_compile(const std::vector<std::string>& args) {
   add_target_options(o);
   o.add_options()("output,o", po::value<std::string>(), "write the assembly here (default stdout)");
   po::variables_map vm;
-  if (!parse("compile", "--hw HW --workload NET [-o prog.asm]", o, args, vm)) return 0;
+  if (!parse_command_line("compile", "--hw HW --workload NET [-o prog.asm]", o, args, vm)) return 0;
   Compiled c = load_and_compile(vm);
   std::string text = to_assembly(c.program);
   if (vm.count("output")) {
@@ -294,9 +273,8 @@ int command_validate(const std::vector<std::string>& args) {
       "workload", po::value<std::string>(), "network: zoo name, JSON graph file or .onnx model")(
       "batch", po::value<int>(), "batch size (overrides the workload's)");
   po::variables_map vm;
-  if (!parse("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;
+  if (!parse_command_line("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;
   HwConfig hw = load_hw_config(vm["hw"].as<std::string>());
-  if (hw.memory.model == "dram") resolve_dram_config(hw);  // the memory preset must load too
   std::cout << fmt::format("{}: valid hardware description '{}'\n", vm["hw"].as<std::string>(),
                            hw.name);
   if (vm.count("workload")) {
@@ -318,7 +296,7 @@ int command_presets(const std::vector<std::string>& args) {
                   "print this preset (or hardware JSON file) as JSON with every default filled "
                   "in, as run --out writes config.resolved.json");
   po::variables_map vm;
-  if (!parse("presets", "[--show HW]", o, args, vm)) return 0;
+  if (!parse_command_line("presets", "[--show HW]", o, args, vm)) return 0;
   if (vm.count("show")) {
     const std::string spec = vm["show"].as<std::string>();
     HwConfig hw;
@@ -333,7 +311,7 @@ int command_presets(const std::vector<std::string>& args) {
     std::cout << to_json(hw).dump(2) << "\n";
     return 0;
   }
-  for (const auto& name : embedded_file_names("hw")) {
+  for (const auto& name : preset_names("hw")) {
     std::cout << format_preset_entry(name, load_hw_config(name));
   }
   return 0;
@@ -342,7 +320,7 @@ int command_presets(const std::vector<std::string>& args) {
 int command_zoo(const std::vector<std::string>& args) {
   po::options_description o("zoo options");
   po::variables_map vm;
-  if (!parse("zoo", "", o, args, vm)) return 0;
+  if (!parse_command_line("zoo", "", o, args, vm)) return 0;
   for (const auto& name : embedded_file_names("zoo")) {
     Graph g = load_workload(name, std::nullopt);
     std::cout << fmt::format("{:<12} batch {:<4} {:>3} layers {:>14} MACs  {}\n", name, g.batch,
@@ -373,7 +351,7 @@ int cli_main(const std::vector<std::string>& args) {
 #ifdef NPUSIM_HAVE_SCALESIM
     if (command == "scalesim") return scalesim::run_cli(rest);
 #endif
-    if (command == "membench") return dram::run_membench_cli(rest);
+    if (command == "membench") return command_membench(rest);
     std::cerr << fmt::format("npusim: unknown command '{}'\n\n{}", command, kUsage);
     return 2;
   } catch (const UserError& e) {

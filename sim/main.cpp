@@ -2,9 +2,8 @@
 // off before handing over to SystemC, which calls sc_main.
 #include <cstdlib>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "sim/cli.hpp"
 

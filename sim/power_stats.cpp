@@ -87,10 +87,9 @@ RunEnergyInput energy_input(const HwConfig& hw, const Program& program, const So
     }
     in.layer_cycles.push_back(end > start ? end - start : 0);
   }
-  if (soc.dram_memory) {
-    const auto s = soc.dram_memory->memory().stats();
-    in.dram_dynamic_pj = s.act_energy_pj + s.read_energy_pj + s.write_energy_pj;
-    in.dram_background_pj = s.background_energy_pj + s.refresh_energy_pj;
+  if (const auto dram = soc.memory->energy()) {
+    in.dram_dynamic_pj = dram->dynamic_pj;
+    in.dram_background_pj = dram->background_pj;
   } else {
     in.dram_dynamic_pj = double(soc.memory_bytes_read() + soc.memory_bytes_written()) *
                          table.at("events_pj.simple_memory_byte");
@@ -103,8 +102,7 @@ RunEnergyInput energy_input(const HwConfig& hw, const Program& program, const So
 void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
                           const Soc& soc, uint64_t total_cycles, timeline::Timeline* timeline) {
   const EnergyTable table = load_energy_table(hw.technology_nm);
-  const MemoryInterface memory =
-      memory_interface(hw, soc.dram_config ? &*soc.dram_config : nullptr);
+  const MemoryInterface memory = memory_interface(hw, hw.memory.dram ? &*hw.memory.dram : nullptr);
   const PowerModel model(hw, program.dtype, table, memory,
                          int(soc.load_queues.size() + soc.store_queues.size()));
   const RunEnergyInput in = energy_input(hw, program, soc, table, total_cycles);
@@ -193,10 +191,8 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
 }
 
 double die_area_mm2(const HwConfig& hw) {
-  std::optional<dram::MemoryConfig> dram;
-  if (hw.memory.model == "dram") dram = resolve_dram_config(hw);
   const PowerModel model(hw, hw.data_types.activation, load_energy_table(hw.technology_nm),
-                         memory_interface(hw, dram ? &*dram : nullptr), 2);
+                         memory_interface(hw, hw.memory.dram ? &*hw.memory.dram : nullptr), 2);
   return model.die_mm2;
 }
 

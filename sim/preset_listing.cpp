@@ -43,7 +43,7 @@ std::vector<PresetFact> preset_facts(const HwConfig& hw) {
                                           bytes_text(hw.accumulators.capacity_bytes))});
   const OffChipMemoryConfig& mem = hw.memory;
   const std::string model =
-      mem.model == "dram"
+      mem.model == MemoryModel::kDram
           ? fmt::format("{}{}", mem.preset,
                         mem.channels == 0   ? ""
                         : mem.channels == 1 ? ", 1 channel"

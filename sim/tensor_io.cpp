@@ -1,13 +1,12 @@
 #include "sim/tensor_io.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
@@ -105,11 +104,11 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
   const std::vector<int64_t> got_sample(a.shape.empty() ? a.shape.begin() : a.shape.begin() + 1,
                                         a.shape.end());
   if (a.shape.empty() || got_sample != expected_sample) {
-    throw UserError(fmt::format("--input {}: expected an array of shape [batch, {}] ({} layout), "
-                                "got [{}]",
-                                path, fmt::join(expected_sample, ", "),
-                                g.channels_first_io ? "channels first" : "channels last",
-                                fmt::join(a.shape, ", ")));
+    throw UserError(fmt::format(
+        "--input {}: expected an array of shape [batch, {}] ({} layout), "
+        "got [{}]",
+        path, fmt::join(expected_sample, ", "),
+        g.channels_first_io ? "channels first" : "channels last", fmt::join(a.shape, ", ")));
   }
   const int file_batch = static_cast<int>(a.shape[0]);
   if (batch_given && file_batch != g.batch) {
@@ -132,7 +131,8 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
     const std::vector<float> x = npy_to_float32(a, path);
     float largest = 0.0f;
     for (float v : x) {
-      if (!std::isfinite(v)) throw UserError(fmt::format("--input {}: holds NaN or infinity", path));
+      if (!std::isfinite(v))
+        throw UserError(fmt::format("--input {}: holds NaN or infinity", path));
       largest = std::max(largest, std::fabs(v));
     }
     g.input_scale = largest > 0.0f ? largest / 127.0f : 1.0f / 127.0f;
@@ -148,7 +148,8 @@ void write_tensor_npy(const std::string& dir, const Graph& g, const std::string&
                       const std::vector<uint8_t>& stored) {
   std::string file = name;
   for (char& ch : file) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
+      ch = '_';
   }
   std::vector<float> real = decode_tensor(stored, element_bytes, scale);
   if (transposed(g, dims)) real = move_channels(real, dims, batch, false);

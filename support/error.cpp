@@ -17,8 +17,8 @@ UserErrors::UserErrors(std::vector<std::string> messages)
     : UserError(join_lines(messages)), messages_(std::move(messages)) {}
 
 void fail_check(const char* file, int line, const char* condition, const std::string& detail) {
-  throw InternalError(fmt::format("internal error at {}:{}: check `{}` failed: {}", file, line,
-                                  condition, detail));
+  throw InternalError(
+      fmt::format("internal error at {}:{}: check `{}` failed: {}", file, line, condition, detail));
 }
 
 }  // namespace npusim

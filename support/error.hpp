@@ -1,14 +1,15 @@
 // Three kinds of failure, kept apart (docs/architecture.md):
 //   UserError      - bad input from a user (config, graph, CLI). Exit code 2.
 //   InternalError  - a broken invariant: a bug in npusim. Exit code 1.
-//   (a workload that does not fit is a compiler result, see compiler/tiler.hpp)
+//   (a workload that does not fit is a compiler result with a reason, CompileResult in
+//   compiler/lowering.hpp, not an exception)
 #pragma once
+
+#include <fmt/core.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/core.h>
 
 namespace npusim {
 
@@ -39,7 +40,7 @@ class InternalError : public std::logic_error {
 
 // Always-on invariant check. `...` is a fmt format string and its arguments that say which unit,
 // which instruction or cycle, and what went wrong.
-#define NPUSIM_CHECK(cond, ...)                                                  \
-  do {                                                                           \
+#define NPUSIM_CHECK(cond, ...)                                                             \
+  do {                                                                                      \
     if (!(cond)) ::npusim::fail_check(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -1,10 +1,10 @@
 #include "support/json_reader.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "support/error.hpp"
 
@@ -67,15 +67,23 @@ std::string json_pointer_append(const std::string& pointer, size_t index) {
 
 std::string json_type_name(const json& value) {
   switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -146,7 +154,8 @@ std::optional<int64_t> ObjectReader::integer_required(const std::string& key, in
   }
   int64_t x = as_integer(*v);
   if (x < min || x > max) {
-    diag_.error(pointer_of(key), fmt::format("expected an integer in [{}, {}], got {}", min, max, x));
+    diag_.error(pointer_of(key),
+                fmt::format("expected an integer in [{}, {}], got {}", min, max, x));
     return std::nullopt;
   }
   return x;
@@ -226,8 +235,8 @@ std::optional<std::string> ObjectReader::choice_required(
                 fmt::format("expected one of {}, got \"{}\"", allowed_list(allowed), s));
     return std::nullopt;
   }
-  diag_.error(pointer_of(key), fmt::format("expected one of {}, got {}", allowed_list(allowed),
-                                           json_type_name(*v)));
+  diag_.error(pointer_of(key),
+              fmt::format("expected one of {}, got {}", allowed_list(allowed), json_type_name(*v)));
   return std::nullopt;
 }
 

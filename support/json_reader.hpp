@@ -7,12 +7,11 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace npusim {
 
@@ -72,7 +71,9 @@ class ObjectReader {
   void finish();
 
   const std::string& pointer() const { return pointer_; }
-  std::string pointer_of(const std::string& key) const { return json_pointer_append(pointer_, key); }
+  std::string pointer_of(const std::string& key) const {
+    return json_pointer_append(pointer_, key);
+  }
   JsonDiagnostics& diagnostics() { return diag_; }
   bool present() const { return node_ != nullptr; }
 

@@ -1,9 +1,9 @@
 #include "support/stats.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "support/error.hpp"
 
@@ -72,8 +72,8 @@ nlohmann::json Registry::to_json() const {
     if (e.column) {
       nlohmann::json& t = j[pointer(e.table)];
       if (!t.is_array()) t = nlohmann::json::array();
-      if (t.size() < e.rows) t.get_ref<nlohmann::json::array_t&>().resize(e.rows,
-                                                                          nlohmann::json::object());
+      if (t.size() < e.rows)
+        t.get_ref<nlohmann::json::array_t&>().resize(e.rows, nlohmann::json::object());
       for (size_t i = 0; i < e.rows; ++i) t[i][e.key] = e.column(i);
     } else {
       j[pointer(e.d.path)] = e.scalar();
@@ -105,7 +105,8 @@ void flatten(const nlohmann::json& j, const std::string& prefix,
     return;
   }
   if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, leaves, out);
+    for (const auto& [k, v] : j.items())
+      flatten(v, prefix.empty() ? k : prefix + "." + k, leaves, out);
     return;
   }
   if (j.is_array() && !j.empty() && j.front().is_object()) {

@@ -11,10 +11,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace npusim::stats {
 
@@ -57,8 +56,8 @@ class Registry {
  private:
   struct Entry {
     Descriptor d;
-    std::function<Value()> scalar;        // scalars
-    std::string table, key;               // columns
+    std::function<Value()> scalar;  // scalars
+    std::string table, key;         // columns
     size_t rows = 0;
     std::function<Value(size_t)> column;  // columns
   };

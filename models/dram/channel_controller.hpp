@@ -28,8 +28,8 @@
 #include <limits>
 #include <vector>
 
-#include "models/dram/address_mapping.hpp"
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/address_mapping.hpp"
+#include "arch/dram/dram_config.hpp"
 #include "models/dram/dram_timing.hpp"
 
 namespace npusim::dram {

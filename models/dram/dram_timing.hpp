@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 
 namespace npusim::dram {
 

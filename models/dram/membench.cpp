@@ -274,4 +274,28 @@ MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& o
   return result;
 }
 
+nlohmann::ordered_json membench_report(const std::string& preset, const MemoryConfig& cfg,
+                                       const std::string& pattern, const MembenchResult& r) {
+  const MemoryStats& s = r.stats;
+  const double peak = cfg.peak_bandwidth_gbps();
+  stats::Registry reg;
+  register_memory_stats(reg, preset, cfg, s, r.channel_bursts);
+  nlohmann::ordered_json j;
+  j["pattern"] = pattern;
+  j["memory_file"] = cfg.file;
+  j["requests"] = r.requests;
+  j["bandwidth_pct_of_peak"] = peak > 0 ? 100.0 * s.bandwidth_gbps / peak : 0.0;
+  j["acts_per_request"] = r.requests > 0 ? double(s.acts) / double(r.requests) : 0.0;
+  j["memory"] = reg.to_json();
+  j["host"] = {
+      {"wall_seconds", r.wall_seconds},
+      {"cpu_seconds", r.cpu_seconds},
+      {"requests_per_second", r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0},
+      {"memory_cycles_per_second", r.wall_seconds > 0 ? double(s.cycles) / r.wall_seconds : 0.0},
+      {"requests_per_cpu_second", r.cpu_seconds > 0 ? double(r.requests) / r.cpu_seconds : 0.0},
+      {"memory_cycles_per_cpu_second",
+       r.cpu_seconds > 0 ? double(s.cycles) / r.cpu_seconds : 0.0}};
+  return j;
+}
+
 }  // namespace npusim::dram

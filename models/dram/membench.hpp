@@ -13,10 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 #include "models/dram/memory_system.hpp"
 
 namespace npusim::dram {
@@ -84,5 +85,12 @@ struct MembenchResult {
 };
 
 MembenchResult run_membench(const MemoryConfig& config, const MembenchOptions& options);
+
+// The report `npusim membench` prints: what it drove (`pattern`, `memory_file`, `requests`, ...),
+// the run's figures under `memory` with the keys of stats.json's `memory` section (one
+// registration, memory_stats.hpp) and the host's speed under `host`. `preset` is the memory as
+// the user named it.
+nlohmann::ordered_json membench_report(const std::string& preset, const MemoryConfig& config,
+                                       const std::string& pattern, const MembenchResult& result);
 
 }  // namespace npusim::dram

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 #include "models/dram/memory_system.hpp"
 #include "support/stats.hpp"
 

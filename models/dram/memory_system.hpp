@@ -22,9 +22,9 @@
 #include <memory>
 #include <vector>
 
-#include "models/dram/address_mapping.hpp"
+#include "arch/dram/address_mapping.hpp"
 #include "models/dram/channel_controller.hpp"
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 
 namespace npusim::dram {
 

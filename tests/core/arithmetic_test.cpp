@@ -39,13 +39,13 @@ TEST(Arithmetic, RequantizeRoundsHalfAwayFromZeroAndSaturates) {
 }
 
 TEST(Arithmetic, AverageAndElementwiseRoundHalfAwayFromZero) {
-  EXPECT_EQ(average_int8(5, 2), 3);    // 2.5 -> 3
-  EXPECT_EQ(average_int8(-5, 2), -3);  // -2.5 -> -3
-  EXPECT_EQ(average_int8(7, 3), 2);    // 2.33 -> 2
+  EXPECT_EQ(average_int8(5, 2), 3);                         // 2.5 -> 3
+  EXPECT_EQ(average_int8(-5, 2), -3);                       // -2.5 -> -3
+  EXPECT_EQ(average_int8(7, 3), 2);                         // 2.33 -> 2
   EXPECT_EQ(add_int8(10, 20, 0.5f, 0.25f, -128, 127), 10);  // 5 + 5
   EXPECT_EQ(add_int8(100, 100, 1.0f, 1.0f, -128, 127), 127);
-  EXPECT_EQ(add_int8(-7, 0, 0.5f, 1.0f, 0, 127), 0);          // relu clamp
-  EXPECT_EQ(mul_int8(-3, 5, 0.1f, -128, 127), -2);            // -1.5 -> -2
+  EXPECT_EQ(add_int8(-7, 0, 0.5f, 1.0f, 0, 127), 0);  // relu clamp
+  EXPECT_EQ(mul_int8(-3, 5, 0.1f, -128, 127), -2);    // -1.5 -> -2
 }
 
 TEST(Arithmetic, SaturateRoundEqualsStdRoundThenClamp) {

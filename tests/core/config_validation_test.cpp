@@ -178,7 +178,7 @@ TEST(ConfigValidation, ShippedPresetsAreValid) {
   EXPECT_DOUBLE_EQ(tpu.clock_mhz, 700.0);
   EXPECT_EQ(tpu.accumulators.capacity_bytes, 4u << 20);
   // DDR3 through the command-level model: two DDR3-2133 channels, 34.1 GB/s.
-  EXPECT_EQ(tpu.memory.model, "dram");
+  EXPECT_EQ(tpu.memory.model, MemoryModel::kDram);
   EXPECT_EQ(tpu.memory.preset, "ddr3-2133");
   EXPECT_DOUBLE_EQ(tpu.memory.bandwidth_gbps, 34.1);
 }

@@ -1,8 +1,8 @@
 // The hazard checker on hand-made windows: each kind of hazard is found with both instructions
 // named, legal overlaps are not, and the compiled zoo programs' accesses are what the ISA says.
-#include <gtest/gtest.h>
-
 #include "models/hazard_checker.hpp"
+
+#include <gtest/gtest.h>
 
 namespace npusim {
 namespace {
@@ -99,8 +99,8 @@ TEST(HazardChecker, SameUnitAndDisjointOrReadOnlyOverlapsAreNotHazards) {
 TEST(HazardChecker, AWriteStillGuardsWhatItCovered) {
   // load 0 writes ub[0, 64); lut 1 reads it; load 2 (same queue as 0) rewrites it after lut 1;
   // a reader of ub[0, 64) that starts before load 2 completed is caught against load 2.
-  const Program p = program_of({load(0, 0, 0, 64), lut(1, 0, 1024, 64), load(2, 0, 64, 64),
-                                lut(3, 0, 2048, 64)});
+  const Program p =
+      program_of({load(0, 0, 0, 64), lut(1, 0, 1024, 64), load(2, 0, 64, 64), lut(3, 0, 2048, 64)});
   EXPECT_FALSE(find_hazard(p, {{0, 10}, {10, 20}, {20, 30}, {30, 40}}));
   const auto h = find_hazard(p, {{0, 10}, {10, 20}, {20, 30}, {25, 40}});
   ASSERT_TRUE(h);

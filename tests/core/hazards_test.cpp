@@ -3,6 +3,8 @@
 
 #include "compiler/lowering/hazards.hpp"
 
+#include <gtest/gtest.h>
+
 namespace npusim {
 namespace {
 

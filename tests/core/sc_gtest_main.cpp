@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-
 #include <systemc>
 
 int sc_main(int argc, char* argv[]) {

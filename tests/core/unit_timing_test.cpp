@@ -22,7 +22,7 @@ TEST(UnitTiming, VectorUnitRules) {
   PoolOp p;
   p.out_h = 13, p.out_w = 13, p.c = 32, p.window_h = 2, p.window_w = 2;
   EXPECT_EQ(vector_cycles(c, p), 4u + 169 * 4);  // 5408 outputs = 169 groups, 4 compares each
-  p.average = true;                                // plus one divide (4 cycles) per group
+  p.average = true;                              // plus one divide (4 cycles) per group
   EXPECT_EQ(vector_cycles(c, p), 4u + 169 * 4 + 169 * 4);
   LayerNormOp ln;
   ln.rows = 3, ln.length = 40;  // per row: 2 groups * 4 passes + 4 for the reciprocal root

@@ -41,7 +41,8 @@ TEST(WorkloadValidation, SamePaddingAndStrideFollowTensorFlow) {
     "layers": [{"name": "c", "op": "conv2d", "filters": 64, "kernel": [7, 7], "strides": [2, 2],
                 "padding": "same"},
                {"name": "p", "op": "maxpool", "pool": [3, 3], "strides": [2, 2], "padding": "same"}]
-  })"), "net.json");
+  })"),
+                           "net.json");
   EXPECT_EQ(g.layers[0].out_shape, make_shape({112, 112, 64}));
   EXPECT_EQ(g.layers[0].pads_begin[1], 2);  // total 5: 2 before, 3 after
   EXPECT_EQ(g.layers[0].pads_end[1], 3);

@@ -1,24 +1,26 @@
 // Memory presets: every file in configs/memory loads and cites its source; derived energies match
 // DRAMsim3's; bad files are reported with file, JSON pointer and what was expected, all at once.
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
-#include "models/dram/address_mapping.hpp"
-#include "models/dram/membench_cli.hpp"
+#include "arch/dram/address_mapping.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
+#include "support/presets.hpp"
 
 namespace npusim::dram {
 namespace {
 
 TEST(DramConfig, EveryPresetLoadsWithSources) {
-  const auto names = list_memory_presets();
+  const auto names = preset_names("memory");
   for (const char* want : {"hbm2", "hbm2-2400", "hbm2e", "hbm3", "ddr3", "lpddr4"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
@@ -49,25 +51,38 @@ TEST(DramConfig, Hbm2MatchesTheReferenceConfiguration) {
   EXPECT_NEAR(cfg.energy.precharge_standby_pj, 48.0, 0.01);
 }
 
+// A preset in $NPUSIM_CONFIG_DIR/memory takes precedence over the built-in one of that name and
+// adds to the list; without the variable the built-in preset is back.
 TEST(DramConfig, PresetDirectoryFollowsTheEnvironment) {
-  const std::string source_dir = memory_config_dir();
-  ::setenv("NPUSIM_CONFIG_DIR", "/nonexistent/npusim", 1);
-  EXPECT_EQ(memory_config_dir(), "/nonexistent/npusim/memory");
+  const auto dir = std::filesystem::temp_directory_path() / "npusim-dram-config-env";
+  std::filesystem::create_directories(dir / "memory");
+  MemoryConfig edited = resolve_memory_config("hbm2");
+  edited.description = "edited by the user";
+  std::ofstream(dir / "memory" / "hbm2.json") << memory_config_to_json_text(edited);
+  std::ofstream(dir / "memory" / "mine.json") << memory_config_to_json_text(edited);
+  ::setenv("NPUSIM_CONFIG_DIR", dir.c_str(), 1);
+  EXPECT_EQ(resolve_memory_config("hbm2").description, "edited by the user");
+  EXPECT_EQ(resolve_memory_config("hbm2").file, (dir / "memory" / "hbm2.json").string());
+  EXPECT_EQ(resolve_memory_config("hbm3").name, "hbm3");  // built in, not in the folder
+  const auto names = preset_names("memory");
+  EXPECT_EQ(names.back(), "mine");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "hbm2"), 1);
+  ::unsetenv("NPUSIM_CONFIG_DIR");
+  EXPECT_NE(resolve_memory_config("hbm2").description, "edited by the user");
   try {
-    resolve_memory_config("hbm2");
+    resolve_memory_config("mine");
     ADD_FAILURE() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("--memory hbm2: no such preset in /nonexistent/npusim/memory"),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(
+                  "memory preset 'mine': no such file and no such preset (presets: "),
+              std::string::npos)
         << e.what();
   }
-  ::unsetenv("NPUSIM_CONFIG_DIR");
-  EXPECT_EQ(memory_config_dir(), source_dir);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DramConfig, ResolvedConfigRoundTrips) {
-  for (const auto& name : list_memory_presets()) {
+  for (const auto& name : preset_names("memory")) {
     MemoryConfig a = resolve_memory_config(name);
     a.org.channels = 2;
     a.controller.page_policy = PagePolicy::kClosed;
@@ -198,41 +213,6 @@ TEST(DramAddressMapping, SplitFieldsAndXorAreABijection) {
   EXPECT_EQ(a.pseudo_channel, 1u ^ (col & 1));
   EXPECT_EQ(a.bank_group, 0b01u ^ ((col >> 1) & 3));
   EXPECT_EQ(a.bank, 0b10u ^ ((col >> 3) & 3));
-}
-
-TEST(DramMembenchCli, PrintsTheAgreedJsonKeys) {
-  ::testing::internal::CaptureStdout();
-  const int rc = run_membench_cli(
-      {"--memory", "hbm2", "--channels", "2", "--pattern", "mix-2r1w", "--requests", "3000"});
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  ASSERT_EQ(rc, 0);
-  const json j = json::parse(out);
-  const json& m = j["memory"];  // the keys of stats.json's "memory" (docs/stats.md)
-  for (const char* key :
-       {"bandwidth_gbps", "peak_bandwidth_gbps", "avg_read_latency_cycles",
-        "p50_read_latency_cycles", "p99_read_latency_cycles", "row_hit_rate", "act_commands",
-        "ref_commands", "energy_pj_per_bit", "memory_cycles", "config"}) {
-    EXPECT_TRUE(m.contains(key)) << key;
-  }
-  EXPECT_EQ(j["requests"], 3000);
-  EXPECT_EQ(m["read_bursts"].get<int>() + m["write_bursts"].get<int>(), 3000);
-  EXPECT_EQ(m["peak_bandwidth_gbps"], 64.0);
-  EXPECT_GT(m["bandwidth_gbps"].get<double>(), 0.0);
-  EXPECT_LE(m["bandwidth_gbps"].get<double>(), 64.0);
-  EXPECT_LE(m["p50_read_latency_cycles"].get<double>(), m["p99_read_latency_cycles"].get<double>());
-  EXPECT_EQ(m["config"]["organization"]["channels"], 2);
-  EXPECT_TRUE(j["host"].contains("requests_per_cpu_second"));
-}
-
-TEST(DramMembenchCli, BadInputIsExitCodeTwo) {
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "zigzag"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "nosuchpreset", "--pattern", "seq-read"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--channels", "3"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--requests", "x"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--trace", "/nonexistent/trace.txt"}), 2);
-  EXPECT_EQ(run_membench_cli({"--pattern", "seq-read"}), 2);
-  EXPECT_EQ(run_membench_cli({"--memory", "hbm2", "--pattern", "seq-read", "--bogus"}), 2);
-  EXPECT_EQ(run_membench_cli({"--help"}), 0);
 }
 
 }  // namespace

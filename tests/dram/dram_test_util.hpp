@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 #include "models/dram/memory_system.hpp"
 
 namespace npusim::dram::testing {

@@ -46,8 +46,8 @@ TEST(CliErrors, BadWorkloadNamesLayerAndKey) {
 
 TEST(CliErrors, NetworkThatDoesNotFitSaysWhatToChange) {
   auto dir = fresh_dir("nofit");
-  CommandResult r = run_npusim("run --hw " + kData + "/tiny_hw.json --workload mnist-cnn --out " +
-                               dir.string());
+  CommandResult r =
+      run_npusim("run --hw " + kData + "/tiny_hw.json --workload mnist-cnn --out " + dir.string());
   EXPECT_EQ(r.exit_code, 2);
   // conv1 fits in 1 KiB (3 input rows of 28 bytes and a 26x8 output row, double-buffered, plus
   // 128 bytes of bias); pool1 does not: 2 input rows of 26x32 (1664, aligned 1664) and one output
@@ -65,8 +65,9 @@ TEST(CliErrors, NetworkThatDoesNotFitSaysWhatToChange) {
 TEST(CliErrors, BadFlagsAndCommands) {
   CommandResult unknown_flag = run_npusim("run --hw edge --workload mnist-cnn --turbo");
   EXPECT_EQ(unknown_flag.exit_code, 2);
-  EXPECT_NE(unknown_flag.err.find("npusim run: unrecognised option '--turbo' (see npusim run --help)"),
-            std::string::npos)
+  EXPECT_NE(
+      unknown_flag.err.find("npusim run: unrecognised option '--turbo' (see npusim run --help)"),
+      std::string::npos)
       << unknown_flag.err;
   CommandResult missing = run_npusim("run --hw edge");
   EXPECT_EQ(missing.exit_code, 2);

@@ -33,7 +33,8 @@ TEST_P(ZooEndToEnd, RunsBitExactWithCompleteStats) {
   EXPECT_EQ(stats["functional_check"]["max_abs_error"], 0);
   EXPECT_EQ(stats["macs"].get<uint64_t>(), c.macs);
   json hw = json::parse(slurp(dir / "config.resolved.json"));
-  const double peak = hw["matrix_unit"]["rows"].get<double>() * hw["matrix_unit"]["cols"].get<double>();
+  const double peak =
+      hw["matrix_unit"]["rows"].get<double>() * hw["matrix_unit"]["cols"].get<double>();
   const auto cycles = stats["total_cycles"].get<uint64_t>();
   // No schedule beats the array's peak rate.
   EXPECT_GE(static_cast<double>(cycles), c.macs / peak);
@@ -65,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(EndToEnd, PeFidelityGivesTheSameCyclesAsFast) {
   auto fast_dir = fresh_dir("fast"), pe_dir = fresh_dir("pe");
-  ASSERT_EQ(run_npusim("run --hw edge --workload mnist-cnn --out " + fast_dir.string()).exit_code, 0);
+  ASSERT_EQ(run_npusim("run --hw edge --workload mnist-cnn --out " + fast_dir.string()).exit_code,
+            0);
   CommandResult pe =
       run_npusim("run --hw edge --workload mnist-cnn --fidelity pe --out " + pe_dir.string());
   ASSERT_EQ(pe.exit_code, 0) << pe.err;
@@ -147,7 +149,8 @@ TEST(EndToEnd, ShowsAPresetAsTheResolvedDescription) {
   std::filesystem::remove_all(dir);
   CommandResult bad = run_npusim("presets --show no-such-chip");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("--show 'no-such-chip': no such file and no such preset"), std::string::npos)
+  EXPECT_NE(bad.err.find("--show 'no-such-chip': no such file and no such preset"),
+            std::string::npos)
       << bad.err;
 }
 
@@ -198,30 +201,29 @@ TEST_P(OperatorCoverage, MatchesTheReference) {
   std::filesystem::remove_all(pe_dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllOps, OperatorCoverage,
-    testing::Values(CoverageCase{"edge", "all_ops.json", "int8"},
-                    CoverageCase{"edge_os.json", "all_ops.json", "int8"},
-                    CoverageCase{"edge_is.json", "all_ops.json", "int8"},
-                    CoverageCase{"edge", "conv3d.json", "int8"},
-                    CoverageCase{"edge_is.json", "conv3d.json", "int8"},
-                    CoverageCase{"edge", "all_ops.json", "bf16"},
-                    CoverageCase{"edge_os.json", "all_ops.json", "bf16"},
-                    CoverageCase{"edge", "conv3d.json", "bf16"},
-                    CoverageCase{"edge", "mlp-1000", "bf16"}),
-    [](const testing::TestParamInfo<CoverageCase>& info) {
-      std::string name = std::string(info.param.workload) + "_" + info.param.hw + "_" +
-                         info.param.dtype;
-      for (auto& ch : name) {
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(AllOps, OperatorCoverage,
+                         testing::Values(CoverageCase{"edge", "all_ops.json", "int8"},
+                                         CoverageCase{"edge_os.json", "all_ops.json", "int8"},
+                                         CoverageCase{"edge_is.json", "all_ops.json", "int8"},
+                                         CoverageCase{"edge", "conv3d.json", "int8"},
+                                         CoverageCase{"edge_is.json", "conv3d.json", "int8"},
+                                         CoverageCase{"edge", "all_ops.json", "bf16"},
+                                         CoverageCase{"edge_os.json", "all_ops.json", "bf16"},
+                                         CoverageCase{"edge", "conv3d.json", "bf16"},
+                                         CoverageCase{"edge", "mlp-1000", "bf16"}),
+                         [](const testing::TestParamInfo<CoverageCase>& info) {
+                           std::string name = std::string(info.param.workload) + "_" +
+                                              info.param.hw + "_" + info.param.dtype;
+                           for (auto& ch : name) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 TEST(EndToEnd, SavedOutputsAreTheRealValuesOfTheRun) {
   auto dir = fresh_dir("saved");
-  CommandResult r = run_npusim("run --hw edge --workload mnist-cnn --save-outputs " +
-                               dir.string() + " --save-intermediates");
+  CommandResult r = run_npusim("run --hw edge --workload mnist-cnn --save-outputs " + dir.string() +
+                               " --save-intermediates");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"probs", "conv1", "pool1", "fc1", "fc2"}) {
     EXPECT_TRUE(std::filesystem::exists(dir / (std::string(name) + ".npy"))) << name;

@@ -1,12 +1,11 @@
 // Every key a run writes to stats.json (and membench to its `memory` section) is documented in
 // docs/stats.md, and the two writers use the same memory keys.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "support/stats.hpp"
 #include "tests/e2e/run_npusim.hpp"
@@ -20,8 +19,8 @@ std::string documented_form(const std::string& path) {
 }
 
 nlohmann::json run_stats(const std::string& args) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("npusim-statsdoc-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("npusim-statsdoc-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   CommandResult r = run_npusim(args + " --out " + dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -34,7 +33,8 @@ void expect_documented(const nlohmann::json& stats, const std::string& what) {
   const std::string page = slurp(std::filesystem::path(NPUSIM_SOURCE_DIR) / "docs/stats.md");
   for (const std::string& path : npusim::stats::flatten_paths(stats, {"memory.config"})) {
     const std::string key = fmt::format("`{}`", documented_form(path));
-    EXPECT_NE(page.find(key), std::string::npos) << what << ": " << key << " is not in docs/stats.md";
+    EXPECT_NE(page.find(key), std::string::npos)
+        << what << ": " << key << " is not in docs/stats.md";
   }
 }
 

@@ -39,20 +39,21 @@ TEST_P(ZooRuns, OutputsMatchTheReference) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Zoo, ZooRuns,
-    testing::Values(ZooRun{"lenet5", "int8"}, ZooRun{"alexnet", "int8"}, ZooRun{"vgg16", "int8"},
-                    ZooRun{"resnet18", "int8"}, ZooRun{"resnet50", "int8"},
-                    ZooRun{"mobilenetv2", "int8"}, ZooRun{"bert-encoder", "int8"},
-                    ZooRun{"lenet5", "bf16"}, ZooRun{"resnet18", "bf16"},
-                    ZooRun{"mobilenetv2", "bf16"}, ZooRun{"bert-encoder", "bf16"}),
-    [](const testing::TestParamInfo<ZooRun>& info) {
-      std::string name = std::string(info.param.network) + "_" + info.param.dtype;
-      for (auto& ch : name) {
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooRuns,
+                         testing::Values(ZooRun{"lenet5", "int8"}, ZooRun{"alexnet", "int8"},
+                                         ZooRun{"vgg16", "int8"}, ZooRun{"resnet18", "int8"},
+                                         ZooRun{"resnet50", "int8"}, ZooRun{"mobilenetv2", "int8"},
+                                         ZooRun{"bert-encoder", "int8"}, ZooRun{"lenet5", "bf16"},
+                                         ZooRun{"resnet18", "bf16"}, ZooRun{"mobilenetv2", "bf16"},
+                                         ZooRun{"bert-encoder", "bf16"}),
+                         [](const testing::TestParamInfo<ZooRun>& info) {
+                           std::string name =
+                               std::string(info.param.network) + "_" + info.param.dtype;
+                           for (auto& ch : name) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 const char* const kZoo[] = {"alexnet",   "bert-encoder", "lenet5",   "mlp-1000", "mnist-cnn",
                             "mobilenetv2", "resnet18",   "resnet50", "vgg16"};

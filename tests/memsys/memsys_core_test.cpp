@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "arch/dram/address_mapping.hpp"
+#include "arch/dram/dram_config.hpp"
 #include "arch/hw_config.hpp"
-#include "models/dma_engine.hpp"
-#include "models/dram/address_mapping.hpp"
-#include "models/dram/dram_config.hpp"
+#include "models/dma_core.hpp"
 #include "models/dram_memory.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
@@ -88,7 +88,7 @@ std::string error_of(const std::string& memory) {
 TEST(MemsysConfig, DramKeysParseAndRoundTrip) {
   HwConfig c = parse(R"({"model": "dram", "preset": "hbm2", "channels": 4,
                          "max_outstanding_bursts": 32})");
-  EXPECT_EQ(c.memory.model, "dram");
+  EXPECT_EQ(c.memory.model, MemoryModel::kDram);
   EXPECT_EQ(c.memory.preset, "hbm2");
   EXPECT_EQ(c.memory.channels, 4);
   EXPECT_EQ(c.memory.max_outstanding_bursts, 32);
@@ -115,6 +115,44 @@ TEST(MemsysConfig, KeysOfTheOtherModelAndBadChannelsAreErrors) {
       << channels;
   const std::string model = error_of(R"({"model": "hbm"})");
   EXPECT_NE(model.find("/memory/model"), std::string::npos) << model;
+}
+
+// The capacity a description never mentions follows its memory: the preset's, with `channels`
+// applied (four of hbm2's 1 GiB channels), and 8 GiB for the simple model; a capacity above the
+// preset's is refused only when written.
+TEST(MemsysConfig, CapacityDefaultFollowsThePreset) {
+  const HwConfig four = parse(R"({"model": "dram", "preset": "hbm2", "channels": 4})");
+  ASSERT_TRUE(four.memory.dram.has_value());
+  EXPECT_EQ(four.memory.dram->org.channels, 4);
+  EXPECT_EQ(four.memory.capacity_bytes, uint64_t{4} << 30);
+  EXPECT_EQ(four.memory.capacity_bytes, four.memory.dram->org.capacity_bytes());
+  EXPECT_EQ(parse(R"({"model": "dram", "preset": "lpddr4"})").memory.capacity_bytes,
+            dram::resolve_memory_config("lpddr4").org.capacity_bytes());
+  EXPECT_EQ(parse(R"({"model": "simple"})").memory.capacity_bytes, uint64_t{8} << 30);
+  const std::string too_big = error_of(
+      R"({"model": "dram", "preset": "hbm2", "channels": 4, "capacity_bytes": 8589934592})");
+  EXPECT_NE(too_big.find("hw.json: /memory/capacity_bytes: expected at most the 4294967296 bytes "
+                         "of hbm2 x4, got 8589934592"),
+            std::string::npos)
+      << too_big;
+}
+
+// Every problem of a description at once, a bad memory preset among them.
+TEST(MemsysConfig, BadPresetIsReportedWithTheOtherErrors) {
+  try {
+    parse_hw_config(parse_json_text(R"({"schema_version": 1, "clock_mhz": -1,
+        "memory": {"model": "dram", "preset": "hbm9"}})",
+                                    "hw.json"),
+                    "hw.json");
+    FAIL() << "expected UserErrors";
+  } catch (const UserErrors& e) {
+    ASSERT_EQ(e.messages().size(), 2u) << e.what();
+    EXPECT_NE(e.messages()[0].find("hw.json: /clock_mhz: "), std::string::npos) << e.what();
+    EXPECT_NE(e.messages()[1].find("hw.json: /memory/preset: 'hbm9': no such file and no such "
+                                   "preset (presets: "),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ TEST(MemsysEndToEnd, MnistCnnOnHbmPresetIsBitExactWithMemoryFigures) {
   EXPECT_GT(stats["dma"]["compute_overlap_cycles"].get<uint64_t>(), 0u);
 }
 
-// A description whose memory preset cannot be used is a user error (exit 2) naming the key.
+// A description whose memory preset cannot be used is a user error (exit 2) naming the key, found
+// while the description is read: `validate` reports it with every other problem of the file.
 TEST(MemsysEndToEnd, UnusableMemoryPresetIsAUserError) {
   auto dir = fresh_dir("memsys-bad-preset");
   std::filesystem::create_directories(dir);
@@ -68,7 +69,8 @@ TEST(MemsysEndToEnd, UnusableMemoryPresetIsAUserError) {
     const auto hw = dir / ("hw" + std::to_string(i) + ".json");
     // The message names the description's file and the key.
     const std::string expected[] = {
-        "npusim: error: " + hw.string() + ": /memory/preset: no such preset in ",
+        "npusim: error: " + hw.string() +
+            ": /memory/preset: 'hbm9': no such file and no such preset (presets: ",
         "npusim: error: " + hw.string() +
             ": /memory/bandwidth_gbps: expected the peak of hbm2 x2 (64.00 GB/s) or 0, got 256",
     };

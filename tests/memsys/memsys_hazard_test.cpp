@@ -1,5 +1,6 @@
 // The hazard checker in a real run: a compiled network with one dependency token removed ends in
 // an internal error that names both instructions, instead of a shorter cycle count.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

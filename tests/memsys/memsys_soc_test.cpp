@@ -4,12 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
+#include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
+#include "models/dma_core.hpp"
+#include "models/dram/memory_system.hpp"
+#include "models/dram_memory.hpp"
 #include "models/soc.hpp"
 #include "support/json_reader.hpp"
 
@@ -29,6 +35,8 @@ HwConfig small_chip(int ub_banks, int max_outstanding) {
                            std::to_string(max_outstanding) + R"(, "capacity_bytes": 1048576}})";
   return parse_hw_config(parse_json_text(text, "small.json"), "small.json");
 }
+
+DramMemory& dram_of(Soc& soc) { return dynamic_cast<DramMemory&>(*soc.memory); }
 
 Instruction load(uint32_t id, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
                  uint32_t bytes, std::vector<uint32_t> deps = {}) {
@@ -97,8 +105,8 @@ TEST(MemsysSoc, SingleBurstLoadTimingFollowsThePreset) {
   Program p = program_of({load(0, BufferId::kUnified, 0, 128, 64)});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  const ClockCrossing& x = soc.dram_memory->crossing();
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
   const uint64_t a = x.entry_memory_cycle(0);
   const uint64_t e = a + uint64_t(cfg.controller.frontend_latency_cycles) +
                      uint64_t(cfg.timing.rcd_read) + uint64_t(cfg.timing.read_latency());
@@ -123,7 +131,7 @@ TEST(MemsysSoc, StridedBoxLandsContiguouslyInBursts) {
   Program p = program_of({i});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const uint64_t burst = uint64_t(soc.dram_config->org.access_bytes());
+  const uint64_t burst = uint64_t(hw.memory.dram->org.access_bytes());
   uint64_t bursts = 0;
   const uint8_t* ub = soc.buffers.bytes(BufferId::kUnified, 256, 600, 0);
   for (uint64_t i2 = 0; i2 < 2; ++i2) {
@@ -136,8 +144,8 @@ TEST(MemsysSoc, StridedBoxLandsContiguouslyInBursts) {
     }
   }
   EXPECT_EQ(soc.dma_load.bursts(), bursts);
-  EXPECT_EQ(soc.dram_memory->memory().stats().reads, bursts);
-  EXPECT_EQ(soc.dram_memory->bytes_read(), 600u);
+  EXPECT_EQ(dram_of(soc).memory().stats().reads, bursts);
+  EXPECT_EQ(dram_of(soc).bytes_read(), 600u);
 }
 
 // Two load queues (unit_index 0 and 1) move 8 KiB each at the same time; with one burst in
@@ -178,8 +186,8 @@ TEST(MemsysSoc, SimultaneousRequestsEnterInQueueOrder) {
   Program p = program_of({a, b});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  const ClockCrossing& x = soc.dram_memory->crossing();
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
   const uint64_t first = x.entry_memory_cycle(0) +
                          uint64_t(cfg.controller.frontend_latency_cycles) +
                          uint64_t(cfg.timing.rcd_read) + uint64_t(cfg.timing.read_latency());
@@ -210,7 +218,7 @@ TEST(MemsysSoc, SimpleMemoryKeepsOneTransactionPerRow) {
   run(soc);
   EXPECT_EQ(soc.dma_load.bursts(), 3u);
   EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, 6u + 70u);
-  EXPECT_FALSE(soc.dram_memory);
+  EXPECT_EQ(dynamic_cast<DramMemory*>(soc.memory.get()), nullptr);
 }
 
 // A 4 KiB row with one burst in flight: each burst issues in the core cycle the previous one is
@@ -222,8 +230,8 @@ TEST(MemsysSoc, OutstandingWindowOfOneSerializesBursts) {
   Program p = program_of({load(0, BufferId::kUnified, 0, 0, 4096)});
   Soc soc("soc", hw, p, systolic::Fidelity::kFast);
   run(soc);
-  const dram::MemoryConfig& cfg = *soc.dram_config;
-  const ClockCrossing& x = soc.dram_memory->crossing();
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
   const uint64_t bursts_per_row = uint64_t(cfg.org.row_bytes() / cfg.org.access_bytes());
   uint64_t t = 0;
   for (uint64_t b = 0; b < 4096 / uint64_t(cfg.org.access_bytes()); ++b) {
@@ -235,6 +243,62 @@ TEST(MemsysSoc, OutstandingWindowOfOneSerializesBursts) {
   EXPECT_EQ(soc.scoreboard.timings()[0].end_cycle, t);
   EXPECT_EQ(soc.dma_load.bursts(), 64u);
   EXPECT_GT(soc.dma_load.window_full_cycles(), 0u);
+}
+
+// The DMA core alone (models/dma_core.hpp) gives the cycles the SoC measures: a loop of plain C++
+// around the DRAM model that follows DramMemory's rule (a burst issued at core cycle c enters at
+// entry(c), after the completions seen at c have been handed back one by one; a completion at
+// memory cycle e is seen at seen(e)) drives a 2 x 4 x 600-byte strided box with 8 bursts in flight.
+TEST(MemsysSoc, DmaCoreTimingEqualsTheSoc) {
+  const HwConfig hw = small_chip(4, 8);
+  Instruction i = load(0, BufferId::kUnified, 256, 40, 600);
+  DmaOp& op = std::get<DmaOp>(i.op);
+  op.count[1] = 4;
+  op.count[2] = 2;
+  op.dram_stride[0] = 3000;
+  op.dram_stride[1] = 20000;
+  Program p = program_of({i});
+  Soc soc("soc", hw, p, systolic::Fidelity::kFast);
+  run(soc);
+  const dram::MemoryConfig& cfg = *hw.memory.dram;
+  const ClockCrossing& x = dram_of(soc).crossing();
+
+  std::vector<uint64_t> done;  // memory cycles of the completions not yet handed back
+  dram::MemorySystem memory(cfg, [&](uint64_t, uint64_t e) { done.push_back(e); });
+  DmaTransfer t(op, DmaParams{uint64_t(cfg.org.access_bytes()), 8}, 0);
+  std::deque<DmaBurst> sent;  // issued, not yet in the memory
+  auto send = [&](const DmaBurst& b) -> std::optional<uint64_t> {
+    sent.push_back(b);
+    return std::nullopt;
+  };
+  t.pump(0, send);
+  uint64_t id = 0;
+  for (uint64_t c = 0, steps = 0; !t.finished(); ++steps) {
+    ASSERT_LT(steps, 100000u);
+    if (x.entry_memory_cycle(c) > memory.now()) memory.advance_to(x.entry_memory_cycle(c));
+    for (const uint64_t e : std::exchange(done, {})) {
+      ASSERT_EQ(x.seen_core_cycle(e), c);
+      t.completed(c);
+      t.pump(c, send);
+    }
+    for (; !sent.empty() && sent.front().issue_cycle == c; sent.pop_front()) {
+      ASSERT_TRUE(memory.will_accept(sent.front().dram_addr, false));
+      memory.add_request(sent.front().dram_addr, false, id++);
+    }
+    uint64_t next = sent.empty() ? dram::kNever : sent.front().issue_cycle;
+    ASSERT_GT(next, c);
+    if (memory.outstanding() > 0) {
+      next = std::min(next, std::max(c + 1, x.seen_core_cycle(memory.next_event_cycle())));
+    }
+    if (t.finished()) break;
+    ASSERT_NE(next, dram::kNever);
+    c = next;
+  }
+  EXPECT_EQ(t.bursts(), soc.dma_load.bursts());
+  EXPECT_GT(t.window_full_cycles(), 0u);
+  EXPECT_EQ(t.window_full_cycles(), soc.dma_load.window_full_cycles());
+  EXPECT_EQ(soc.dma_load.bank_conflict_cycles(), 0u);
+  EXPECT_EQ(t.end_cycle(), soc.scoreboard.timings()[0].end_cycle);
 }
 
 // Tile 0 (A0 at UB 0, bank 0) computes while the DMA loads tile 1's 8 KiB: into bank 1 (the

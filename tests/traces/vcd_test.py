@@ -96,7 +96,7 @@ def main():
 
         compiled = subprocess.run([NPUSIM, "compile", "--hw", "tpu-v1", "--workload", "mnist-cnn"],
                                   capture_output=True, text=True, check=True).stdout
-        units = {"dma.in": "dma_load", "dma.out": "dma_store", "mxu0": "matrix_unit0", "vpu": "vector_unit"}
+        units = {"dma_load": "dma_load", "dma_store": "dma_store", "mxu0": "matrix_unit0", "vpu": "vector_unit"}
         per_unit = {u: set() for u in units.values()}
         for m in re.finditer(r"^\s+(\d+)\s+(\S+)\s+[A-Z_]+\s", compiled, re.M):
             per_unit[units[m.group(2)]].add(int(m.group(1)))

@@ -1,17 +1,15 @@
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 
-#include "models/dram/address_mapping.hpp"
-#include "support/embedded_files.hpp"
+#include "arch/dram/address_mapping.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
+#include "support/presets.hpp"
 
 namespace npusim::dram {
 
@@ -284,68 +282,12 @@ MemoryConfig load_memory_config(const std::string& path) {
   return parse_memory_config(text, path);
 }
 
-std::string memory_config_dir() {
-  if (const char* env = std::getenv("NPUSIM_CONFIG_DIR"); env != nullptr && *env != '\0') {
-    return (std::filesystem::path(env) / "memory").string();
+MemoryConfig resolve_memory_config(const std::string& spec) {
+  const std::optional<PresetFile> file = find_preset("memory", spec);
+  if (!file) {
+    throw UserError(fmt::format("memory preset '{}': {}", spec, preset_not_found("memory")));
   }
-#ifdef NPUSIM_SOURCE_CONFIG_DIR
-  if (std::filesystem::is_directory(NPUSIM_SOURCE_CONFIG_DIR "/memory")) {
-    return NPUSIM_SOURCE_CONFIG_DIR "/memory";
-  }
-#endif
-  // An installed or relocated binary: <prefix>/bin/npusim next to <prefix>/share/npusim/configs,
-  // or a configs/ folder beside the executable.
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const auto& dir : {exe.parent_path().parent_path() / "share" / "npusim" / "configs",
-                            exe.parent_path() / "configs"}) {
-      if (std::filesystem::is_directory(dir / "memory", ec)) return (dir / "memory").string();
-    }
-  }
-  return "configs/memory";
-}
-
-// Presets are compiled into the binary (support/embedded_files.hpp), so a relocated binary needs
-// no configs folder; NPUSIM_CONFIG_DIR, when set, takes precedence so users can edit presets.
-bool use_embedded_presets() {
-  const char* env = std::getenv("NPUSIM_CONFIG_DIR");
-  return env == nullptr || *env == '\0';
-}
-
-std::vector<std::string> list_memory_presets() {
-  std::vector<std::string> names;
-  if (use_embedded_presets()) names = embedded_file_names("memory");
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(memory_config_dir(), ec)) {
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  return names;
-}
-
-MemoryConfig resolve_memory_config(const std::string& name_or_path) {
-  bool looks_like_path =
-      name_or_path.find('/') != std::string::npos ||
-      (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".json") == 0);
-  if (looks_like_path) return load_memory_config(name_or_path);
-  if (use_embedded_presets()) {
-    if (const EmbeddedFile* preset = find_embedded_file("memory", name_or_path)) {
-      return parse_memory_config(preset->text, fmt::format("configs/memory/{}.json", name_or_path));
-    }
-  }
-  std::filesystem::path p = std::filesystem::path(memory_config_dir()) / (name_or_path + ".json");
-  if (!std::filesystem::exists(p)) {
-    auto names = list_memory_presets();
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    throw UserError(fmt::format(
-        "--memory {}: no such preset in {} (known: {}); pass a preset name or a .json file, or "
-        "set NPUSIM_CONFIG_DIR to the folder holding memory/",
-        name_or_path, memory_config_dir(), known.empty() ? "none" : known));
-  }
-  return load_memory_config(p.string());
+  return parse_memory_config(file->text, file->origin);
 }
 
 }  // namespace npusim::dram

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "models/dram/dram_config.hpp"
+#include "arch/dram/dram_config.hpp"
 
 namespace npusim::dram {
 

@@ -1,4 +1,4 @@
-#include "models/dram/address_mapping.hpp"
+#include "arch/dram/address_mapping.hpp"
 
 #include <fmt/format.h>
 

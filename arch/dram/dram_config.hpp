@@ -1,5 +1,6 @@
 // Memory presets: the organization, JEDEC timing (in memory clock cycles), controller policy and
-// energy of one DRAM device type, read from a JSON file in configs/memory/.
+// energy of one DRAM device type, read from a JSON file in configs/memory/ (built into the binary
+// and found by name like every preset, support/presets.hpp) or any other preset file.
 //
 // Contract: load_memory_config() either returns a fully validated MemoryConfig (every count a
 // power of two where the address mapping needs it, every timing consistent: tRC >= tRAS + tRP,
@@ -122,14 +123,8 @@ MemoryConfig load_memory_config(const std::string& path);
 // Parses preset JSON text; `origin` names it in error messages.
 MemoryConfig parse_memory_config(const std::string& text, const std::string& origin);
 
-// Directory holding the preset files: $NPUSIM_CONFIG_DIR/memory if that variable is set, else the
-// source tree's configs/memory compiled in (NPUSIM_SOURCE_CONFIG_DIR) if it still exists, else
-// share/npusim/configs/memory beside the executable's bin/ or configs/memory beside the
-// executable, else ./configs/memory.
-std::string memory_config_dir();
-// The preset names available in memory_config_dir(), sorted.
-std::vector<std::string> list_memory_presets();
-// `name_or_path` is a preset name ("hbm2") or a path to a .json file.
-MemoryConfig resolve_memory_config(const std::string& name_or_path);
+// `spec` is a preset name ("hbm2") or a path to a .json file, found as every preset is
+// (support/presets.hpp).
+MemoryConfig resolve_memory_config(const std::string& spec);
 
 }  // namespace npusim::dram

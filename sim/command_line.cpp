@@ -1,0 +1,29 @@
+#include "sim/command_line.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace po = boost::program_options;
+
+namespace npusim {
+
+bool parse_command_line(const std::string& command, const std::string& synopsis,
+                        po::options_description& options, const std::vector<std::string>& args,
+                        po::variables_map& vm) {
+  options.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: npusim " << command << " " << synopsis << "\n\n" << options << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(
+        fmt::format("npusim {}: {} (see npusim {} --help)", command, e.what(), command));
+  }
+  return true;
+}
+
+}  // namespace npusim

@@ -1,0 +1,26 @@
+// What every npusim command shares on its command line: Boost.program_options parsing with --help
+// and usage errors that name the command.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+#include "support/error.hpp"
+
+namespace npusim {
+
+// A bad flag or flag value: exit code 2, like every UserError.
+struct UsageError : UserError {
+  using UserError::UserError;
+};
+
+// Parses `args` (without the command's name) against `options`, adding --help; returns false when
+// --help was printed ("usage: npusim <command> <synopsis>", then the options). A flag that is
+// unknown, lacks its value or has a value of the wrong type is a UsageError naming the command.
+bool parse_command_line(const std::string& command, const std::string& synopsis,
+                        boost::program_options::options_description& options,
+                        const std::vector<std::string>& args,
+                        boost::program_options::variables_map& vm);
+
+}  // namespace npusim

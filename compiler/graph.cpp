@@ -1,11 +1,11 @@
 #include "compiler/graph.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "compiler/onnx_import.hpp"
 #include "support/embedded_files.hpp"
@@ -33,19 +33,32 @@ std::string to_string(const TensorShape& s) {
 
 const char* to_string(OpKind kind) {
   switch (kind) {
-    case OpKind::kConv: return "conv";
-    case OpKind::kDense: return "dense";
-    case OpKind::kMatMul: return "matmul";
-    case OpKind::kMaxPool: return "maxpool";
-    case OpKind::kAvgPool: return "avgpool";
-    case OpKind::kActivation: return "activation";
-    case OpKind::kAdd: return "add";
-    case OpKind::kMul: return "mul";
-    case OpKind::kConcat: return "concat";
-    case OpKind::kReshape: return "reshape";
-    case OpKind::kSoftmax: return "softmax";
-    case OpKind::kLayerNorm: return "layernorm";
-    case OpKind::kBatchNorm: return "batchnorm";
+    case OpKind::kConv:
+      return "conv";
+    case OpKind::kDense:
+      return "dense";
+    case OpKind::kMatMul:
+      return "matmul";
+    case OpKind::kMaxPool:
+      return "maxpool";
+    case OpKind::kAvgPool:
+      return "avgpool";
+    case OpKind::kActivation:
+      return "activation";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kMul:
+      return "mul";
+    case OpKind::kConcat:
+      return "concat";
+    case OpKind::kReshape:
+      return "reshape";
+    case OpKind::kSoftmax:
+      return "softmax";
+    case OpKind::kLayerNorm:
+      return "layernorm";
+    case OpKind::kBatchNorm:
+      return "batchnorm";
   }
   return "?";
 }
@@ -58,9 +71,12 @@ uint64_t Layer::reduction() const {
   switch (kind) {
     case OpKind::kConv:
       return uint64_t(kernel[0]) * kernel[1] * kernel[2] * input_channels_per_group();
-    case OpKind::kDense: return in_shapes.empty() ? 0 : in_shapes[0].last();
-    case OpKind::kMatMul: return in_shapes.empty() ? 0 : in_shapes[0].last();
-    default: return 0;
+    case OpKind::kDense:
+      return in_shapes.empty() ? 0 : in_shapes[0].last();
+    case OpKind::kMatMul:
+      return in_shapes.empty() ? 0 : in_shapes[0].last();
+    default:
+      return 0;
   }
 }
 
@@ -139,14 +155,15 @@ bool infer_layer(Layer& l, const std::string& where, GraphDiagnostics& diag) {
     case OpKind::kMaxPool:
     case OpKind::kAvgPool: {
       if (x.rank() != 3 && x.rank() != 4) {
-        return fail(fmt::format("{} needs a [height, width, channels] or [depth, height, width, "
-                                "channels] input, '{}' is {}",
-                                to_string(l.kind), l.inputs[0], to_string(x)));
+        return fail(
+            fmt::format("{} needs a [height, width, channels] or [depth, height, width, "
+                        "channels] input, '{}' is {}",
+                        to_string(l.kind), l.inputs[0], to_string(x)));
       }
       const int c = x.last();
       std::array<int, 3> size{x.d(), x.h(), x.w()};
-      if (x.rank() == 3 && (l.kernel[0] != 1 || l.strides[0] != 1 || l.pads_begin[0] != 0 ||
-                            l.pads_end[0] != 0)) {
+      if (x.rank() == 3 &&
+          (l.kernel[0] != 1 || l.strides[0] != 1 || l.pads_begin[0] != 0 || l.pads_end[0] != 0)) {
         return fail("a 3-D window needs a [depth, height, width, channels] input");
       }
       if (l.global_pool) {
@@ -160,12 +177,12 @@ bool infer_layer(Layer& l, const std::string& where, GraphDiagnostics& diag) {
                              l.pads_begin[a], l.pads_end[a]);
       }
       if (out[0] <= 0 || out[1] <= 0 || out[2] <= 0) {
-        return fail(fmt::format("impossible shape: a {}x{}x{} window (dilation {}x{}x{}) does not "
-                                "fit the {} input with padding {},{},{} / {},{},{}",
-                                l.kernel[0], l.kernel[1], l.kernel[2], l.dilation[0],
-                                l.dilation[1], l.dilation[2], to_string(x), l.pads_begin[0],
-                                l.pads_begin[1], l.pads_begin[2], l.pads_end[0], l.pads_end[1],
-                                l.pads_end[2]));
+        return fail(
+            fmt::format("impossible shape: a {}x{}x{} window (dilation {}x{}x{}) does not "
+                        "fit the {} input with padding {},{},{} / {},{},{}",
+                        l.kernel[0], l.kernel[1], l.kernel[2], l.dilation[0], l.dilation[1],
+                        l.dilation[2], to_string(x), l.pads_begin[0], l.pads_begin[1],
+                        l.pads_begin[2], l.pads_end[0], l.pads_end[1], l.pads_end[2]));
       }
       if (l.kind != OpKind::kConv) {
         for (int a = 0; a < 3; ++a) {
@@ -177,9 +194,10 @@ bool infer_layer(Layer& l, const std::string& where, GraphDiagnostics& diag) {
       int channels = c;
       if (l.kind == OpKind::kConv) {
         if (c % l.groups != 0 || l.filters % l.groups != 0) {
-          return fail(fmt::format("groups ({}) must divide the input channels ({}) and the filters "
-                                  "({})",
-                                  l.groups, c, l.filters));
+          return fail(
+              fmt::format("groups ({}) must divide the input channels ({}) and the filters "
+                          "({})",
+                          l.groups, c, l.filters));
         }
         channels = l.filters;
       }
@@ -228,9 +246,10 @@ bool infer_layer(Layer& l, const std::string& where, GraphDiagnostics& diag) {
         TensorShape a = s, b = x;
         a.dims.back() = b.dims.back() = 0;
         if (a != b) {
-          return fail(fmt::format("concat inputs must match in all but the last dimension, got {} "
-                                  "and {}",
-                                  to_string(x), to_string(s)));
+          return fail(
+              fmt::format("concat inputs must match in all but the last dimension, got {} "
+                          "and {}",
+                          to_string(x), to_string(s)));
         }
         l.out_shape.dims.back() += s.last();
       }
@@ -243,9 +262,8 @@ bool infer_layer(Layer& l, const std::string& where, GraphDiagnostics& diag) {
       }
       l.out_shape.dims = l.reshape_to;
       if (l.out_shape.elements() != x.elements()) {
-        return fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
-                                to_string(x), x.elements(), to_string(l.out_shape),
-                                l.out_shape.elements()));
+        return fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", to_string(x),
+                                x.elements(), to_string(l.out_shape), l.out_shape.elements()));
       }
       return true;
     }
@@ -386,9 +404,9 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
   Layer l;
   l.name = r.string("name", fmt::format("layer{}", index));
   const auto op = r.choice_required(
-      "op", {"conv2d", "conv3d", "dense", "matmul", "maxpool", "avgpool", "global_avgpool", "relu",
-             "relu6", "clip", "sigmoid", "tanh", "gelu", "add", "mul", "concat", "flatten",
-             "reshape", "softmax", "layernorm", "batchnorm"});
+      "op", {"conv2d", "conv3d", "dense",   "matmul",  "maxpool", "avgpool",   "global_avgpool",
+             "relu",   "relu6",  "clip",    "sigmoid", "tanh",    "gelu",      "add",
+             "mul",    "concat", "flatten", "reshape", "softmax", "layernorm", "batchnorm"});
   l.inputs = r.string_list("inputs", false);
   l.output = r.string("output", l.name);
   l.fixed_output_scale = static_cast<float>(r.number("output_scale", 0.0, 0.0, 1e12));
@@ -403,11 +421,11 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
   if (l.kind == OpKind::kMatMul || l.kind == OpKind::kAdd || l.kind == OpKind::kMul) arity = 2;
   if (l.inputs.empty() && arity == 1) l.inputs.push_back(previous);
   if (l.kind == OpKind::kConcat ? l.inputs.size() < 2 : l.inputs.size() != arity) {
-    r.diagnostics().error(r.pointer_of("inputs"),
-                          l.kind == OpKind::kConcat
-                              ? std::string("expected a list of 2 or more tensor names")
-                              : fmt::format("expected a list of {} tensor name{}", arity,
-                                            arity == 1 ? "" : "s"));
+    r.diagnostics().error(
+        r.pointer_of("inputs"),
+        l.kind == OpKind::kConcat
+            ? std::string("expected a list of 2 or more tensor names")
+            : fmt::format("expected a list of {} tensor name{}", arity, arity == 1 ? "" : "s"));
   }
   const bool three_d = *op == "conv3d";
   const int rank = three_d ? 3 : 2;
@@ -565,7 +583,8 @@ Graph parse_workload(const json& root, const std::string& origin) {
 Graph load_workload(const std::string& spec, std::optional<int> batch) {
   Graph g;
   if (spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".onnx") == 0) {
-    if (!std::filesystem::exists(spec)) throw UserError(fmt::format("--workload '{}': no such file", spec));
+    if (!std::filesystem::exists(spec))
+      throw UserError(fmt::format("--workload '{}': no such file", spec));
     g = import_onnx(spec, batch);
     g.channels_first_io = true;
     return g;
@@ -618,13 +637,18 @@ void fill(std::vector<float>& v, size_t n, SplitMix64& rng, float lo, float hi) 
 // zero-mean Gaussian inputs scaled by m; approximations good enough to keep networks stable).
 double activation_moment(Activation a, double m) {
   switch (a) {
-    case Activation::kNone: return m;
+    case Activation::kNone:
+      return m;
     case Activation::kRelu:
     case Activation::kRelu6:
-    case Activation::kClip: return m / 2;
-    case Activation::kSigmoid: return 0.25 + m / 16;
-    case Activation::kTanh: return m / (1 + m);
-    case Activation::kGelu: return 0.4 * m;
+    case Activation::kClip:
+      return m / 2;
+    case Activation::kSigmoid:
+      return 0.25 + m / 16;
+    case Activation::kTanh:
+      return m / (1 + m);
+    case Activation::kGelu:
+      return 0.4 * m;
   }
   return m;
 }
@@ -667,12 +691,17 @@ void materialize_parameters(Graph& graph, uint64_t seed) {
     }
     switch (l.kind) {
       case OpKind::kMatMul:
-        m_out = activation_moment(l.activation,
-                                  double(l.reduction()) * m_in * moment[l.inputs[1]]);
+        m_out = activation_moment(l.activation, double(l.reduction()) * m_in * moment[l.inputs[1]]);
         break;
-      case OpKind::kActivation: m_out = activation_moment(l.activation, m_in); break;
-      case OpKind::kAdd: m_out = activation_moment(l.activation, m_in + moment[l.inputs[1]]); break;
-      case OpKind::kMul: m_out = m_in * moment[l.inputs[1]]; break;
+      case OpKind::kActivation:
+        m_out = activation_moment(l.activation, m_in);
+        break;
+      case OpKind::kAdd:
+        m_out = activation_moment(l.activation, m_in + moment[l.inputs[1]]);
+        break;
+      case OpKind::kMul:
+        m_out = m_in * moment[l.inputs[1]];
+        break;
       case OpKind::kConcat: {
         double sum = 0.0, channels = 0.0;
         for (size_t i = 0; i < l.inputs.size(); ++i) {
@@ -682,7 +711,9 @@ void materialize_parameters(Graph& graph, uint64_t seed) {
         m_out = sum / std::max(channels, 1.0);
         break;
       }
-      case OpKind::kSoftmax: m_out = 1.0 / std::max(l.out_shape.last(), 1); break;
+      case OpKind::kSoftmax:
+        m_out = 1.0 / std::max(l.out_shape.last(), 1);
+        break;
       case OpKind::kLayerNorm:
       case OpKind::kBatchNorm: {
         const size_t c = l.out_shape.last();
@@ -695,7 +726,8 @@ void materialize_parameters(Graph& graph, uint64_t seed) {
         m_out = 1.0;
         break;
       }
-      default: break;
+      default:
+        break;
     }
     moment[l.output] = m_out;
   }

@@ -6,11 +6,10 @@
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
@@ -40,22 +39,21 @@ TensorShape make_shape(std::initializer_list<int> dims);
 std::string to_string(const TensorShape& shape);
 
 enum class OpKind {
-  kConv,          // conv2d (rank 3) and conv3d (rank 4), with groups (depthwise: groups = channels)
-  kDense,         // y = x W + b over the last dimension
-  kMatMul,        // two activations: [..., M, K] x [..., K, N] (or [..., N, K] with transpose_b)
-  kMaxPool,       // 2-D or 3-D window
-  kAvgPool,       // 2-D or 3-D window; global when `global_pool`
-  kActivation,    // elementwise unary: relu, relu6, clip, sigmoid, tanh, gelu
-  kAdd,           // elementwise binary, same shapes (residual connections)
-  kMul,           // elementwise binary, same shapes
-  kConcat,        // along the last (channel) dimension
-  kReshape,       // flatten / reshape: free in memory, the element order is unchanged
-  kSoftmax,       // over the last dimension
-  kLayerNorm,     // over the last dimension, with gamma and beta
-  kBatchNorm,     // folded into the preceding conv or dense at quantization time
+  kConv,        // conv2d (rank 3) and conv3d (rank 4), with groups (depthwise: groups = channels)
+  kDense,       // y = x W + b over the last dimension
+  kMatMul,      // two activations: [..., M, K] x [..., K, N] (or [..., N, K] with transpose_b)
+  kMaxPool,     // 2-D or 3-D window
+  kAvgPool,     // 2-D or 3-D window; global when `global_pool`
+  kActivation,  // elementwise unary: relu, relu6, clip, sigmoid, tanh, gelu
+  kAdd,         // elementwise binary, same shapes (residual connections)
+  kMul,         // elementwise binary, same shapes
+  kConcat,      // along the last (channel) dimension
+  kReshape,     // flatten / reshape: free in memory, the element order is unchanged
+  kSoftmax,     // over the last dimension
+  kLayerNorm,   // over the last dimension, with gamma and beta
+  kBatchNorm,   // folded into the preceding conv or dense at quantization time
 };
 const char* to_string(OpKind kind);
-
 
 struct Layer {
   std::string name;
@@ -85,8 +83,8 @@ struct Layer {
   // Real-valued parameters, from the file or generated from the seed.
   // Conv: [kd][kh][kw][cin / groups][cout]; dense: [in][out]; both row-major.
   std::vector<float> weights;
-  std::vector<float> bias;        // cout values
-  std::vector<float> gamma, beta;  // layernorm (last dim); batchnorm (channels)
+  std::vector<float> bias;            // cout values
+  std::vector<float> gamma, beta;     // layernorm (last dim); batchnorm (channels)
   std::vector<float> mean, variance;  // batchnorm
 
   // Given by the user (JSON "output_scale") instead of calibrated; 0 = calibrate.
@@ -99,15 +97,15 @@ struct Layer {
   // Filled by quantize_graph (compiler/quantize.hpp).
   std::vector<float> in_scales;  // real value = int8 value * scale, per input
   float out_scale = 1.0f;
-  std::vector<int8_t> qweights;       // same layout as weights
-  std::vector<uint16_t> bf16_weights;  // bf16 path: same layout as weights
-  std::vector<int32_t> qbias;         // cout values, on the accumulator's scale
-  std::vector<QuantMultiplier> requant;  // per output channel: accumulator -> output int8
-  std::vector<int8_t> lut;            // 256 entries: int8 -> int8 activation (fused or alone)
-  float mid_scale = 0.0f;             // scale of the pre-activation int8 that feeds `lut`
+  std::vector<int8_t> qweights;            // same layout as weights
+  std::vector<uint16_t> bf16_weights;      // bf16 path: same layout as weights
+  std::vector<int32_t> qbias;              // cout values, on the accumulator's scale
+  std::vector<QuantMultiplier> requant;    // per output channel: accumulator -> output int8
+  std::vector<int8_t> lut;                 // 256 entries: int8 -> int8 activation (fused or alone)
+  float mid_scale = 0.0f;                  // scale of the pre-activation int8 that feeds `lut`
   int8_t clamp_lo = -128, clamp_hi = 127;  // saturation of the requantized output
-  std::vector<float> input_ratios;    // add / mul / concat: input scale(s) over output scale
-  std::vector<std::string> fused;     // names of layers folded or fused into this one
+  std::vector<float> input_ratios;         // add / mul / concat: input scale(s) over output scale
+  std::vector<std::string> fused;          // names of layers folded or fused into this one
 
   int input_channels_per_group() const;
   int output_channels_per_group() const { return filters / groups; }

@@ -1,10 +1,10 @@
 #include "compiler/lowering.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "compiler/hazards.hpp"
 #include "support/error.hpp"
@@ -111,7 +111,8 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
       const int r = std::min(rows, g.out_h - oh0);
       const int top = oh0 * g.stride_h - g.pad_top;
       const int lo = std::max(0, top);
-      const int hi = std::min(g.h, top + (r - 1) * g.stride_h + g.dilation_h * (g.kernel_h - 1) + 1);
+      const int hi =
+          std::min(g.h, top + (r - 1) * g.stride_h + g.dilation_h * (g.kernel_h - 1) + 1);
       slabs += uint64_t(std::max(hi - lo, 0)) * plane_bytes;
     }
     slabs *= uint64_t(g.images) * g.out_d;
@@ -128,8 +129,8 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
       k_chunk = std::min<uint64_t>(k, wb_half / es / n_tile / mu.rows * mu.rows);
       if (k_chunk == 0) continue;
     }
-    const int rows_acc = static_cast<int>(
-        std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
+    const int rows_acc =
+        static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
     if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
     const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
     for (bool channels_outside : {false, true}) {
@@ -237,7 +238,8 @@ class Lowering {
   std::string reason_;
 };
 
-uint32_t Lowering::emit(UnitKind unit, int index, Operation op, std::vector<BufferAccess> accesses) {
+uint32_t Lowering::emit(UnitKind unit, int index, Operation op,
+                        std::vector<BufferAccess> accesses) {
   Instruction instr;
   instr.id = static_cast<uint32_t>(program_.instructions.size());
   instr.unit = unit;
@@ -301,8 +303,7 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
       "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B",
       g.images, g.d, g.h, g.w, g.c, g.out_d, g.out_h, g.out_w, g.n, k,
       g.groups > 1 ? fmt::format(", {} groups", g.groups) : "", t.out_rows, t.n_tile,
-      t.weights_resident ? "resident" : "streamed", t.k_chunk, t.ub_bytes, t.wb_bytes,
-      t.acc_bytes);
+      t.weights_resident ? "resident" : "streamed", t.k_chunk, t.ub_bytes, t.wb_bytes, t.acc_bytes);
 
   // Unified buffer: two input slabs, two output blocks, the bias.
   const uint64_t pixel_bytes = uint64_t(g.c) * es_;
@@ -377,16 +378,16 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
       const int iz_hi = std::min(g.d, front + g.dilation_d * (g.kernel_d - 1) + 1);
       const int top = oh0 * g.stride_h - g.pad_top;
       const int ih_lo = std::max(0, top);
-      const int ih_hi = std::min(g.h, (oh0 + rows - 1) * g.stride_h - g.pad_top +
-                                          g.dilation_h * (g.kernel_h - 1) + 1);
+      const int ih_hi = std::min(
+          g.h, (oh0 + rows - 1) * g.stride_h - g.pad_top + g.dilation_h * (g.kernel_h - 1) + 1);
       slab = slab_base[slab_parity];
       slab_parity ^= 1;
       const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
       const uint64_t row_bytes = uint64_t(slab_h) * g.w * pixel_bytes;
       if (planes > 0 && slab_h > 0) {
         dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
-            in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * pixel_bytes,
-            row_bytes, planes, plane_bytes);
+            in_dram + ((uint64_t(img) * g.d + iz_lo) * g.h + ih_lo) * g.w * pixel_bytes, row_bytes,
+            planes, plane_bytes);
       }
       view = ActivationView{};
       view.ub_addr = slab;
@@ -528,10 +529,11 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
            2 * align_up(uint64_t(rows) * out.w() * C);
   };
   if (need(1) > ub_capacity()) {
-    return fail(fmt::format("layer '{}' does not fit: one pooled output row needs {} bytes of "
-                            "unified buffer, the hardware has {}: raise "
-                            "buffers.unified_buffer.capacity_bytes to at least {}",
-                            l.name, need(1), ub_capacity(), need(1)));
+    return fail(
+        fmt::format("layer '{}' does not fit: one pooled output row needs {} bytes of "
+                    "unified buffer, the hardware has {}: raise "
+                    "buffers.unified_buffer.capacity_bytes to at least {}",
+                    l.name, need(1), ub_capacity(), need(1)));
   }
   const int rows = largest_fitting(out.h(), [&](int r) { return need(r) <= ub_capacity(); });
   rec.tiling = fmt::format("blocks of {} output rows, ub {} B", rows, need(rows));
@@ -553,8 +555,8 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
         const uint64_t dst = 2 * slab_bytes + (block % 2) * out_bytes;
         const uint64_t row_bytes = uint64_t(ih_hi - ih_lo) * W * C;
         dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
-            in_dram + ((uint64_t(img) * D + iz_lo) * H + ih_lo) * W * C, row_bytes,
-            iz_hi - iz_lo, plane);
+            in_dram + ((uint64_t(img) * D + iz_lo) * H + ih_lo) * W * C, row_bytes, iz_hi - iz_lo,
+            plane);
         PoolOp p;
         p.average = l.kind == OpKind::kAvgPool;
         p.count_include_pad = l.count_include_pad;
@@ -590,13 +592,14 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
   // Two input and two output blocks of rows, plus the layer-norm parameters.
   auto need = [&](uint64_t rows) { return 4 * align_up(rows * row_bytes) + params_bytes; };
   if (need(1) > ub_capacity()) {
-    return fail(fmt::format("layer '{}' does not fit: a row of {} values needs {} bytes of unified "
-                            "buffer, the hardware has {}",
-                            l.name, length, need(1), ub_capacity()));
+    return fail(
+        fmt::format("layer '{}' does not fit: a row of {} values needs {} bytes of unified "
+                    "buffer, the hardware has {}",
+                    l.name, length, need(1), ub_capacity()));
   }
-  const uint64_t block_rows = static_cast<uint64_t>(largest_fitting(
-      static_cast<int>(std::min<uint64_t>(rows_total, 1u << 30)),
-      [&](int r) { return need(static_cast<uint64_t>(r)) <= ub_capacity(); }));
+  const uint64_t block_rows = static_cast<uint64_t>(
+      largest_fitting(static_cast<int>(std::min<uint64_t>(rows_total, 1u << 30)),
+                      [&](int r) { return need(static_cast<uint64_t>(r)) <= ub_capacity(); }));
   rec.tiling = fmt::format("blocks of {} rows of {}", block_rows, length);
   const uint64_t in_dram = tensor_addr_.at(l.inputs[0]), out_dram = tensor_addr_.at(l.output);
   const uint64_t block_bytes = align_up(block_rows * row_bytes);
@@ -618,8 +621,14 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
     if (l.kind == OpKind::kSoftmax) {
       op = SoftmaxOp{src, dst, static_cast<int>(r), static_cast<int>(length), l.in_scales[0]};
     } else if (l.kind == OpKind::kLayerNorm) {
-      op = LayerNormOp{src, dst, params_ub, static_cast<int>(r), static_cast<int>(length),
-                       l.in_scales[0], 1.0f / l.out_scale, l.epsilon};
+      op = LayerNormOp{src,
+                       dst,
+                       params_ub,
+                       static_cast<int>(r),
+                       static_cast<int>(length),
+                       l.in_scales[0],
+                       1.0f / l.out_scale,
+                       l.epsilon};
       accesses.push_back({BufferId::kUnified, params_ub, params_ub + 8 * length, false});
     } else {
       op = LutOp{src, dst, r, table, l.activation, l.clip_min, l.clip_max};
@@ -673,9 +682,10 @@ bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
   for (const auto& s : l.in_shapes) widest = std::max(widest, s.last());
   const uint64_t per_row = (2 * uint64_t(widest) + 2 * uint64_t(C)) * es_;
   if (per_row > ub_capacity()) {
-    return fail(fmt::format("layer '{}' does not fit: one row of the concatenation needs {} bytes "
-                            "of unified buffer, the hardware has {}",
-                            l.name, per_row, ub_capacity()));
+    return fail(
+        fmt::format("layer '{}' does not fit: one row of the concatenation needs {} bytes "
+                    "of unified buffer, the hardware has {}",
+                    l.name, per_row, ub_capacity()));
   }
   const uint64_t rows = std::min<uint64_t>(total_rows, ub_capacity() / per_row);
   rec.tiling = fmt::format("blocks of {} rows of {} channels", rows, C);
@@ -726,8 +736,8 @@ CompileResult Lowering::run() {
       p.weights = dram_param(l.qweights.data(), l.qweights.size());
       p.bias = dram_param(l.qbias.data(), l.qbias.size() * 4);
     } else if (l.has_weights()) {
-      NPUSIM_CHECK(l.bf16_weights.size() == l.reduction() * l.filters,
-                   "layer {}: no bf16 weights", l.name);
+      NPUSIM_CHECK(l.bf16_weights.size() == l.reduction() * l.filters, "layer {}: no bf16 weights",
+                   l.name);
       p.weights = dram_param(l.bf16_weights.data(), l.bf16_weights.size() * 2);
       p.bias = dram_param(l.bias.data(), l.bias.size() * 4);
     }
@@ -759,10 +769,12 @@ CompileResult Lowering::run() {
   }
   program_.dram_bytes = dram_top_;
   if (dram_top_ > hw_.memory.capacity_bytes) {
-    return {false, {}, fmt::format("network '{}' needs {} bytes of off-chip memory (weights and "
-                                   "activations), the hardware has {}: raise "
-                                   "memory.capacity_bytes or lower the batch",
-                                   graph_.name, dram_top_, hw_.memory.capacity_bytes)};
+    return {false,
+            {},
+            fmt::format("network '{}' needs {} bytes of off-chip memory (weights and "
+                        "activations), the hardware has {}: raise "
+                        "memory.capacity_bytes or lower the batch",
+                        graph_.name, dram_top_, hw_.memory.capacity_bytes)};
   }
 
   for (const auto& l : graph_.layers) {
@@ -774,8 +786,9 @@ CompileResult Lowering::run() {
     for (const auto& f : l.fused) rec.fused += (rec.fused.empty() ? "" : ",") + f;
     rec.macs = l.macs(graph_.batch);
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());
-    uint64_t bound = (l.out_shape.elements() * graph_.batch + l.qweights.size() +
-                      l.bf16_weights.size()) * es_ + 4 * l.bias.size();
+    uint64_t bound =
+        (l.out_shape.elements() * graph_.batch + l.qweights.size() + l.bf16_weights.size()) * es_ +
+        4 * l.bias.size();
     for (const auto& s : l.in_shapes) bound += s.elements() * graph_.batch * es_;
     rec.dram_bytes_lower_bound = l.kind == OpKind::kReshape ? 0 : bound;
     program_.layers.push_back(rec);
@@ -784,15 +797,25 @@ CompileResult Lowering::run() {
     switch (l.kind) {
       case OpKind::kConv:
       case OpKind::kDense:
-      case OpKind::kMatMul: ok = lower_matrix(l, *current_); break;
+      case OpKind::kMatMul:
+        ok = lower_matrix(l, *current_);
+        break;
       case OpKind::kMaxPool:
-      case OpKind::kAvgPool: ok = lower_pool(l, *current_); break;
+      case OpKind::kAvgPool:
+        ok = lower_pool(l, *current_);
+        break;
       case OpKind::kSoftmax:
       case OpKind::kLayerNorm:
-      case OpKind::kActivation: ok = lower_rows(l, *current_); break;
+      case OpKind::kActivation:
+        ok = lower_rows(l, *current_);
+        break;
       case OpKind::kAdd:
-      case OpKind::kMul: ok = lower_eltwise(l, *current_); break;
-      case OpKind::kConcat: ok = lower_concat(l, *current_); break;
+      case OpKind::kMul:
+        ok = lower_eltwise(l, *current_);
+        break;
+      case OpKind::kConcat:
+        ok = lower_concat(l, *current_);
+        break;
       case OpKind::kReshape:
         current_->tiling = "no instructions: the row-major element order is unchanged";
         break;
@@ -809,8 +832,6 @@ CompileResult Lowering::run() {
 
 }  // namespace
 
-CompileResult compile(const Graph& graph, const HwConfig& hw) {
-  return Lowering(graph, hw).run();
-}
+CompileResult compile(const Graph& graph, const HwConfig& hw) { return Lowering(graph, hw).run(); }
 
 }  // namespace npusim

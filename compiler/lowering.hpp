@@ -14,9 +14,9 @@ namespace npusim {
 // Tile sizes chosen for one conv2d / dense layer (dense is a 1x1 convolution over a batch x 1
 // image of K channels).
 struct ConvTiling {
-  int out_rows = 0;      // output rows per block (M per block = out_rows * out_w)
-  int n_tile = 0;        // output channels per block
-  int k_chunk = 0;       // reduction elements per weight chunk in the weight buffer
+  int out_rows = 0;               // output rows per block (M per block = out_rows * out_w)
+  int n_tile = 0;                 // output channels per block
+  int k_chunk = 0;                // reduction elements per weight chunk in the weight buffer
   bool weights_resident = false;  // all of the layer's weights stay in the weight buffer
   bool channels_outside = false;  // loop over channel blocks outside the spatial blocks
   uint64_t dram_bytes = 0;        // estimated off-chip traffic of the chosen order

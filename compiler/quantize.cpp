@@ -1,10 +1,10 @@
 #include "compiler/quantize.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "compiler/reference.hpp"
 #include "support/error.hpp"
@@ -15,7 +15,8 @@ namespace {
 
 int readers_of(const Graph& g, const std::string& tensor) {
   int n = 0;
-  for (const auto& l : g.layers) n += static_cast<int>(std::count(l.inputs.begin(), l.inputs.end(), tensor));
+  for (const auto& l : g.layers)
+    n += static_cast<int>(std::count(l.inputs.begin(), l.inputs.end(), tensor));
   n += static_cast<int>(std::count(g.outputs.begin(), g.outputs.end(), tensor));
   return n;
 }
@@ -63,7 +64,8 @@ std::vector<int8_t> make_lut(const Layer& l, float in_scale, float out_scale) {
 float lut_output_scale(const Layer& l, float in_scale) {
   float m = 0.0f;
   for (int q = -128; q <= 127; ++q) {
-    m = std::max(m, std::fabs(apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max)));
+    m = std::max(m,
+                 std::fabs(apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max)));
   }
   return choose_scale(m, l);
 }
@@ -80,7 +82,8 @@ float set_output_quantization(Layer& l, const std::vector<float>& real) {
   if (clamp_only(l.activation)) {
     float largest = 0.0f;
     for (float x : real) {
-      largest = std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
+      largest =
+          std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
     }
     l.out_scale = choose_scale(largest, l);
     float lo = -128.0f, hi = 127.0f;
@@ -121,7 +124,8 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
       float m = 0.0f;
       for (size_t i = j; i < l.weights.size(); i += n) m = std::max(m, std::fabs(l.weights[i]));
       const float sw = m > 0.0f ? m / 127.0f : 1.0f;
-      for (size_t i = j; i < l.weights.size(); i += n) l.qweights[i] = saturate_round(l.weights[i] / sw);
+      for (size_t i = j; i < l.weights.size(); i += n)
+        l.qweights[i] = saturate_round(l.weights[i] / sw);
       acc_scale[j] = double(l.in_scales[0]) * sw;
     }
   } else {
@@ -191,7 +195,9 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
     switch (l.kind) {
       case OpKind::kConv:
       case OpKind::kDense:
-      case OpKind::kMatMul: y = quantize_matrix_layer(l, g.batch, in); break;
+      case OpKind::kMatMul:
+        y = quantize_matrix_layer(l, g.batch, in);
+        break;
       case OpKind::kAdd:
       case OpKind::kMul: {
         const Tensor8 &a = *in[0], &b = *in[1];
@@ -263,7 +269,8 @@ void prepare_bf16(Graph& g) {
   for (auto& l : g.layers) {
     NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
     l.bf16_weights.resize(l.weights.size());
-    for (size_t i = 0; i < l.weights.size(); ++i) l.bf16_weights[i] = float_to_bf16_bits(l.weights[i]);
+    for (size_t i = 0; i < l.weights.size(); ++i)
+      l.bf16_weights[i] = float_to_bf16_bits(l.weights[i]);
     l.in_scales.assign(l.inputs.size(), 1.0f);
     l.out_scale = 1.0f;
   }

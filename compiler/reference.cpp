@@ -49,12 +49,13 @@ Tensor8 pool(const Layer& l, int batch, const Tensor8& x) {
 std::vector<int32_t> reference_accumulate(const Layer& l, int batch,
                                           const std::vector<const Tensor8*>& in) {
   switch (l.kind) {
-    case OpKind::kConv: return conv_acc(l, batch, *in[0]);
+    case OpKind::kConv:
+      return conv_acc(l, batch, *in[0]);
     case OpKind::kDense: {
       const uint64_t rows = uint64_t(batch) * l.in_shapes[0].outer();
       std::vector<int32_t> acc(rows * l.filters, 0);
-      gemm_acc(in[0]->data(), l.qweights.data(), acc.data(), rows, l.in_shapes[0].last(),
-               l.filters, false);
+      gemm_acc(in[0]->data(), l.qweights.data(), acc.data(), rows, l.in_shapes[0].last(), l.filters,
+               false);
       return acc;
     }
     case OpKind::kMatMul: {
@@ -63,12 +64,13 @@ std::vector<int32_t> reference_accumulate(const Layer& l, int batch,
       const uint64_t groups = uint64_t(batch) * a.elements() / (uint64_t(M) * K);
       std::vector<int32_t> acc(groups * M * N, 0);
       for (uint64_t g = 0; g < groups; ++g) {
-        gemm_acc(in[0]->data() + g * M * K, in[1]->data() + g * K * N, acc.data() + g * M * N, M,
-                 K, N, l.transpose_b);
+        gemm_acc(in[0]->data() + g * M * K, in[1]->data() + g * K * N, acc.data() + g * M * N, M, K,
+                 N, l.transpose_b);
       }
       return acc;
     }
-    default: break;
+    default:
+      break;
   }
   NPUSIM_CHECK(false, "layer {} has no accumulators", l.name);
   return {};
@@ -93,9 +95,11 @@ Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tenso
   switch (l.kind) {
     case OpKind::kConv:
     case OpKind::kDense:
-    case OpKind::kMatMul: return reference_epilogue(l, reference_accumulate(l, batch, in));
+    case OpKind::kMatMul:
+      return reference_epilogue(l, reference_accumulate(l, batch, in));
     case OpKind::kMaxPool:
-    case OpKind::kAvgPool: return pool(l, batch, x);
+    case OpKind::kAvgPool:
+      return pool(l, batch, x);
     case OpKind::kActivation: {
       Tensor8 y(x.size());
       for (size_t i = 0; i < x.size(); ++i) y[i] = l.lut[x[i] + 128];
@@ -106,10 +110,10 @@ Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tenso
       const Tensor8& z = *in[1];
       Tensor8 y(x.size());
       for (size_t i = 0; i < x.size(); ++i) {
-        y[i] = l.kind == OpKind::kAdd
-                   ? add_int8(x[i], z[i], l.input_ratios[0], l.input_ratios[1], l.clamp_lo,
-                              l.clamp_hi)
-                   : mul_int8(x[i], z[i], l.input_ratios[0], l.clamp_lo, l.clamp_hi);
+        y[i] =
+            l.kind == OpKind::kAdd
+                ? add_int8(x[i], z[i], l.input_ratios[0], l.input_ratios[1], l.clamp_lo, l.clamp_hi)
+                : mul_int8(x[i], z[i], l.input_ratios[0], l.clamp_lo, l.clamp_hi);
       }
       if (!l.lut.empty()) {
         for (auto& v : y) v = l.lut[v + 128];
@@ -132,7 +136,8 @@ Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tenso
       }
       return y;
     }
-    case OpKind::kReshape: return x;
+    case OpKind::kReshape:
+      return x;
     case OpKind::kSoftmax: {
       const int n = l.out_shape.last();
       Tensor8 y(x.size());
@@ -143,12 +148,13 @@ Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tenso
       const int n = l.out_shape.last();
       Tensor8 y(x.size());
       for (size_t r = 0; r < x.size(); r += n) {
-        layernorm_int8(&x[r], &y[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(),
-                       l.epsilon, 1.0f / l.out_scale);
+        layernorm_int8(&x[r], &y[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
+                       1.0f / l.out_scale);
       }
       return y;
     }
-    case OpKind::kBatchNorm: break;
+    case OpKind::kBatchNorm:
+      break;
   }
   NPUSIM_CHECK(false, "layer {} ({}) cannot run: batch norm must be folded first", l.name,
                to_string(l.kind));

@@ -55,7 +55,8 @@ TensorF matrix(const Layer& l, int batch, const TensorF& a, const TensorF* b_act
           for (int n = 0; n < N; ++n) acc[n] += v * wr[n];
         }
       }
-      for (int n = 0; n < N; ++n) y[(g * m + r) * N + n] = act(l, acc[n] + (dense ? l.bias[n] : 0.0f));
+      for (int n = 0; n < N; ++n)
+        y[(g * m + r) * N + n] = act(l, acc[n] + (dense ? l.bias[n] : 0.0f));
     }
   }
   return y;
@@ -77,11 +78,19 @@ std::map<std::string, TensorF> run_reference_bf16(const Graph& g, const TensorF&
     const TensorF& x = t.at(l.inputs[0]);
     TensorF y;
     switch (l.kind) {
-      case OpKind::kConv: y = conv(l, g.batch, x); break;
-      case OpKind::kDense: y = matrix(l, g.batch, x, nullptr); break;
-      case OpKind::kMatMul: y = matrix(l, g.batch, x, &t.at(l.inputs[1])); break;
+      case OpKind::kConv:
+        y = conv(l, g.batch, x);
+        break;
+      case OpKind::kDense:
+        y = matrix(l, g.batch, x, nullptr);
+        break;
+      case OpKind::kMatMul:
+        y = matrix(l, g.batch, x, &t.at(l.inputs[1]));
+        break;
       case OpKind::kMaxPool:
-      case OpKind::kAvgPool: y = pool(l, g.batch, x); break;
+      case OpKind::kAvgPool:
+        y = pool(l, g.batch, x);
+        break;
       case OpKind::kActivation:
         y.resize(x.size());
         for (size_t i = 0; i < x.size(); ++i) y[i] = act(l, x[i]);
@@ -110,7 +119,9 @@ std::map<std::string, TensorF> run_reference_bf16(const Graph& g, const TensorF&
         }
         break;
       }
-      case OpKind::kReshape: y = x; break;
+      case OpKind::kReshape:
+        y = x;
+        break;
       case OpKind::kSoftmax:
       case OpKind::kLayerNorm: {
         const int n = l.out_shape.last();

@@ -5,9 +5,8 @@
 namespace npusim {
 
 VectorUnit::VectorUnit(sc_core::sc_module_name name, const Program& program,
-                       std::vector<uint32_t> stream, Scoreboard& scoreboard,
-                       const CoreClock& clock, OnChipBuffers& buffers,
-                       const VectorUnitConfig& config)
+                       std::vector<uint32_t> stream, Scoreboard& scoreboard, const CoreClock& clock,
+                       OnChipBuffers& buffers, const VectorUnitConfig& config)
     : ExecutionUnit(name, program, std::move(stream), scoreboard, clock),
       buffers_(buffers),
       config_(config) {}

@@ -148,8 +148,9 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   c.clock_mhz = top.number("clock_mhz", c.clock_mhz, 1.0, 10000.0);
   c.technology_nm = static_cast<int>(top.integer("technology_nm", c.technology_nm, 1, 1000));
   if (!is_technology_node(c.technology_nm)) {
-    diag.error("/technology_nm", fmt::format("expected one of the nodes of configs/energy ({}), got {}",
-                                             technology_nodes_joined(), c.technology_nm));
+    diag.error("/technology_nm",
+               fmt::format("expected one of the nodes of configs/energy ({}), got {}",
+                           technology_nodes_joined(), c.technology_nm));
   }
 
   {

@@ -12,9 +12,8 @@
 #include <exception>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "arch/program.hpp"
 #include "models/clock.hpp"
@@ -32,14 +31,14 @@ struct StallCauses {
 
 struct UnitStats {
   uint64_t instructions = 0;
-  uint64_t busy_cycles = 0;  // cycles the unit's datapath was occupied
+  uint64_t busy_cycles = 0;   // cycles the unit's datapath was occupied
   uint64_t stall_cycles = 0;  // cycles the head instruction waited on dependencies
 };
 
 class ExecutionUnit : public sc_core::sc_module {
  public:
-  ExecutionUnit(sc_core::sc_module_name name, const Program& program,
-                std::vector<uint32_t> stream, Scoreboard& scoreboard, const CoreClock& clock);
+  ExecutionUnit(sc_core::sc_module_name name, const Program& program, std::vector<uint32_t> stream,
+                Scoreboard& scoreboard, const CoreClock& clock);
 
   const UnitStats& stats() const { return stats_; }
   // Per layer: cycles this unit was busy, and cycles it stalled on dependencies.

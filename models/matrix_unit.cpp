@@ -37,16 +37,17 @@ void MatrixUnit::execute(const Instruction& instr) {
   const auto* op = std::get_if<MatmulOp>(&instr.op);
   NPUSIM_CHECK(op != nullptr, "{}: instruction {} is not a MATMUL", name(), instr.id);
   const systolic::TileShape shape{op->m, op->k, op->n};
-  NPUSIM_CHECK(systolic::tile_fits(params_, shape), "{}: instruction {}: tile {}x{}x{} does not fit",
-               name(), instr.id, op->m, op->k, op->n);
+  NPUSIM_CHECK(systolic::tile_fits(params_, shape),
+               "{}: instruction {}: tile {}x{}x{} does not fit", name(), instr.id, op->m, op->k,
+               op->n);
   NPUSIM_CHECK(op->acc_addr % 4 == 0, "{}: instruction {}: unaligned accumulator address {:#x}",
                name(), instr.id, op->acc_addr);
   const auto& v = op->a;
   const bool bf16 = program_.dtype == DataType::kBf16;
   const int eb = bf16 ? 2 : 1;
-  const uint8_t* slab = buffers_.bytes(
-      BufferId::kUnified, v.ub_addr, uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * eb,
-      instr.id);
+  const uint8_t* slab =
+      buffers_.bytes(BufferId::kUnified, v.ub_addr,
+                     uint64_t(v.slab_d) * v.slab_h * v.slab_w * v.slab_c * eb, instr.id);
   if (compute_values_) {
     a_.resize(static_cast<size_t>(op->m) * op->k * eb);
     gather_activations(v, slab, op->m, op->k, a_.data(), eb);
@@ -70,10 +71,10 @@ void MatrixUnit::execute(const Instruction& instr) {
                    operands_of<systolic::Int8TileOperands, int8_t, int32_t>(*op, a_.data(), w, acc),
                    issue);
   }
-  NPUSIM_CHECK(t.start_cycle >= issue && t.done_cycle >= t.start_cycle &&
-                   t.next_issue_cycle >= issue,
-               "{}: instruction {}: array timing out of order (issue {}, start {}, done {}, next {})",
-               name(), instr.id, issue, t.start_cycle, t.done_cycle, t.next_issue_cycle);
+  NPUSIM_CHECK(
+      t.start_cycle >= issue && t.done_cycle >= t.start_cycle && t.next_issue_cycle >= issue,
+      "{}: instruction {}: array timing out of order (issue {}, start {}, done {}, next {})",
+      name(), instr.id, issue, t.start_cycle, t.done_cycle, t.next_issue_cycle);
   // Tiles retire in order: a short tile (small K) may drain before a longer one issued earlier,
   // but its completion token waits for its predecessor's, so dependents see in-order completion.
   last_done_ = std::max(last_done_, t.done_cycle);

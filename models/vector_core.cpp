@@ -78,8 +78,8 @@ struct Executor {
   }
   // The bf16 path: every operation computes in fp32 and rounds its result to bf16.
   uint64_t requant_bf16(const RequantOp& r) const {
-    const auto* acc = reinterpret_cast<const float*>(b.bytes(
-        BufferId::kAccumulator, r.acc_addr, (uint64_t(r.m - 1) * r.acc_ld + r.n) * 4, id));
+    const auto* acc = reinterpret_cast<const float*>(
+        b.bytes(BufferId::kAccumulator, r.acc_addr, (uint64_t(r.m - 1) * r.acc_ld + r.n) * 4, id));
     const float* bias = r.has_bias ? reinterpret_cast<const float*>(b.bytes(
                                          BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id))
                                    : nullptr;
@@ -164,11 +164,12 @@ struct Executor {
                      size_t(r.channel0) + r.n <= program.requant_tables[r.table].size(),
                  "instruction {}: requant table {} too short", id, r.table);
     const QuantMultiplier* scales = program.requant_tables[r.table].data() + r.channel0;
-    const auto* acc = reinterpret_cast<const int32_t*>(b.bytes(
-        BufferId::kAccumulator, r.acc_addr, (uint64_t(r.m - 1) * r.acc_ld + r.n) * 4, id));
-    const int32_t* bias = r.has_bias ? reinterpret_cast<const int32_t*>(b.bytes(
-                                           BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id))
-                                     : nullptr;
+    const auto* acc = reinterpret_cast<const int32_t*>(
+        b.bytes(BufferId::kAccumulator, r.acc_addr, (uint64_t(r.m - 1) * r.acc_ld + r.n) * 4, id));
+    const int32_t* bias = r.has_bias
+                              ? reinterpret_cast<const int32_t*>(b.bytes(
+                                    BufferId::kUnified, r.bias_ub_addr, uint64_t(r.n) * 4, id))
+                              : nullptr;
     const int8_t* lut = table(r.lut);
     int8_t* out = ub8(r.out_ub_addr, uint64_t(r.m - 1) * r.out_ld + r.n);
     if (!values) return uint64_t(r.m) * r.n;
@@ -205,9 +206,15 @@ struct Executor {
       for (int c = 0; c < e.cols; ++c) {
         int8_t v = 0;
         switch (e.kind) {
-          case EltwiseKind::kAdd: v = add_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.rb, e.lo, e.hi); break;
-          case EltwiseKind::kMul: v = mul_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.lo, e.hi); break;
-          case EltwiseKind::kRescale: v = saturate_round(ar[c] * e.ra, e.lo, e.hi); break;
+          case EltwiseKind::kAdd:
+            v = add_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.rb, e.lo, e.hi);
+            break;
+          case EltwiseKind::kMul:
+            v = mul_int8(ar[c], bb[int64_t(r) * e.b_ld + c], e.ra, e.lo, e.hi);
+            break;
+          case EltwiseKind::kRescale:
+            v = saturate_round(ar[c] * e.ra, e.lo, e.hi);
+            break;
         }
         o[c] = lut ? lut[v + 128] : v;
       }
@@ -219,10 +226,11 @@ struct Executor {
     const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
     int8_t* out = ub8(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
     if (!values) return uint64_t(p.out_h) * p.out_w * p.c;
-    pool_slab(p, in, out, int32_t{-128}, [](int8_t v) { return int32_t{v}; },
-              [](int32_t acc, int divisor) {
-                return divisor == 0 ? static_cast<int8_t>(acc) : average_int8(acc, divisor);
-              });
+    pool_slab(
+        p, in, out, int32_t{-128}, [](int8_t v) { return int32_t{v}; },
+        [](int32_t acc, int divisor) {
+          return divisor == 0 ? static_cast<int8_t>(acc) : average_int8(acc, divisor);
+        });
     return uint64_t(p.out_h) * p.out_w * p.c;
   }
   uint64_t operator()(const SoftmaxOp& s) const {
@@ -244,9 +252,10 @@ struct Executor {
     const auto* params = reinterpret_cast<const float*>(
         b.bytes(BufferId::kUnified, l.params_ub_addr, uint64_t(l.length) * 8, id));
     if (bf16()) {
-      return rows_bf16(l.in_ub_addr, l.out_ub_addr, l.rows, l.length, [&](const float* x, float* y) {
-        layernorm_f32(x, y, l.length, params, params + l.length, l.epsilon);
-      });
+      return rows_bf16(l.in_ub_addr, l.out_ub_addr, l.rows, l.length,
+                       [&](const float* x, float* y) {
+                         layernorm_f32(x, y, l.length, params, params + l.length, l.epsilon);
+                       });
     }
     const uint64_t bytes = uint64_t(l.rows) * l.length;
     const int8_t* in = ub8(l.in_ub_addr, bytes);

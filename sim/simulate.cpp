@@ -1,18 +1,18 @@
 #include "sim/simulate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
-#include <fmt/format.h>
-
-#include "models/hazard_checker.hpp"
-#include "models/soc.hpp"
 #include "compiler/reference/reference.hpp"
 #include "compiler/reference/reference_bf16.hpp"
+#include "models/hazard_checker.hpp"
+#include "models/soc.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/error.hpp"
@@ -62,8 +62,8 @@ struct Activity {
 
 // DMA and compute (matrix, vector) activity of instructions [first, end): cycles with a DMA
 // instruction in flight, with a compute instruction in flight, and with both.
-void activity(const Program& program, const std::vector<InstructionTiming>& timings,
-              uint32_t first, uint32_t end, uint64_t* dma, uint64_t* compute, uint64_t* both) {
+void activity(const Program& program, const std::vector<InstructionTiming>& timings, uint32_t first,
+              uint32_t end, uint64_t* dma, uint64_t* compute, uint64_t* both) {
   std::vector<Interval> d, c;
   for (uint32_t i = first; i < end; ++i) {
     const UnitKind u = program.instructions[i].unit;
@@ -99,8 +99,9 @@ void check_tensor(const std::string& layer, const uint8_t* sim_bytes, uint64_t e
   } else {
     const std::vector<float> sim =
         decode_tensor(std::vector<uint8_t>(sim_bytes, sim_bytes + elements * 2), 2, 1.0f);
-    NPUSIM_CHECK(ref16->size() == elements, "tensor of {}: {} simulated values, {} reference values",
-                 layer, elements, ref16->size());
+    NPUSIM_CHECK(ref16->size() == elements,
+                 "tensor of {}: {} simulated values, {} reference values", layer, elements,
+                 ref16->size());
     double range = 0.0, worst = 0.0;
     for (uint64_t i = 0; i < elements; ++i) {
       range = std::max(range, std::fabs(double((*ref16)[i])));
@@ -219,9 +220,11 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
             "cycle at which the last instruction completed (the first starts at 0)",
             r.total_cycles);
   reg.value("latency_s", "s", "total_cycles / clock, for the whole batch", latency);
-  reg.value("inferences_per_s", "1/s", "batch / latency_s", latency > 0 ? program.batch / latency : 0.0);
+  reg.value("inferences_per_s", "1/s", "batch / latency_s",
+            latency > 0 ? program.batch / latency : 0.0);
   reg.value("macs", "count", "multiply-accumulates executed by the matrix units", r.macs);
-  reg.value("ops_per_s", "ops/s", "2 x macs / latency_s", latency > 0 ? 2.0 * r.macs / latency : 0.0);
+  reg.value("ops_per_s", "ops/s", "2 x macs / latency_s",
+            latency > 0 ? 2.0 * r.macs / latency : 0.0);
   reg.value("mxu_utilization", "ratio", "macs / (total_cycles x rows x cols x count)",
             utilization(hw, r.macs, r.total_cycles));
   reg.value("instructions", "count", "instructions in the program", program.instructions.size());
@@ -319,8 +322,7 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
              [L](size_t i) { return L[i].compute_active_cycles; });
   reg.column("layers", n, "dma_compute_overlap_cycles", "cycles", "cycles with both",
              [L](size_t i) { return L[i].dma_compute_overlap_cycles; });
-  reg.column("layers", n, "dma_exposed_cycles", "cycles",
-             "its DMA time not hidden behind compute",
+  reg.column("layers", n, "dma_exposed_cycles", "cycles", "its DMA time not hidden behind compute",
              [L](size_t i) { return L[i].dma_exposed_cycles; });
   reg.column("layers", n, "bank_conflict_cycles", "cycles", "bank-conflict cycles of its loads",
              [L](size_t i) { return L[i].bank_conflict_cycles; });
@@ -376,8 +378,7 @@ struct VcdFile {
 
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
                           const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
-                          const RunDescription& run, bool all_tensors,
-                          const Recording& recording) {
+                          const RunDescription& run, bool all_tensors, const Recording& recording) {
   const auto wall_start = std::chrono::steady_clock::now();
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
@@ -475,31 +476,31 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
     out += fmt::format(
         "  off-chip memory    {} ({} channels): {:.1f} of {:.1f} GB/s, row hits {:.1f} %, {} ACT, "
         "{} REF, {:.2f} pJ/bit\n",
-        m["preset"].get<std::string>(), m["channels"].get<int>(),
-        m["bandwidth_gbps"].get<double>(), m["peak_bandwidth_gbps"].get<double>(),
-        100.0 * m["row_hit_rate"].get<double>(), m["act_commands"].get<uint64_t>(),
-        m["ref_commands"].get<uint64_t>(), m["energy_pj_per_bit"].get<double>());
+        m["preset"].get<std::string>(), m["channels"].get<int>(), m["bandwidth_gbps"].get<double>(),
+        m["peak_bandwidth_gbps"].get<double>(), 100.0 * m["row_hit_rate"].get<double>(),
+        m["act_commands"].get<uint64_t>(), m["ref_commands"].get<uint64_t>(),
+        m["energy_pj_per_bit"].get<double>());
   }
   const auto& d = s["dma"];
-  out += fmt::format("  DMA / compute      {} DMA cycles, {} overlapped with compute, {} exposed\n",
-                     d["active_cycles"].get<uint64_t>(), d["compute_overlap_cycles"].get<uint64_t>(),
-                     d["exposed_cycles"].get<uint64_t>());
+  out +=
+      fmt::format("  DMA / compute      {} DMA cycles, {} overlapped with compute, {} exposed\n",
+                  d["active_cycles"].get<uint64_t>(), d["compute_overlap_cycles"].get<uint64_t>(),
+                  d["exposed_cycles"].get<uint64_t>());
   if (per_layer) {
-    out += fmt::format("\n  {:<16} {:<8} {:>12} {:>14} {:>8} {:>12} {:>12} {:>12}\n", "layer",
-                       "op", "cycles", "MACs", "util %", "mxu stall", "dma exposed", "dram bytes");
+    out += fmt::format("\n  {:<16} {:<8} {:>12} {:>14} {:>8} {:>12} {:>12} {:>12}\n", "layer", "op",
+                       "cycles", "MACs", "util %", "mxu stall", "dma exposed", "dram bytes");
     for (const auto& l : s["layers"]) {
-      out += fmt::format("  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12} {:>12}\n",
-                         l["name"].get<std::string>(), l["op"].get<std::string>(),
-                         l["cycles"].get<uint64_t>(), l["macs"].get<uint64_t>(),
-                         100.0 * l["mxu_utilization"].get<double>(),
-                         l["mxu_stall_cycles"].get<uint64_t>(),
-                         l["dma_exposed_cycles"].get<uint64_t>(),
-                         l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
+      out += fmt::format(
+          "  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12} {:>12}\n",
+          l["name"].get<std::string>(), l["op"].get<std::string>(), l["cycles"].get<uint64_t>(),
+          l["macs"].get<uint64_t>(), 100.0 * l["mxu_utilization"].get<double>(),
+          l["mxu_stall_cycles"].get<uint64_t>(), l["dma_exposed_cycles"].get<uint64_t>(),
+          l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
   out += power_report(s, per_layer);
-  out += fmt::format("  simulated in {:.3f} s wall\n",
-                     s["simulation"]["wall_seconds"].get<double>());
+  out +=
+      fmt::format("  simulated in {:.3f} s wall\n", s["simulation"]["wall_seconds"].get<double>());
   return out;
 }
 

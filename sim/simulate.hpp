@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
@@ -38,7 +37,7 @@ struct FunctionalCheck {
   bool checked = false;  // false with --values off: nothing was computed, nothing compared
   bool bit_exact = false;
   bool within_tolerance = false;
-  double tolerance = 0.0;          // relative to the output's range
+  double tolerance = 0.0;  // relative to the output's range
   double max_abs_error = 0.0;
   double max_relative_error = 0.0;  // max_abs_error / range, worst output
   uint64_t mismatches = 0;

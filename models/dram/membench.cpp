@@ -1,5 +1,4 @@
 #include "models/dram/membench.hpp"
-#include "models/dram/memory_stats.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "models/dram/memory_stats.hpp"
 #include "support/error.hpp"
 
 namespace npusim::dram {
@@ -293,8 +293,7 @@ nlohmann::ordered_json membench_report(const std::string& preset, const MemoryCo
       {"requests_per_second", r.wall_seconds > 0 ? double(r.requests) / r.wall_seconds : 0.0},
       {"memory_cycles_per_second", r.wall_seconds > 0 ? double(s.cycles) / r.wall_seconds : 0.0},
       {"requests_per_cpu_second", r.cpu_seconds > 0 ? double(r.requests) / r.cpu_seconds : 0.0},
-      {"memory_cycles_per_cpu_second",
-       r.cpu_seconds > 0 ? double(s.cycles) / r.cpu_seconds : 0.0}};
+      {"memory_cycles_per_cpu_second", r.cpu_seconds > 0 ? double(s.cycles) / r.cpu_seconds : 0.0}};
   return j;
 }
 

@@ -11,15 +11,14 @@ std::vector<uint64_t> channel_bursts(const MemorySystem& memory) {
   return out;
 }
 
-void register_memory_stats(stats::Registry& reg, const std::string& preset,
-                           const MemoryConfig& cfg, const MemoryStats& s,
-                           const std::vector<uint64_t>& per_channel) {
+void register_memory_stats(stats::Registry& reg, const std::string& preset, const MemoryConfig& cfg,
+                           const MemoryStats& s, const std::vector<uint64_t>& per_channel) {
   reg.value("preset", "", "memory preset (configs/memory) or file, as named", preset);
   reg.value("channels", "count", "independent channels", cfg.org.channels);
   reg.value("burst_bytes", "bytes", "bytes of one access (one burst)", cfg.org.access_bytes());
   reg.value("tck_ns", "ns", "memory clock period", cfg.timing.tck_ns);
-  reg.value("memory_cycles", "memory cycles", "memory clock cycles simulated, to the end of the run",
-            s.cycles);
+  reg.value("memory_cycles", "memory cycles",
+            "memory clock cycles simulated, to the end of the run", s.cycles);
   reg.value("read_bursts", "count", "read bursts served", s.reads);
   reg.value("write_bursts", "count", "write bursts served", s.writes);
   reg.value("row_hit_rate", "ratio", "bursts that found their row open / all bursts",

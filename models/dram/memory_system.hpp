@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "arch/dram/address_mapping.hpp"
-#include "models/dram/channel_controller.hpp"
 #include "arch/dram/dram_config.hpp"
+#include "models/dram/channel_controller.hpp"
 
 namespace npusim::dram {
 

@@ -55,11 +55,7 @@ uint32_t widen_int8(int8_t value) { return static_cast<uint32_t>(static_cast<int
 }  // namespace
 
 PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
-    : params_(params),
-      hooks_(hooks),
-      rows_(params.rows),
-      cols_(params.cols),
-      stats_(params) {
+    : params_(params), hooks_(hooks), rows_(params.rows), cols_(params.cols), stats_(params) {
   NPUSIM_CHECK(rows_ >= 1 && cols_ >= 1, "systolic pe: array of {}x{} PEs", rows_, cols_);
   ring_ = std::max(rows_, cols_);
   const size_t pes = static_cast<size_t>(rows_) * cols_;

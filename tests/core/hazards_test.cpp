@@ -1,6 +1,4 @@
 // Dependency tokens derived from buffer accesses.
-#include <gtest/gtest.h>
-
 #include "compiler/lowering/hazards.hpp"
 
 #include <gtest/gtest.h>

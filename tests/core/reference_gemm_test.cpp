@@ -1,6 +1,7 @@
-// The int8 reference's fast path (compiler/reference/reference_gemm.hpp, oneDNN's s8 GEMM) equals the plain
-// loops exactly: convolutions of random shapes with groups, strides, padding and dilation, 2-D and
-// 3-D, and dense products, plain and transposed, with operands over the whole int8 range.
+// The int8 reference's fast path (compiler/reference/reference_gemm.hpp, oneDNN's s8 GEMM) equals
+// the plain loops exactly: convolutions of random shapes with groups, strides, padding and
+// dilation, 2-D and 3-D, and dense products, plain and transposed, with operands over the whole
+// int8 range.
 #include "compiler/reference/reference_gemm.hpp"
 
 #include <gtest/gtest.h>

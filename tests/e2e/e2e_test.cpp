@@ -1,11 +1,10 @@
 // Every zoo network on every preset, end to end from the CLI: outputs bit-exact against the
 // reference, stats.json complete and consistent.
 #include <gtest/gtest.h>
-
-#include <sstream>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "run_npusim.hpp"
 
@@ -106,11 +105,12 @@ TEST(EndToEnd, CompilePrintsTiledAssembly) {
 TEST(EndToEnd, ListsPresetsAndZoo) {
   CommandResult p = run_npusim("presets");
   EXPECT_EQ(p.exit_code, 0);
-  EXPECT_NE(p.out.find("tpu-v1       256x256 ws systolic array x1 at 700 MHz\n"
-                       "             peak: 91.75 TOPS int8, 91.75 TFLOPS bf16 (65536 MACs per cycle)\n"
-                       "             buffers: unified 24 MiB, weight 256 KiB, accumulators 4 MiB\n"
-                       "             off-chip: 34.1 GB/s (ddr3-2133, 2 channels), 8 GiB\n"),
-            std::string::npos)
+  EXPECT_NE(
+      p.out.find("tpu-v1       256x256 ws systolic array x1 at 700 MHz\n"
+                 "             peak: 91.75 TOPS int8, 91.75 TFLOPS bf16 (65536 MACs per cycle)\n"
+                 "             buffers: unified 24 MiB, weight 256 KiB, accumulators 4 MiB\n"
+                 "             off-chip: 34.1 GB/s (ddr3-2133, 2 channels), 8 GiB\n"),
+      std::string::npos)
       << p.out;
   EXPECT_NE(p.out.find("edge         32x32 ws systolic array x1 at 800 MHz"), std::string::npos)
       << p.out;

@@ -55,8 +55,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooRuns,
                            return name;
                          });
 
-const char* const kZoo[] = {"alexnet",   "bert-encoder", "lenet5",   "mlp-1000", "mnist-cnn",
-                            "mobilenetv2", "resnet18",   "resnet50", "vgg16"};
+const char* const kZoo[] = {"alexnet",     "bert-encoder", "lenet5",   "mlp-1000", "mnist-cnn",
+                            "mobilenetv2", "resnet18",     "resnet50", "vgg16"};
 
 std::string test_name(std::string name) {
   for (auto& ch : name) {

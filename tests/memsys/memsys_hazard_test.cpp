@@ -5,8 +5,6 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
-
 #include "compiler/frontend/workload.hpp"
 #include "compiler/lowering/lowering.hpp"
 #include "compiler/passes/fusion.hpp"

@@ -1,0 +1,66 @@
+// The lower layers include only what docs/architecture.md allows: support/ nothing of the project,
+// arch/ (its memory presets in arch/dram/ included) only support/ and itself, and the plain-C++
+// cores the models adapt (models/dma_core.hpp) no SystemC; none of them SystemC or TLM.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Every project or SystemC header `file` includes that is not under one of `allowed`.
+std::vector<std::string> bad_includes(const std::filesystem::path& file,
+                                      const std::vector<std::string>& allowed) {
+  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::vector<std::string> bad;
+  std::ifstream in(file);
+  std::string line;
+  for (int number = 1; std::getline(in, line) && number < 100000; ++number) {
+    std::smatch match;
+    if (!std::regex_search(line, match, include_line)) continue;
+    const std::string header = match[1];
+    const bool systemc = header.rfind("systemc", 0) == 0 || header.rfind("tlm", 0) == 0;
+    const bool project = header.find('/') != std::string::npos && header.rfind("fmt/", 0) != 0 &&
+                         header.rfind("nlohmann/", 0) != 0;
+    bool ok = !systemc && !project;
+    for (const auto& prefix : allowed) ok = ok || (!systemc && header.rfind(prefix, 0) == 0);
+    if (!ok) bad.push_back(file.string() + ":" + std::to_string(number) + " includes " + header);
+  }
+  return bad;
+}
+
+std::vector<std::filesystem::path> sources(const std::string& folder) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(
+           std::filesystem::path(NPUSIM_SOURCE_DIR) / folder)) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".hpp" || ext == ".cpp") out.push_back(e.path());
+  }
+  return out;
+}
+
+TEST(Layering, SupportIncludesNothingOfTheProject) {
+  const auto files = sources("support");
+  EXPECT_GE(files.size(), 10u);
+  for (const auto& f : files) {
+    for (const auto& b : bad_includes(f, {"support/"})) ADD_FAILURE() << b;
+  }
+}
+
+TEST(Layering, ArchIncludesOnlySupportAndItself) {
+  const auto files = sources("arch");
+  EXPECT_GE(files.size(), 16u);
+  for (const auto& f : files) {
+    for (const auto& b : bad_includes(f, {"support/", "arch/"})) ADD_FAILURE() << b;
+  }
+}
+
+TEST(Layering, DmaCoreHasNoSystemC) {
+  const auto core = std::filesystem::path(NPUSIM_SOURCE_DIR) / "models" / "dma_core.hpp";
+  for (const auto& b : bad_includes(core, {"support/", "arch/"})) ADD_FAILURE() << b;
+}
+
+}  // namespace

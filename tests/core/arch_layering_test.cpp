@@ -1,6 +1,8 @@
-// The lower layers include only what docs/architecture.md allows: support/ nothing of the project,
-// arch/ (its memory presets in arch/dram/ included) only support/ and itself, and the plain-C++
-// cores the models adapt (models/dma_core.hpp) no SystemC; none of them SystemC or TLM.
+// The layers include only what docs/architecture.md allows: support/ nothing of the project,
+// arch/ (its memory presets in arch/dram/ included) only support/ and itself, the plain-C++ cores
+// the models adapt (models/dma_core.hpp) no SystemC, models/ nothing of the compiler, traces/ or
+// sim/, and compat/ (SCALE-Sim mode) only support/, itself and Boost.program_options. compiler/ and
+// traces/ have tests of their own (compiler_layering_test.cpp, tests/traces/).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -13,7 +15,8 @@ namespace {
 
 // Every project or SystemC header `file` includes that is not under one of `allowed`.
 std::vector<std::string> bad_includes(const std::filesystem::path& file,
-                                      const std::vector<std::string>& allowed) {
+                                      const std::vector<std::string>& allowed,
+                                      bool systemc_allowed = false) {
   static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::vector<std::string> bad;
   std::ifstream in(file);
@@ -22,9 +25,11 @@ std::vector<std::string> bad_includes(const std::filesystem::path& file,
     std::smatch match;
     if (!std::regex_search(line, match, include_line)) continue;
     const std::string header = match[1];
-    const bool systemc = header.rfind("systemc", 0) == 0 || header.rfind("tlm", 0) == 0;
+    const bool systemc =
+        !systemc_allowed && (header.rfind("systemc", 0) == 0 || header.rfind("tlm", 0) == 0);
     const bool project = header.find('/') != std::string::npos && header.rfind("fmt/", 0) != 0 &&
-                         header.rfind("nlohmann/", 0) != 0;
+                         header.rfind("nlohmann/", 0) != 0 &&
+                         !(systemc_allowed && header.rfind("tlm_utils/", 0) == 0);
     bool ok = !systemc && !project;
     for (const auto& prefix : allowed) ok = ok || (!systemc && header.rfind(prefix, 0) == 0);
     if (!ok) bad.push_back(file.string() + ":" + std::to_string(number) + " includes " + header);
@@ -61,6 +66,24 @@ TEST(Layering, ArchIncludesOnlySupportAndItself) {
 TEST(Layering, DmaCoreHasNoSystemC) {
   const auto core = std::filesystem::path(NPUSIM_SOURCE_DIR) / "models" / "dma_core.hpp";
   for (const auto& b : bad_includes(core, {"support/", "arch/"})) ADD_FAILURE() << b;
+}
+
+TEST(Layering, ModelsIncludeNoCompilerTracesOrSim) {
+  const auto files = sources("models");
+  EXPECT_GE(files.size(), 40u);
+  for (const auto& f : files) {
+    for (const auto& b : bad_includes(f, {"support/", "arch/", "models/"}, true)) {
+      ADD_FAILURE() << b;
+    }
+  }
+}
+
+TEST(Layering, CompatIncludesOnlySupportAndItself) {
+  const auto files = sources("compat");
+  EXPECT_GE(files.size(), 8u);
+  for (const auto& f : files) {
+    for (const auto& b : bad_includes(f, {"support/", "compat/", "boost/"})) ADD_FAILURE() << b;
+  }
 }
 
 }  // namespace

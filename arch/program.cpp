@@ -7,7 +7,10 @@ namespace npusim {
 std::string to_assembly(const Program& p) {
   auto shape = [](const TensorPlacement& t) {
     std::string s = std::to_string(t.batch);
-    for (int d : t.dims) s += "x" + std::to_string(d);
+    for (int d : t.dims) {
+      s += 'x';
+      s += std::to_string(d);
+    }
     return s;
   };
   std::string out = fmt::format(

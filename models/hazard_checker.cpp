@@ -15,7 +15,10 @@ struct Extents {
   std::vector<Access>& out;
   int eb;  // bytes per unified-buffer element: 1 (int8) or 2 (bf16)
   void add(BufferId space, uint64_t begin, uint64_t bytes, bool write) const {
-    if (bytes > 0) out.push_back({space, begin, begin + bytes, write});
+    if (bytes == 0) return;
+    // Emplace, then assign: GCC 12 warns falsely (-Wstringop-overflow) on push_back({...}) here.
+    Access& a = out.emplace_back();
+    a = {space, begin, begin + bytes, write};
   }
   // rows x cols elements with a row pitch of `ld` elements, as one span.
   static uint64_t span(int rows, int cols, int ld) {

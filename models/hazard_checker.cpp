@@ -137,12 +137,7 @@ class SegmentMap {
 
 int unit_key(const Instruction& i) { return int(i.unit) * 4096 + i.unit_index; }
 
-std::string describe(const Program& p, uint32_t id) {
-  const Instruction& i = p.instructions[id];
-  const std::string layer = i.layer < p.layers.size() ? p.layers[i.layer].name : "?";
-  return fmt::format("instruction {} ({} on {}{}, layer {})", id, opcode_name(i), to_string(i.unit),
-                     i.unit_index, layer);
-}
+std::string describe(const Program& p, uint32_t id) { return describe_instruction(p, id); }
 
 }  // namespace
 

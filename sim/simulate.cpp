@@ -395,8 +395,9 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   vcd.finish(soc.clock.period());
   if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
   NPUSIM_CHECK(soc.scoreboard.all_done(),
-               "simulation ended with {} of {} instructions completed: a dependency was never met",
-               soc.scoreboard.completed(), program.instructions.size());
+               "simulation ended with {} of {} instructions completed: a dependency was never met. "
+               "Units:{}",
+               soc.scoreboard.completed(), program.instructions.size(), describe_units(soc.units()));
 
   SimulationResult r;
   const auto& timings = soc.scoreboard.timings();

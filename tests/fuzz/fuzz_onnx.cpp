@@ -8,15 +8,28 @@
 #include "compiler/onnx_import.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
+namespace {
+
+// The file each input goes through, removed when the process ends.
+struct InputFile {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("npusim-fuzz-onnx-" + std::to_string(::getpid()) + ".onnx"))
+                         .string();
+  ~InputFile() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+};
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = (std::filesystem::temp_directory_path() /
-                                   ("npusim-fuzz-onnx-" + std::to_string(::getpid()) + ".onnx"))
-                                      .string();
+  static const InputFile file;
   {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    std::ofstream out(file.path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
   }
   npusim::fuzz::expect_user_error_or_success(
-      [&] { (void)npusim::import_onnx(path, std::nullopt); });
+      [&] { (void)npusim::import_onnx(file.path, std::nullopt); });
   return 0;
 }

@@ -18,8 +18,10 @@ ctest --test-dir "$root/build" -j"$jobs" --output-on-failure --timeout 900 --no-
 
 if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== ASan + UBSan + LSan build and tests"
+  # Not -Werror here: GCC 12's flow analysis warns falsely on instrumented code (libstdc++'s
+  # <regex>: -Wmaybe-uninitialized); step 1 holds the build warning-free.
   NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DNPUSIM_SANITIZE=ON \
-    -DNPUSIM_WERROR=ON
+    -DNPUSIM_WERROR=OFF
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS=print_stacktrace=1 \

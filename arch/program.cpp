@@ -4,10 +4,20 @@
 
 namespace npusim {
 
+std::string describe_instruction(const Program& p, uint32_t id) {
+  const Instruction& i = p.instructions[id];
+  const std::string layer = i.layer < p.layers.size() ? p.layers[i.layer].name : "?";
+  return fmt::format("instruction {} ({} on {}{}, layer {})", id, opcode_name(i), to_string(i.unit),
+                     i.unit_index, layer);
+}
+
 std::string to_assembly(const Program& p) {
   auto shape = [](const TensorPlacement& t) {
     std::string s = std::to_string(t.batch);
-    for (int d : t.dims) s += "x" + std::to_string(d);
+    for (int d : t.dims) {
+      s += 'x';
+      s += std::to_string(d);
+    }
     return s;
   };
   std::string out = fmt::format(

@@ -67,5 +67,7 @@ struct Program {
 
 // The whole program as readable assembly with one section per layer.
 std::string to_assembly(const Program& program);
+// "instruction 17 (MATMUL on matrix0, layer conv1)": how messages name an instruction.
+std::string describe_instruction(const Program& p, uint32_t id);
 
 }  // namespace npusim

@@ -1,5 +1,7 @@
 #include "models/execution_unit.hpp"
 
+#include <fmt/format.h>
+
 namespace npusim {
 
 std::exception_ptr ExecutionUnit::failure_;
@@ -61,7 +63,9 @@ void ExecutionUnit::run() {
       const Instruction& instr = program_.instructions[id];
       uint64_t before = clock_.now();
       if (waves_) waves_->busy = false, waves_->waiting = true;
+      waiting_on_tokens_ = true;
       scoreboard_.wait_for(instr.deps);
+      waiting_on_tokens_ = false;
       uint64_t stalled = clock_.now() - before;
       stats_.stall_cycles += stalled;
       layer_stall_[instr.layer] += stalled;
@@ -75,12 +79,36 @@ void ExecutionUnit::run() {
       execute(instr);
       count_instruction_events(instr, program_.dtype, ports_, layer_events_[instr.layer]);
       ++stats_.instructions;
+      ++issued_;
     }
     if (waves_) waves_->busy = waves_->waiting = false;
   } catch (...) {
     if (!failure_) failure_ = std::current_exception();
     sc_core::sc_stop();
   }
+}
+
+std::string ExecutionUnit::state() const {
+  auto describe = [this](uint32_t id) { return describe_instruction(program_, id); };
+  if (issued_ == stream_.size()) return fmt::format("done ({} instructions)", stream_.size());
+  const uint32_t id = stream_[issued_];
+  if (!waiting_on_tokens_) {
+    return fmt::format("stopped inside {}, {} of its {} instructions done", describe(id), issued_,
+                       stream_.size());
+  }
+  std::string missing;
+  for (uint32_t d : program_.instructions[id].deps) {
+    if (scoreboard_.done(d)) continue;
+    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", describe(d));
+  }
+  return fmt::format("waits at {}, {} of its {} instructions done; tokens missing: {}",
+                     describe(id), issued_, stream_.size(), missing);
+}
+
+std::string describe_units(const std::vector<const ExecutionUnit*>& units) {
+  std::string out;
+  for (const ExecutionUnit* u : units) out += fmt::format("\n  {}: {}", u->basename(), u->state());
+  return out;
 }
 
 void ExecutionUnit::register_stats(stats::Registry& reg, const std::string& prefix) const {

@@ -60,6 +60,9 @@ class ExecutionUnit : public sc_core::sc_module {
   }
   // Traces this unit's waveform variables into `file` as "<prefix>.busy" etc. (before sc_start).
   void trace_waveforms(sc_core::sc_trace_file* file, const std::string& prefix);
+  // Where the unit stands, for a run that could not finish: "done", or the instruction it waits on
+  // and each of its dependency tokens not yet completed (with the unit that owns it).
+  std::string state() const;
 
  protected:
   // Executes one instruction: computes its values, advances simulated time for as long as the
@@ -89,6 +92,8 @@ class ExecutionUnit : public sc_core::sc_module {
   void attribute_stall(const Instruction& instr, uint64_t stalled);
 
   std::vector<uint32_t> stream_;
+  size_t issued_ = 0;               // instructions of stream_ issued so far
+  bool waiting_on_tokens_ = false;  // stream_[issued_] waits on the scoreboard
   std::vector<uint64_t> layer_busy_, layer_stall_;
   std::vector<StallCauses> layer_causes_;
   std::vector<EventCounts> layer_events_;
@@ -96,5 +101,8 @@ class ExecutionUnit : public sc_core::sc_module {
   std::unique_ptr<Waves> waves_;  // only with waveforms
   static std::exception_ptr failure_;
 };
+
+// Every unit's state() on its own line, "  <unit>: <state>".
+std::string describe_units(const std::vector<const ExecutionUnit*>& units);
 
 }  // namespace npusim

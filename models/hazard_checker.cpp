@@ -15,7 +15,10 @@ struct Extents {
   std::vector<Access>& out;
   int eb;  // bytes per unified-buffer element: 1 (int8) or 2 (bf16)
   void add(BufferId space, uint64_t begin, uint64_t bytes, bool write) const {
-    if (bytes > 0) out.push_back({space, begin, begin + bytes, write});
+    if (bytes == 0) return;
+    // Emplace, then assign: GCC 12 warns falsely (-Wstringop-overflow) on push_back({...}) here.
+    Access& a = out.emplace_back();
+    a = {space, begin, begin + bytes, write};
   }
   // rows x cols elements with a row pitch of `ld` elements, as one span.
   static uint64_t span(int rows, int cols, int ld) {
@@ -134,12 +137,7 @@ class SegmentMap {
 
 int unit_key(const Instruction& i) { return int(i.unit) * 4096 + i.unit_index; }
 
-std::string describe(const Program& p, uint32_t id) {
-  const Instruction& i = p.instructions[id];
-  const std::string layer = i.layer < p.layers.size() ? p.layers[i.layer].name : "?";
-  return fmt::format("instruction {} ({} on {}{}, layer {})", id, opcode_name(i), to_string(i.unit),
-                     i.unit_index, layer);
-}
+std::string describe(const Program& p, uint32_t id) { return describe_instruction(p, id); }
 
 }  // namespace
 

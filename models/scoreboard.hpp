@@ -27,6 +27,7 @@ class Scoreboard : public sc_core::sc_module {
   void complete(uint32_t id, uint64_t start, uint64_t end);
 
   bool all_done() const { return completed_ == done_.size(); }
+  bool done(uint32_t id) const { return id < done_.size() && done_[id]; }
   size_t completed() const { return completed_; }
   const std::vector<InstructionTiming>& timings() const { return timings_; }
 

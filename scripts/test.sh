@@ -1,28 +1,46 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): install, build, run the whole test suite.
-#   1. a Release build and every test (ctest);
-#   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of the simulator's own suites, run
-#      again under it but for those labelled "slow" (whole zoo networks, already run in step 1).
-# NPUSIM_SKIP_SANITIZERS=1 skips step 2 (for a quick local run).
+#   1. a Release build (warnings are errors) and every test (ctest);
+#   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of every suite, LeakSanitizer on
+#      (tests/lsan.supp: third-party leaks only, each with its reason), run again under it but for
+#      the tests labelled "slow" (whole zoo networks, already run in step 1);
+#   3. a clang build of the input readers and their libFuzzer targets (tests/fuzz): every target
+#      replays its corpus and fuzzes for NPUSIM_FUZZ_SECONDS (default 10) seconds.
+# NPUSIM_SKIP_SANITIZERS=1 skips step 2, NPUSIM_SKIP_FUZZ=1 step 3 (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${NPUSIM_JOBS:-$(nproc)}"
 "$root/scripts/setup.sh"
 
 echo "== Release build and tests"
-"$root/scripts/build.sh" "$root/build"
+"$root/scripts/build.sh" "$root/build" -DNPUSIM_WERROR=ON
 ctest --test-dir "$root/build" -j"$jobs" --output-on-failure --timeout 900 --no-tests=error
 
 if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
-  # The simulator's own C++ under the sanitizers: the CLI end to end, the cores, the systolic and
-  # DRAM models, the memory system and the .npy reader. (The SCALE-Sim and ONNX suites exercise
-  # format readers whose code paths the CLI tests cover too; they run in step 1.)
-  echo "== ASan + UBSan build and tests"
-  suites=(npusim npusim_core_tests npusim_e2e_tests npusim_systolic_tests npusim_dram_tests
-          npusim_memsys_tests npusim_npy_tests)
+  echo "== ASan + UBSan + LSan build and tests"
+  # Not -Werror here: GCC 12's flow analysis warns falsely on instrumented code (libstdc++'s
+  # <regex>: -Wmaybe-uninitialized); step 1 holds the build warning-free.
   NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DNPUSIM_SANITIZE=ON \
-    --target "${suites[@]}"
-  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    -DNPUSIM_WERROR=OFF
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
+    UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" -j"$jobs" --output-on-failure --timeout 1800 \
-    --no-tests=error -LE slow -E "NOT_BUILT"
+    --no-tests=error -LE slow -E "^MemsysHazard\."
+  # MemsysHazard.* catch an exception thrown after sc_start: SystemC's coroutines switch stacks, and
+  # ASan then reports a false stack-buffer-overflow while unwinding (google/sanitizers#189, "ASan is
+  # ignoring requested __asan_handle_no_return"). They run in step 1.
+fi
+
+if [ "${NPUSIM_SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== libFuzzer targets of the input readers"
+  targets=(npusim_fuzz_hw_config npusim_fuzz_graph_json npusim_fuzz_onnx npusim_fuzz_npy
+           npusim_fuzz_scalesim_cfg npusim_fuzz_scalesim_topology)
+  NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-fuzz" -DNPUSIM_FUZZ=ON \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DNPUSIM_FUZZ_SECONDS="${NPUSIM_FUZZ_SECONDS:-10}" \
+    --target "${targets[@]}"
+  # One target at a time: each fuzzes on one core for its seconds.
+  ASAN_OPTIONS=detect_leaks=1 \
+    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
+    ctest --test-dir "$root/build-fuzz" -j1 --output-on-failure --no-tests=error -L fuzz
 fi

@@ -232,6 +232,8 @@ int command_run(const std::vector<std::string>& args) {
     std::cout << layers_csv(r.stats);
   } else {
     std::cout << text_report(r.stats, vm.count("layers") > 0);
+    // The host's time goes to the terminal only: report.txt holds the same bytes every run.
+    std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
   }
   if (!out_dir.empty()) {
     write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");

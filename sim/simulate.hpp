@@ -82,7 +82,8 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
                           const RunDescription& run, bool all_tensors = false,
                           const Recording& recording = {});
 
-// The human summary (also report.txt), from a run's stats.json.
+// The human summary (also report.txt), from a run's stats.json: no host figure, so the same input
+// gives the same text.
 std::string text_report(const nlohmann::json& stats, bool per_layer);
 
 }  // namespace npusim

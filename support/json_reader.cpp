@@ -28,6 +28,12 @@ json parse_json_text(const std::string& text, const std::string& origin) {
     auto pos = what.find("syntax error");
     if (pos != std::string::npos) what = what.substr(pos);
     throw UserError(fmt::format("{}:{}:{}: malformed JSON: {}", origin, line, column, what));
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (found by fuzzing: "7e777777").
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    throw UserError(fmt::format("{}: malformed JSON: {}", origin, what));
   }
 }
 

@@ -152,8 +152,7 @@ DramActivity UserReadBuffer::finish() const {
 }
 
 WriteBuffer::WriteBuffer(int64_t sram_words, int64_t bandwidth_words)
-    : total_words_(sram_words),
-      active_words_(ceil_div(sram_words, 2)),
+    : active_words_(ceil_div(sram_words, 2)),
       drain_words_(sram_words - ceil_div(sram_words, 2)),
       bandwidth_(bandwidth_words),
       free_words_(sram_words) {

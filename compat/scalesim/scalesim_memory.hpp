@@ -201,7 +201,6 @@ class WriteBuffer {
   int64_t drain(int64_t start_cycle);
   int64_t line_valid(int64_t line);
 
-  int64_t total_words_;
   int64_t active_words_;
   int64_t drain_words_;
   int64_t bandwidth_;

@@ -144,6 +144,15 @@ std::vector<Layer> parse_topology(const std::string& text, const std::string& pa
     }
     // SCALE-Sim treats a layer whose name contains "DP" as depthwise: one layer per channel.
     if (layer.name.find("DP") != std::string::npos) {
+      // Bounded, or a short row could ask for billions of layers (found by fuzzing).
+      constexpr int64_t kMaxDepthwiseChannels = 65536;
+      if (layer.channels > kMaxDepthwiseChannels) {
+        errors.push_back(fmt::format(
+            "{}:{}: field 'Channels': a depthwise layer (its name contains DP) becomes one layer "
+            "per channel; expected at most {}, got '{}'",
+            path, line_no, kMaxDepthwiseChannels, fields[5]));
+        continue;
+      }
       const int64_t channels = layer.channels;
       layer.channels = 1;
       const std::string base = layer.name;

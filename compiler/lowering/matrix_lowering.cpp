@@ -100,7 +100,7 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
       out_bytes_(align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
       bias_ub_(2 * slab_bytes_ + 2 * out_bytes_),
       wb_half_(lo.hw_.weight_buffer.capacity_bytes / 2),
-      acc_unit_(lo.hw_.accumulators.capacity_bytes / mu_.count),
+      acc_unit_(lo.hw_.accumulators.capacity_bytes / mu_.count / 8 * 8),  // as tiling's acc_half
       acc_block_(uint64_t(t.out_rows) * g.out_w * t.n_tile * 4),
       acc_parity_(mu_.count, 0) {
   for (int img = 0; img < g.images; ++img)

@@ -53,7 +53,9 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   const uint64_t k = g.k();
   const uint64_t ub = hw.unified_buffer.capacity_bytes;
   const uint64_t wb_half = hw.weight_buffer.capacity_bytes / 2;
-  const uint64_t acc_half = hw.accumulators.capacity_bytes / mu.count / 2;
+  // Each unit's slice of the accumulators, whole 32-bit words in each half (count 3 splits
+  // unevenly).
+  const uint64_t acc_half = hw.accumulators.capacity_bytes / mu.count / 8 * 4;
   const uint64_t es = g.element_bytes;
   const uint64_t bias_bytes = align_up(4ull * g.n);
   const bool resident = k * g.n * es <= wb_half;
@@ -127,7 +129,16 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   TilingResult r;
   const uint64_t acc_need = 2ull * g.out_w * n_tile * 4 * mu.count;
   const uint64_t ub_min = ub_need(1, n_tile);
-  if (acc_need > hw.accumulators.capacity_bytes) {
+  // Streamed weights come in chunks of whole array heights (k_chunk above), double-buffered.
+  const uint64_t wb_need = 2ull * mu.rows * n_tile * es;
+  if (!resident && wb_need > hw.weight_buffer.capacity_bytes) {
+    r.reason = fmt::format(
+        "layer '{}' does not fit: its weights ({} bytes) stream through the weight buffer in tiles "
+        "of {} rows x {} columns of {} bytes, double-buffered, which need {} bytes; the hardware "
+        "has {}: raise buffers.weight_buffer.capacity_bytes to at least {}",
+        layer_name, weight_bytes, mu.rows, n_tile, es, wb_need, hw.weight_buffer.capacity_bytes,
+        wb_need);
+  } else if (acc_need > hw.accumulators.capacity_bytes) {
     r.reason = fmt::format(
         "layer '{}' does not fit: one output row ({} pixels x {} channels, double-buffered, {} "
         "matrix unit(s)) needs {} bytes of accumulators, the hardware has {}: raise "

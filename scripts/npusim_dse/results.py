@@ -24,7 +24,7 @@ SKIPPED = ("memory.config", "layers")
 HW_SKIPPED = ("hw.description", "hw.source", "hw.schema_version")
 # Columns that measure the host, not the design: they differ between two runs of one sweep.
 WALL_TIME_COLUMNS = ("run_seconds",)
-HOST_SECTIONS = ("simulation.", "host.")  # stats.json's host figures (docs/stats.md)
+HOST_SECTIONS = ("host.",)  # stats.json's host figures (docs/stats.md)
 
 
 def is_host_column(name):

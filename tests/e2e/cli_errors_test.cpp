@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include "run_npusim.hpp"
 
 namespace {
@@ -30,6 +32,20 @@ TEST(CliErrors, MalformedJsonNamesLine) {
   EXPECT_NE(r.err.find(kData + "/malformed.json:4:15: malformed JSON: syntax error"),
             std::string::npos)
       << r.err;
+}
+
+// Found by fuzzing (tests/fuzz): a number beyond a double's range ended in an uncaught exception.
+TEST(CliErrors, NumberOutOfRangeIsMalformedJson) {
+  const auto dir = fresh_dir("huge-number");
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "huge.json").string();
+  std::ofstream(path) << "{\"schema_version\": 1, \"clock_mhz\": 7e777777}";
+  CommandResult r = run_npusim("validate --hw " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(path + ": malformed JSON: number overflow parsing '7e777777'"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliErrors, BadWorkloadNamesLayerAndKey) {

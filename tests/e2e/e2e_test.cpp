@@ -211,9 +211,9 @@ INSTANTIATE_TEST_SUITE_P(AllOps, OperatorCoverage,
                                          CoverageCase{"edge_os.json", "all_ops.json", "bf16"},
                                          CoverageCase{"edge", "conv3d.json", "bf16"},
                                          CoverageCase{"edge", "mlp-1000", "bf16"}),
-                         [](const testing::TestParamInfo<CoverageCase>& info) {
-                           std::string name = std::string(info.param.workload) + "_" +
-                                              info.param.hw + "_" + info.param.dtype;
+                         [](const testing::TestParamInfo<CoverageCase>& param_info) {
+                           std::string name = std::string(param_info.param.workload) + "_" +
+                                              param_info.param.hw + "_" + param_info.param.dtype;
                            for (auto& ch : name) {
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

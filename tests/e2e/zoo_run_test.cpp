@@ -46,9 +46,9 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooRuns,
                                          ZooRun{"bert-encoder", "int8"}, ZooRun{"lenet5", "bf16"},
                                          ZooRun{"resnet18", "bf16"}, ZooRun{"mobilenetv2", "bf16"},
                                          ZooRun{"bert-encoder", "bf16"}),
-                         [](const testing::TestParamInfo<ZooRun>& info) {
+                         [](const testing::TestParamInfo<ZooRun>& param_info) {
                            std::string name =
-                               std::string(info.param.network) + "_" + info.param.dtype;
+                               std::string(param_info.param.network) + "_" + param_info.param.dtype;
                            for (auto& ch : name) {
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

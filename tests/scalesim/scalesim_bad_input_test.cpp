@@ -122,6 +122,15 @@ TEST(ScalesimBadInput, TopologyNonNumericField) {
             "topo.csv:4: field 'Strides': expected a positive integer, got 'x'");
 }
 
+// Found by fuzzing: one short row asked for half a million layers (and could ask for billions).
+TEST(ScalesimBadInput, TopologyDepthwiseChannelsBounded) {
+  EXPECT_EQ(topology_error("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
+                           "Channels, Num Filter, Strides,\n"
+                           "dw_DP, 8, 8, 3, 3, 9999999999, 1, 1,\n"),
+            "topo.csv:2: field 'Channels': a depthwise layer (its name contains DP) becomes one "
+            "layer per channel; expected at most 65536, got '9999999999'");
+}
+
 TEST(ScalesimBadInput, TopologyMissingTrailingComma) {
   EXPECT_EQ(topology_error("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
                            "Channels, Num Filter, Strides,\n"

@@ -33,7 +33,7 @@ void OnnxImporter::find_gelu_patterns() {
   };
   auto is_op = [&](int i, const char* op) {
     return i >= 0 && g_.node(i).op_type() == op && g_.node(i).domain().empty() &&
-           g_.node(i).input_size() == 2;
+           g_.node(i).input_size() == 2 && g_.node(i).output_size() == 1;  // (fuzzing found 0)
   };
   // The operand of binary node i that is not `other`; empty when `other` is not an operand.
   auto other_operand = [&](int i, const std::string& other) -> std::string {

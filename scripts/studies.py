@@ -53,7 +53,11 @@ class Runner:
             sys.stderr.write(result.stderr)
             sys.exit("studies.py: run failed (exit %d): %s" % (result.returncode, " ".join(cmd)))
         with open(os.path.join(out, "stats.json")) as f:
-            return json.load(f), outputs
+            stats = json.load(f)
+        check = stats["functional_check"]
+        if values == "on" and not (check["checked"] and check["within_tolerance"]):
+            sys.exit("studies.py: values differ from the reference: %s" % " ".join(cmd))
+        return stats, outputs
 
 
 def read_npy_float32(path):

@@ -11,7 +11,7 @@ namespace npusim::systolic {
 CubeFastModel::CubeFastModel(const ArrayParams& params)
     : params_(params), geometry_(cube_geometry(params)), timing_(params), stats_(params) {}
 
-TileTiming CubeFastModel::time_tile(const TileShape& tile, DataType type, bool accumulate,
+TileTiming CubeFastModel::time_only(const TileShape& tile, DataType type, bool accumulate,
                                     uint64_t issue_cycle) {
   NPUSIM_CHECK(issue_cycle >= next_issue_cycle_,
                "cube: tile {}x{}x{} issued at cycle {}, before the cube accepts it ({})", tile.m,
@@ -27,7 +27,7 @@ TileTiming CubeFastModel::execute_int8(const TileShape& tile, const Int8TileOper
   check_tile(params_, tile, operands.a, operands.lda, operands.w, operands.ldw, operands.acc,
              operands.ldacc);
   int8_gemm_.run(tile, operands);
-  return time_tile(tile, DataType::kInt8, operands.accumulate, issue_cycle);
+  return time_only(tile, DataType::kInt8, operands.accumulate, issue_cycle);
 }
 
 TileTiming CubeFastModel::execute_half16(Half16Format format, const TileShape& tile,
@@ -35,7 +35,7 @@ TileTiming CubeFastModel::execute_half16(Half16Format format, const TileShape& t
   check_tile(params_, tile, operands.a, operands.lda, operands.w, operands.ldw, operands.acc,
              operands.ldacc);
   half16_tree_gemm(format, tile, operands);
-  return time_tile(tile, format == Half16Format::kBf16 ? DataType::kBf16 : DataType::kFp16,
+  return time_only(tile, format == Half16Format::kBf16 ? DataType::kBf16 : DataType::kFp16,
                    operands.accumulate, issue_cycle);
 }
 

@@ -20,10 +20,12 @@ class CubeFastModel final : public ArrayModel {
                           uint64_t issue_cycle) override;
   TileTiming execute_half16(Half16Format format, const TileShape& tile,
                             const Half16TileOperands& operands, uint64_t issue_cycle) override;
+  // The closed form alone (npusim run --values off): no operand is read.
+  TileTiming time_only(const TileShape& tile, DataType type, bool accumulate,
+                       uint64_t issue_cycle) override;
   const ArrayStats& stats() const override { return stats_.stats(); }
 
  private:
-  TileTiming time_tile(const TileShape& tile, DataType type, bool accumulate, uint64_t issue_cycle);
   void half16_tree_gemm(Half16Format format, const TileShape& tile,
                         const Half16TileOperands& operands);
 

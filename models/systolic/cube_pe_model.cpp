@@ -25,6 +25,32 @@ uint32_t add_bits(ValueKind kind, uint32_t x, uint32_t y) {
   return std::bit_cast<uint32_t>(cube_add(std::bit_cast<float>(x), std::bit_cast<float>(y)));
 }
 
+// The tile's operands as the pipeline's 32-bit words (`widen` turns one element into one), with
+// where its results go.
+template <typename Operands, typename Widen>
+CubePeModel::TileData widen_operands(const TileShape& tile, const Operands& op,
+                                     CubePeModel::ValueKind kind, uint64_t issue_cycle,
+                                     Widen widen) {
+  CubePeModel::TileData data;
+  data.shape = tile;
+  data.kind = kind;
+  data.acc = op.acc;
+  data.ldacc = op.ldacc;
+  data.accumulate = op.accumulate;
+  data.issue_cycle = issue_cycle;
+  data.a.resize(static_cast<size_t>(tile.m) * tile.k);
+  data.w.resize(static_cast<size_t>(tile.k) * tile.n);
+  for (int m = 0; m < tile.m; ++m)
+    for (int k = 0; k < tile.k; ++k)
+      data.a[static_cast<size_t>(m) * tile.k + k] =
+          widen(op.a[static_cast<ptrdiff_t>(m) * op.lda + k]);
+  for (int k = 0; k < tile.k; ++k)
+    for (int n = 0; n < tile.n; ++n)
+      data.w[static_cast<size_t>(k) * tile.n + n] =
+          widen(op.w[static_cast<ptrdiff_t>(k) * op.ldw + n]);
+  return data;
+}
+
 }  // namespace
 
 CubePeModel::CubePeModel(const ArrayParams& params)
@@ -40,24 +66,10 @@ CubePeModel::CubePeModel(const ArrayParams& params)
 TileTiming CubePeModel::execute_int8(const TileShape& tile, const Int8TileOperands& op,
                                      uint64_t issue_cycle) {
   check_tile(params_, tile, op.a, op.lda, op.w, op.ldw, op.acc, op.ldacc);
-  TileData data;
-  data.shape = tile;
-  data.kind = ValueKind::kInt8;
-  data.acc = op.acc;
-  data.ldacc = op.ldacc;
-  data.accumulate = op.accumulate;
-  data.issue_cycle = issue_cycle;
-  data.a.resize(static_cast<size_t>(tile.m) * tile.k);
-  data.w.resize(static_cast<size_t>(tile.k) * tile.n);
-  for (int m = 0; m < tile.m; ++m)
-    for (int k = 0; k < tile.k; ++k)
-      data.a[static_cast<size_t>(m) * tile.k + k] =
-          static_cast<uint32_t>(static_cast<int32_t>(op.a[static_cast<ptrdiff_t>(m) * op.lda + k]));
-  for (int k = 0; k < tile.k; ++k)
-    for (int n = 0; n < tile.n; ++n)
-      data.w[static_cast<size_t>(k) * tile.n + n] =
-          static_cast<uint32_t>(static_cast<int32_t>(op.w[static_cast<ptrdiff_t>(k) * op.ldw + n]));
-  TileTiming timing = run_tile(std::move(data));
+  TileTiming timing =
+      run_tile(widen_operands(tile, op, ValueKind::kInt8, issue_cycle, [](int8_t v) {
+        return static_cast<uint32_t>(static_cast<int32_t>(v));
+      }));
   stats_.add(tile, DataType::kInt8, op.accumulate, timing);
   return timing;
 }
@@ -65,24 +77,10 @@ TileTiming CubePeModel::execute_int8(const TileShape& tile, const Int8TileOperan
 TileTiming CubePeModel::execute_half16(Half16Format format, const TileShape& tile,
                                        const Half16TileOperands& op, uint64_t issue_cycle) {
   check_tile(params_, tile, op.a, op.lda, op.w, op.ldw, op.acc, op.ldacc);
-  TileData data;
-  data.shape = tile;
-  data.kind = ValueKind::kFloat;
-  data.acc = op.acc;
-  data.ldacc = op.ldacc;
-  data.accumulate = op.accumulate;
-  data.issue_cycle = issue_cycle;
-  data.a.resize(static_cast<size_t>(tile.m) * tile.k);
-  data.w.resize(static_cast<size_t>(tile.k) * tile.n);
-  for (int m = 0; m < tile.m; ++m)
-    for (int k = 0; k < tile.k; ++k)
-      data.a[static_cast<size_t>(m) * tile.k + k] = std::bit_cast<uint32_t>(
-          half16_to_float(format, op.a[static_cast<ptrdiff_t>(m) * op.lda + k]));
-  for (int k = 0; k < tile.k; ++k)
-    for (int n = 0; n < tile.n; ++n)
-      data.w[static_cast<size_t>(k) * tile.n + n] = std::bit_cast<uint32_t>(
-          half16_to_float(format, op.w[static_cast<ptrdiff_t>(k) * op.ldw + n]));
-  TileTiming timing = run_tile(std::move(data));
+  TileTiming timing =
+      run_tile(widen_operands(tile, op, ValueKind::kFloat, issue_cycle, [format](uint16_t v) {
+        return std::bit_cast<uint32_t>(half16_to_float(format, v));
+      }));
   stats_.add(tile, format == Half16Format::kBf16 ? DataType::kBf16 : DataType::kFp16, op.accumulate,
              timing);
   return timing;

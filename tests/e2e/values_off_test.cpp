@@ -68,22 +68,24 @@ TEST_P(ValuesOff, GivesTheSameFiguresAsValuesOn) {
   EXPECT_GT(compared, 50u) << args;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ZooAndPresets, ValuesOff,
-    ::testing::Values("--hw edge --workload mnist-cnn", "--hw edge --workload mobilenetv2",
-                      "--hw tpu-v1 --workload resnet18 --batch 2",
-                      "--hw tpu-v1-hbm --workload bert-encoder",
-                      "--hw tpu-v1 --workload lenet5 --dtype bf16",
-                      "--hw tpu-v1-hbm --workload alexnet --dtype bf16",
-                      "--hw edge --workload mnist-cnn --fidelity pe",
-                      "--hw edge --workload lenet5 --dtype bf16 --fidelity pe"),
-    [](const ::testing::TestParamInfo<std::string>& param_info) {
-      std::string name;
-      for (char c : param_info.param) {
-        if (std::isalnum(static_cast<unsigned char>(c))) name += c;
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(ZooAndPresets, ValuesOff,
+                         ::testing::Values("--hw edge --workload mnist-cnn",
+                                           "--hw edge --workload mobilenetv2",
+                                           "--hw tpu-v1 --workload resnet18 --batch 2",
+                                           "--hw tpu-v1-hbm --workload bert-encoder",
+                                           "--hw tpu-v1 --workload lenet5 --dtype bf16",
+                                           "--hw tpu-v1-hbm --workload alexnet --dtype bf16",
+                                           "--hw edge --workload mnist-cnn --fidelity pe",
+                                           "--hw edge --workload lenet5 --dtype bf16 --fidelity pe",
+                                           "--hw ascend-like --workload mnist-cnn",
+                                           "--hw ascend-like --workload lenet5 --fidelity pe"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name;
+                           for (char c : param_info.param) {
+                             if (std::isalnum(static_cast<unsigned char>(c))) name += c;
+                           }
+                           return name;
+                         });
 
 TEST(ValuesOffCli, RejectsBadValuesAndSavedOutputs) {
   CommandResult bad = run_npusim("run --hw edge --workload mnist-cnn --values maybe");

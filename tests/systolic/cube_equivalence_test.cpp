@@ -11,15 +11,6 @@
 namespace npusim::systolic::testing {
 namespace {
 
-ArrayParams cube_params(int m0, int k0, int n0) {
-  ArrayParams p;
-  p.kind = MatrixUnitKind::kCube;
-  p.rows = k0;
-  p.cols = n0;
-  p.block_m = m0;
-  return p;
-}
-
 // The specification written out naively, one output at a time: P lanes of products (+0 beyond
 // K), pairwise tree, then the accumulator add. Integer sums wrap.
 void reference_tile(const ArrayParams& p, TileBuffers& b) {

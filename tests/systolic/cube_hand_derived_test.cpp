@@ -12,15 +12,6 @@
 namespace npusim::systolic::testing {
 namespace {
 
-ArrayParams cube(int m0, int k0, int n0) {
-  ArrayParams p;
-  p.kind = MatrixUnitKind::kCube;
-  p.rows = k0;
-  p.cols = n0;
-  p.block_m = m0;
-  return p;
-}
-
 struct Expected {
   uint64_t start, done, next_issue, busy;
 };
@@ -45,13 +36,13 @@ void expect_timings(const ArrayParams& params, const std::vector<TileShape>& sha
 
 TEST(CubeHandDerived, GeometryOfTheAscendCube) {
   // K0 = 16 lanes: a 4-level adder tree, D = 4 + 3 = 7 (fetch, multiply, 4 tree levels, write).
-  const CubeGeometry g = cube_geometry(cube(16, 16, 16));
+  const CubeGeometry g = cube_geometry(cube_params(16, 16, 16));
   EXPECT_EQ(g.lanes, 16);
   EXPECT_EQ(g.levels, 4);
   EXPECT_EQ(g.depth, 7);
   // K0 = 5 is padded to P = 8 lanes: 3 levels, D = 6. K0 = 1: no tree, D = 3.
-  EXPECT_EQ(cube_geometry(cube(2, 5, 3)).depth, 6);
-  EXPECT_EQ(cube_geometry(cube(2, 1, 3)).depth, 3);
+  EXPECT_EQ(cube_geometry(cube_params(2, 5, 3)).depth, 6);
+  EXPECT_EQ(cube_geometry(cube_params(2, 1, 3)).depth, 3);
 }
 
 // 16x16x16 cube (D = 7). Tile A: M = 40 -> B = 3 blocks, issued at 0; tile B: M = 1 -> 1 block,
@@ -69,7 +60,7 @@ TEST(CubeHandDerived, GeometryOfTheAscendCube) {
 // extends the cube's timeline by one cycle). C: s = 20, done = 20 + 1 + 6 = 27, next_issue = 21,
 // busy = 27 - max(20, 10) = 7.
 TEST(CubeHandDerived, BackToBackAndLateTiles) {
-  expect_timings(cube(16, 16, 16), {{40, 16, 16}, {1, 16, 16}, {16, 16, 16}}, {0, 3, 20},
+  expect_timings(cube_params(16, 16, 16), {{40, 16, 16}, {1, 16, 16}, {16, 16, 16}}, {0, 3, 20},
                  {{0, 9, 3, 9}, {3, 10, 4, 1}, {20, 27, 21, 7}});
 }
 
@@ -77,7 +68,7 @@ TEST(CubeHandDerived, BackToBackAndLateTiles) {
 // Issued at 2: s = 2, done = 2 + 5 + 6 = 13, next_issue = 7. A second one with K = 3 (tree depth
 // is fixed by K0, not by K): s = 7, done = 7 + 5 + 6 = 18, next_issue = 12, busy = 18 - 13 = 5.
 TEST(CubeHandDerived, SmallerBlockRowsAndShortK) {
-  expect_timings(cube(4, 16, 16), {{17, 16, 16}, {17, 3, 16}}, {2, 7},
+  expect_timings(cube_params(4, 16, 16), {{17, 16, 16}, {17, 3, 16}}, {2, 7},
                  {{2, 13, 7, 11}, {7, 18, 12, 5}});
 }
 
@@ -92,7 +83,7 @@ TEST(CubeHandDerived, SteadyStateIsOneBlockPerCycle) {
     issues.push_back(2 * i);
     expected.push_back({2 * i, 2 * i + 2 + 6, 2 * i + 2, i == 0 ? 8u : 2u});
   }
-  expect_timings(cube(16, 16, 16), shapes, issues, expected);
+  expect_timings(cube_params(16, 16, 16), shapes, issues, expected);
 }
 
 // The cube sums a block's products with its adder tree, not in k order, and the difference shows
@@ -105,7 +96,7 @@ TEST(CubeHandDerived, Bf16SumsFollowTheAdderTree) {
   const uint16_t w[4] = {one, one, tiny, tiny};  // a 4x1 column, ldw = 1
   for (const Fidelity fidelity : {Fidelity::kFast, Fidelity::kPe}) {
     float acc = -7.0f;
-    auto model = make_array_model(cube(1, 4, 1), fidelity);
+    auto model = make_array_model(cube_params(1, 4, 1), fidelity);
     model->execute_bf16({1, 4, 1}, {a, 4, w, 1, &acc, 1, false}, 0);
     EXPECT_EQ(acc, 1.0f + std::ldexp(1.0f, -23)) << to_string(fidelity);
     // The systolic array adds in k order: 1.
@@ -124,7 +115,7 @@ TEST(CubeHandDerived, Int8ValuesAccumulate) {
   const int8_t w[6] = {1, 2, 3, 4, 5, 6};
   for (const Fidelity fidelity : {Fidelity::kFast, Fidelity::kPe}) {
     int32_t acc[4] = {100, 200, 300, 400};
-    auto model = make_array_model(cube(2, 3, 2), fidelity);
+    auto model = make_array_model(cube_params(2, 3, 2), fidelity);
     model->execute_int8({2, 3, 2}, {a, 3, w, 2, acc, 2, true}, 0);
     EXPECT_EQ(acc[0], 110);
     EXPECT_EQ(acc[1], 212);
@@ -137,7 +128,7 @@ TEST(CubeContract, IssueBeforeTheCubeAcceptsAndTilesThatDoNotFitAreInternalError
   const int8_t a[64] = {}, w[64] = {};
   int32_t acc[64] = {};
   for (const Fidelity fidelity : {Fidelity::kFast, Fidelity::kPe}) {
-    auto model = make_array_model(cube(4, 4, 4), fidelity);
+    auto model = make_array_model(cube_params(4, 4, 4), fidelity);
     const Int8TileOperands op{a, 4, w, 4, acc, 4, false};
     const TileTiming first = model->execute_int8({8, 4, 4}, op, 0);
     EXPECT_EQ(first.next_issue_cycle, 2u);

@@ -124,4 +124,14 @@ inline void expect_same_timing(const TileTiming& fast, const TileTiming& pe) {
   EXPECT_EQ(fast.busy_cycles, pe.busy_cycles);
 }
 
+// A cube unit of M0 x K0 x N0 blocks (ArrayParams keeps K0 in rows, N0 in cols).
+inline ArrayParams cube_params(int m0, int k0, int n0) {
+  ArrayParams p;
+  p.kind = MatrixUnitKind::kCube;
+  p.rows = k0;
+  p.cols = n0;
+  p.block_m = m0;
+  return p;
+}
+
 }  // namespace npusim::systolic::testing

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "compiler/reference/reference.hpp"
 #include "compiler/reference/reference_bf16.hpp"
@@ -371,6 +372,7 @@ struct VcdFile {
     sc_core::sc_start(period);
     sc_core::sc_close_vcd_trace_file(file);
     file = nullptr;
+    blank_date(path_ + ".tmp.vcd");
     std::error_code ec;
     std::filesystem::rename(path_ + ".tmp.vcd", path_, ec);
     if (ec) throw UserError(fmt::format("--vcd '{}': cannot write: {}", path_, ec.message()));
@@ -384,6 +386,25 @@ struct VcdFile {
   sc_core::sc_trace_file* file = nullptr;
 
  private:
+  // SystemC writes the wall-clock date into the header's `$date` section; blanking it in place
+  // (the same number of bytes, spaces) keeps a run's VCD identical byte for byte to the next
+  // run's (docs/reliability.md, "Same input, same bytes").
+  static void blank_date(const std::string& file_path) {
+    std::fstream f(file_path, std::ios::in | std::ios::out | std::ios::binary);
+    NPUSIM_CHECK(f.good(), "cannot reopen the VCD trace file {}", file_path);
+    std::string head(512, '\0');
+    f.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(f.gcount()));
+    const size_t open = head.find("$date"), close = head.find("$end", open);
+    NPUSIM_CHECK(open == 0 && close != std::string::npos, "{}: no $date section at its start",
+                 file_path);
+    std::string blank = head.substr(open + 5, close - open - 5);
+    for (char& ch : blank) ch = ch == '\n' ? ch : ' ';
+    f.clear();
+    f.seekp(static_cast<std::streamoff>(open + 5));
+    f.write(blank.data(), static_cast<std::streamsize>(blank.size()));
+    NPUSIM_CHECK(f.good(), "cannot write the VCD trace file {}", file_path);
+  }
   std::string path_;
 };
 

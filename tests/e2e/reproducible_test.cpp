@@ -1,5 +1,5 @@
 // Same input, same bytes: a run repeated gives a stats.json equal but for its `host` figures, and a
-// report.txt, trace.json and report.html identical byte for byte.
+// report.txt, trace.json, report.html and the VCD identical byte for byte.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,7 +25,7 @@ TEST_P(Reproducible, TwoRunsWriteTheSameBytes) {
     dirs[i] = fresh_dir(std::string("repro-") + c.name + "-" + std::to_string(i));
     const std::string d = dirs[i].string();
     CommandResult r = run_npusim(std::string("run ") + c.args + " --out " + d + " --trace " + d +
-                                 " --html " + d + "/report.html");
+                                 " --html " + d + "/report.html --vcd " + d + "/signals.vcd");
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   json stats[2];
@@ -38,11 +38,20 @@ TEST_P(Reproducible, TwoRunsWriteTheSameBytes) {
     stats[i].erase("host");
   }
   EXPECT_EQ(stats[0], stats[1]) << "stats.json without host differs between two runs";
-  for (const char* file : {"report.txt", "trace.json", "report.html", "config.resolved.json"}) {
+  for (const char* file :
+       {"report.txt", "trace.json", "report.html", "config.resolved.json", "signals.vcd"}) {
     const std::string a = slurp(dirs[0] / file), b = slurp(dirs[1] / file);
     EXPECT_FALSE(a.empty()) << file << " is empty";
     EXPECT_TRUE(a == b) << file << " differs between two runs of the same input";
   }
+  // Two runs in the same second would match even with SystemC's date in the VCD header: check that
+  // the `$date` section is blank.
+  const std::string vcd = slurp(dirs[0] / "signals.vcd");
+  const size_t date = vcd.find("$date"), end = vcd.find("$end", date);
+  ASSERT_EQ(date, 0u) << "the VCD does not start with its $date section";
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_EQ(vcd.substr(5, end - 5).find_first_not_of(" \n"), std::string::npos)
+      << "the VCD header carries a date: " << vcd.substr(0, end);
   // No host figure leaks into the files that must stay the same.
   EXPECT_EQ(slurp(dirs[0] / "report.txt").find("wall"), std::string::npos);
   for (const auto& d : dirs) std::filesystem::remove_all(d);

@@ -26,10 +26,7 @@ if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
     LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" -j"$jobs" --output-on-failure --timeout 1800 \
-    --no-tests=error -LE slow -E "^MemsysHazard\."
-  # MemsysHazard.* catch an exception thrown after sc_start: SystemC's coroutines switch stacks, and
-  # ASan then reports a false stack-buffer-overflow while unwinding (google/sanitizers#189, "ASan is
-  # ignoring requested __asan_handle_no_return"). They run in step 1.
+    --no-tests=error -LE slow
 fi
 
 if [ "${NPUSIM_SKIP_FUZZ:-0}" != "1" ]; then

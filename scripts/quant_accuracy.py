@@ -8,7 +8,8 @@ calibration: the table of docs/quantization.md.
 
 For each network, two batches of float32 inputs are drawn with numpy: the calibration batch
 (--calib-samples from --calib-seed) and the evaluation batch (--eval-samples from --eval-seed).
-Zoo networks (pseudo-random weights from npusim's --seed 1) get Gaussian inputs with the second
+Zoo networks (pseudo-random weights from npusim's --seed 1; the logits a final softmax reads are
+reported as well as the probabilities) get Gaussian inputs with the second
 moment their generated weights are scaled for (the workload's input scale times 128 / sqrt(3),
 docs/quantization.md); the ONNX test models (their own weights, built by
 tests/onnx/make_models.py) get Gaussian inputs with the spread of the input make_models.py wrote.
@@ -38,15 +39,29 @@ ZOO = ["mnist-cnn", "lenet5", "resnet18", "mobilenetv2", "bert-encoder"]
 ONNX = ["cnn", "mlp", "attention"]
 
 
-def zoo_input(name):
-    """Sample shape (channels last) and input scale of a zoo network, from its JSON file."""
+def zoo_workload(name, work):
+    """A zoo network as a JSON graph whose outputs also include the logits a final softmax reads,
+    with its sample shape (channels last) and input scale. The network is the same (a softmax is
+    not fused into the layer before it); int8 softmax outputs are on the fixed scale 1/127, so
+    near-uniform probabilities (below 1/254) are all 0 and only the logits say how close int8 is."""
     with open(os.path.join(ROOT, "workloads", "zoo", name + ".json")) as f:
-        spec = json.load(f)["input"]
-    return list(spec["shape"]), float(spec.get("scale", 1.0 / 64))
+        graph = json.load(f)
+    layers = graph["layers"]
+    last = layers[-1]
+    if last["op"] == "softmax" and graph.get("outputs", [last["name"]]) == [last["name"]]:
+        logits = last["inputs"][0] if "inputs" in last else layers[-2]["name"]
+        graph["outputs"] = [logits, last["name"]]
+    path = os.path.join(work, name + ".json")
+    with open(path, "w") as f:
+        json.dump(graph, f)
+    spec = graph["input"]
+    return path, list(spec["shape"]), float(spec.get("scale", 1.0 / 64))
 
 
 def draw(shape, std, samples, seed):
-    rng = np.random.default_rng(seed)
+    # A stream of its own: make_models.py draws the ONNX models' weights from default_rng(small
+    # integer), and inputs from the same stream would be copies of a weight matrix.
+    rng = np.random.default_rng([seed, 0x6E707573])
     return (rng.standard_normal([samples] + list(shape)) * std).astype(np.float32)
 
 
@@ -107,9 +122,10 @@ def main():
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="npusim-quant-accuracy-")
     cases = []  # (label, workload, sample shape, std)
+    os.makedirs(work, exist_ok=True)
     for name in a.networks:
-        shape, scale = zoo_input(name)
-        cases.append((name, name, shape, scale * 128 / math.sqrt(3)))
+        path, shape, scale = zoo_workload(name, work)
+        cases.append((name, path, shape, scale * 128 / math.sqrt(3)))
     if a.onnx:
         models = os.path.join(work, "onnx-models")
         if not os.path.isdir(models):

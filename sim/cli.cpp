@@ -79,6 +79,7 @@ struct Compiled {
   std::vector<float> input_real;     // its real values, channels last (the float32 reference's)
   std::string calibration = "none";  // what int8 scales were calibrated on (stats.json)
   int calibration_samples = 0;
+  CalibrationOptions calibration_options;
 };
 
 // `keep_real_weights`: keep the float weights of an int8 graph for the float32 reference.
@@ -119,9 +120,10 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
     }
     c.calibration = calibration_source(calibration);
     c.calibration_samples = separate ? separate->samples : c.graph.batch;
+    c.calibration_options = calibration.options;
     // From here on the int8 weights stand for the float ones (VGG-16's are 553 MB).
-    for (Layer& l : c.graph.layers) {
-      if (!keep_real_weights) std::vector<float>().swap(l.weights);
+    if (!keep_real_weights) {
+      for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
     }
   }
   CompileResult result = compile(c.graph, c.hw);
@@ -264,10 +266,9 @@ int command_run(const std::vector<std::string>& args) {
   run.calibration = c.calibration;
   run.calibration_samples = c.calibration_samples;
   if (c.graph.dtype == DataType::kInt8) {
-    const CalibrationOptions options = calibration_request(vm).options;
-    run.calibration_method = to_string(options.method);
-    if (options.method == CalibrationMethod::kPercentile) {
-      run.calibration_percentile = options.percentile;
+    run.calibration_method = to_string(c.calibration_options.method);
+    if (c.calibration_options.method == CalibrationMethod::kPercentile) {
+      run.calibration_percentile = c.calibration_options.percentile;
     }
   }
   const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);

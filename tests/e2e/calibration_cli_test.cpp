@@ -107,6 +107,10 @@ TEST_F(CalibrationCli, BadFilesExitTwoNamingThem) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--calibration " + missing + ": cannot open file"), std::string::npos)
       << r.err;
+  r = run_npusim("compile --hw tpu-v1 --workload mnist-cnn --calibration " + missing);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--calibration " + missing + ": cannot open file"), std::string::npos)
+      << r.err;
 
   npusim::write_npy_float32(file("shape.npy"), {2, 28, 28}, std::vector<float>(2 * 784, 0.5f));
   r = run_npusim("run --hw tpu-v1 --workload mnist-cnn --calibration " + file("shape.npy"));

@@ -76,6 +76,17 @@ TEST_F(CalibrationCli, AFileOfAnyBatchSizeChangesTheScalesAndTheRunStaysBitExact
       << text;
   run_ok("--input " + input + " --calibration " + narrow, "narrow");
   run_ok("--input " + input, "own");
+  // The input scale npusim compile prints is the calibration file's magnitude / 127: the wide
+  // batch's is 4x the narrow one's (gains 2 and 0.5).
+  const auto input_scale = [&](const std::string& calibration) {
+    CommandResult c =
+        run_npusim("compile --hw tpu-v1 --workload mnist-cnn --calibration " + calibration);
+    EXPECT_EQ(c.exit_code, 0) << c.err;
+    const size_t at = c.out.find(" int8 scale ", c.out.find("; input  image"));
+    return at == std::string::npos ? 0.0 : std::stod(c.out.substr(at + 12));
+  };
+  EXPECT_NEAR(input_scale(wide) / input_scale(narrow), 4.0, 1e-3);
+  EXPECT_NEAR(input_scale(wide), 2.0 / 127, 1e-4);
   // Same network, same input, other scales: the outputs (real values) differ.
   const std::string y = "/outputs/probs.npy";
   const auto wide_y = slurp(file("wide" + y)), narrow_y = slurp(file("narrow" + y)),

@@ -15,7 +15,9 @@
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "compiler/passes/quantize.hpp"
+#include "compiler/reference/reference_bf16.hpp"
 #include "models/soc.hpp"
+#include "sim/calibration.hpp"
 #include "sim/command_line.hpp"
 #include "sim/membench_command.hpp"
 #include "sim/power_stats.hpp"
@@ -67,32 +69,62 @@ std::optional<int> batch_option(const po::variables_map& vm) {
   return b;
 }
 
-// Loads, checks, quantizes (calibrating on the run's input) and compiles; a network that does not
-// fit is a user-facing error.
+// Loads, checks, quantizes (calibrating on the run's input or on a --calibration batch) and
+// compiles; a network that does not fit is a user-facing error.
 struct Compiled {
   HwConfig hw;
   Graph graph;
   Program program;
-  std::vector<uint8_t> input;  // stored bytes of the input batch (int8 or bf16)
+  std::vector<uint8_t> input;        // stored bytes of the input batch (int8 or bf16)
+  std::vector<float> input_real;     // its real values, channels last (the float32 reference's)
+  std::string calibration = "none";  // what int8 scales were calibrated on (stats.json)
+  int calibration_samples = 0;
+  CalibrationOptions calibration_options;
 };
 
+// `keep_real_weights`: keep the float weights of an int8 graph for the float32 reference.
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
-                          std::optional<DataType> dtype) {
+                          std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
+                          bool keep_real_weights = false) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
   c.graph.dtype = dtype.value_or(c.hw.data_types.activation);
-  c.input = input_npy.empty() ? random_input_bytes(c.graph, seed)
-                              : read_input_npy(input_npy, c.graph, batch.has_value());
+  const bool int8 = c.graph.dtype == DataType::kInt8;
+  if (!calibration.file.empty() && !int8) {
+    throw UsageError(
+        fmt::format("--calibration {}: only int8 runs calibrate scales, this one runs in bf16",
+                    calibration.file));
+  }
+  // Before any file may set the input scale: generated weights depend on the seed and the graph
+  // only, so runs that calibrate differently run the same network.
   materialize_parameters(c.graph, seed);
+  std::optional<CalibrationBatch> separate;
+  if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
+  InputBatch in = input_npy.empty() ? random_input(c.graph, seed)
+                                    : read_input_npy(input_npy, c.graph, batch.has_value(),
+                                                     separate ? std::nullopt
+                                                              : std::optional(calibration.options));
+  c.input = std::move(in.bytes);
+  c.input_real = std::move(in.real);
   optimize_graph(c.graph);
-  if (c.graph.dtype == DataType::kBf16) {
+  if (!int8) {
     prepare_bf16(c.graph);
   } else {
-    quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()));
+    if (separate) {
+      quantize_graph(c.graph, separate->codes, separate->samples, calibration.options);
+    } else {
+      quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,
+                     calibration.options);
+    }
+    c.calibration = calibration_source(calibration);
+    c.calibration_samples = separate ? separate->samples : c.graph.batch;
+    c.calibration_options = calibration.options;
     // From here on the int8 weights stand for the float ones (VGG-16's are 553 MB).
-    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
+    if (!keep_real_weights) {
+      for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
+    }
   }
   CompileResult result = compile(c.graph, c.hw);
   if (!result.ok)
@@ -113,7 +145,8 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
                           batch_option(vm), vm["seed"].as<uint64_t>(),
-                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm));
+                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
+                          calibration_request(vm), vm.count("save-float-outputs") > 0);
 }
 
 void add_target_options(po::options_description& o) {
@@ -129,7 +162,9 @@ void add_target_options(po::options_description& o) {
       "(fp32 accumulation); default: the hardware's data_types.activation")(
       "input", po::value<std::string>(),
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models); int8 on "
-      "the graph's input scale, or float (quantized with a scale calibrated on it)");
+      "the graph's input scale, or float (quantized with a scale calibrated on it, or with "
+      "--calibration on that file)");
+  add_calibration_options(o);
 }
 
 // Writes `text` to `path` atomically: readers never see a half-written file.
@@ -142,6 +177,24 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
     if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
   }
   std::filesystem::rename(tmp, path);
+}
+
+// Creates the directory a --save-... flag names, or fails naming the flag.
+void create_output_directory(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw UserError(fmt::format("{} '{}': cannot create directory", flag, dir));
+  }
+}
+
+// The float32 reference's outputs (run_reference_f32) as DIR/<name>.npy.
+void save_float_outputs(const Compiled& c, const std::string& dir) {
+  std::map<std::string, std::vector<float>> t = run_reference_f32(c.graph, c.input_real);
+  for (const std::string& name : c.graph.outputs) {
+    write_values_npy(dir, c.graph, name, c.graph.shape_of(name).dims, c.graph.batch,
+                     std::move(t.at(name)));
+  }
 }
 
 int command_run(const std::vector<std::string>& args) {
@@ -163,7 +216,11 @@ int command_run(const std::vector<std::string>& args) {
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
       "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
-      "save-intermediates", "with --save-outputs: also write every layer's output");
+      "save-intermediates", "with --save-outputs: also write every layer's output")(
+      "save-float-outputs", po::value<std::string>(),
+      "write every graph output of the float32 reference (the network's real-valued "
+      "parameters, no quantization, the real input) as DIR/<name>.npy, to measure int8 or bf16 "
+      "accuracy against (scripts/quant_accuracy.py)");
   TraceOutputs::add_options(o);
   po::variables_map vm;
   if (!parse_command_line("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
@@ -194,19 +251,26 @@ int command_run(const std::vector<std::string>& args) {
   std::string save_dir;
   if (vm.count("save-outputs")) {
     save_dir = vm["save-outputs"].as<std::string>();
-    std::error_code ec;
-    std::filesystem::create_directories(save_dir, ec);
-    if (ec || !std::filesystem::is_directory(save_dir)) {
-      throw UserError(fmt::format("--save-outputs '{}': cannot create directory", save_dir));
-    }
+    create_output_directory("--save-outputs", save_dir);
   } else if (vm.count("save-intermediates")) {
     throw UsageError("npusim run: --save-intermediates needs --save-outputs DIR");
+  }
+  if (vm.count("save-float-outputs")) {
+    create_output_directory("--save-float-outputs", vm["save-float-outputs"].as<std::string>());
   }
   Compiled c = load_and_compile(vm);
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const bool intermediates = vm.count("save-intermediates") > 0;
-  const RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed,
-                           values == "on"};
+  RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed,
+                     values == "on"};
+  run.calibration = c.calibration;
+  run.calibration_samples = c.calibration_samples;
+  if (c.graph.dtype == DataType::kInt8) {
+    run.calibration_method = to_string(c.calibration_options.method);
+    if (c.calibration_options.method == CalibrationMethod::kPercentile) {
+      run.calibration_percentile = c.calibration_options.percentile;
+    }
+  }
   const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);
   SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
                                 {timeline.get(), traces.vcd_path()});
@@ -222,6 +286,9 @@ int command_run(const std::vector<std::string>& args) {
       write_tensor_npy(save_dir, c.graph, t.name, t.dims, t.batch, t.scale, t.element_bytes,
                        r.tensors[i]);
     }
+  }
+  if (vm.count("save-float-outputs")) {
+    save_float_outputs(c, vm["save-float-outputs"].as<std::string>());
   }
   if (vm.count("list-stats")) {
     // What this run's stats.json holds, figure by figure (the table of docs/stats.md).

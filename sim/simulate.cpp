@@ -230,6 +230,18 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
             run.values ? "on" : "off");
   reg.value("clock_mhz", "MHz", "core clock", hw.clock_mhz);
   reg.value("dtype", "", "data type the network ran in: int8 or bf16", to_string(program.dtype));
+  reg.value("quantization.calibration", "",
+            "what int8 activation scales were calibrated on: input (the run's own batch), "
+            "file:<path> (--calibration) or none (bf16)",
+            run.calibration);
+  reg.value("quantization.calibration_samples", "count", "samples in the calibration batch",
+            run.calibration_samples);
+  reg.value("quantization.calibration_method", "",
+            "how a scale was chosen from the calibration values: max, percentile or none (bf16)",
+            run.calibration_method);
+  reg.value("quantization.calibration_percentile", "%",
+            "percentile of the magnitudes mapped to 127 (0 unless the method is percentile)",
+            run.calibration_percentile);
   reg.value("total_cycles", "cycles",
             "cycle at which the last instruction completed (the first starts at 0)",
             r.total_cycles);
@@ -502,6 +514,25 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   return r;
 }
 
+namespace {
+
+// What the int8 scales were calibrated on, or nothing for bf16.
+std::string calibration_line(const nlohmann::json& s) {
+  if (!s.contains("quantization")) return "";
+  const auto& q = s["quantization"];
+  const std::string source = q["calibration"].get<std::string>();
+  if (source == "none") return "";
+  const std::string method = q["calibration_method"].get<std::string>();
+  return fmt::format("  calibration        int8 scales from {} ({} samples), {}\n",
+                     source == "input" ? std::string("the run's input") : source,
+                     q["calibration_samples"].get<int>(),
+                     method == "percentile" ? fmt::format("{:g}th percentile of |x|",
+                                                          q["calibration_percentile"].get<double>())
+                                            : "max |x|");
+}
+
+}  // namespace
+
 std::string text_report(const nlohmann::json& s, bool per_layer) {
   const auto& c = s["functional_check"];
   const double latency = s["latency_s"].get<double>();
@@ -513,7 +544,7 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
       "  MACs               {}\n"
       "  MXU utilization    {:.2f} %\n"
       "  off-chip traffic   {} B read, {} B written\n"
-      "  functional check   {}\n",
+      "  functional check   {}\n{}",
       s["workload"].get<std::string>(), s["hardware"].get<std::string>(), s["batch"].get<int>(),
       s["dtype"].get<std::string>(), s["seed"].get<uint64_t>(), s["fidelity"].get<std::string>(),
       s.value("values", "on") == "off" ? ", timing only" : "", s["total_cycles"].get<uint64_t>(),
@@ -535,7 +566,8 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
           : fmt::format("MISMATCH from layer {} on: {} of {} values differ from the reference, "
                         "max abs error {:g}",
                         c["first_mismatch"].get<std::string>(), c["mismatches"].get<uint64_t>(),
-                        c["compared_values"].get<uint64_t>(), c["max_abs_error"].get<double>()));
+                        c["compared_values"].get<uint64_t>(), c["max_abs_error"].get<double>()),
+      calibration_line(s));
   const auto& m = s["memory"];
   if (m.value("model", "") == "dram") {
     out += fmt::format(

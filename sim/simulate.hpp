@@ -53,6 +53,13 @@ struct RunDescription {
   // false (npusim run --values off): the units compute no values and the reference check is
   // skipped; the timing is the same (docs/performance.md).
   bool values = true;
+  // What int8 activation scales were calibrated on (stats.json quantization): "input" (the run's
+  // own batch), "file:<path>" (--calibration), or "none" (bf16); samples, method ("max",
+  // "percentile", or "none") and percentile (0 unless the method is percentile).
+  std::string calibration = "none";
+  int calibration_samples = 0;
+  std::string calibration_method = "none";
+  double calibration_percentile = 0.0;
 };
 
 struct SimulationResult {

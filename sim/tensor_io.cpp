@@ -72,10 +72,13 @@ std::vector<float> dequantize(const std::vector<int8_t>& q, float scale) {
 }
 }  // namespace
 
-std::vector<uint8_t> random_input_bytes(const Graph& g, uint64_t seed) {
+InputBatch random_input(const Graph& g, uint64_t seed) {
   const std::vector<int8_t> q = make_random_input(g, seed);
-  if (g.dtype == DataType::kBf16) return to_bytes(dequantize(q, g.input_scale), g);
-  return std::vector<uint8_t>(q.begin(), q.end());
+  InputBatch in;
+  in.real = dequantize(q, g.input_scale);
+  in.bytes =
+      g.dtype == DataType::kBf16 ? to_bytes(in.real, g) : std::vector<uint8_t>(q.begin(), q.end());
+  return in;
 }
 
 std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_bytes,
@@ -93,8 +96,13 @@ std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_
   return real;
 }
 
-std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batch_given) {
-  NpyArray a = read_npy(path);
+BatchFile read_batch_npy(const std::string& flag, const std::string& path, const Graph& g) {
+  NpyArray a;
+  try {
+    a = read_npy(path);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{} {}", flag, e.what()));
+  }
   const std::vector<int>& dims = g.input_shape.dims;
   const std::vector<int64_t> expected_sample = [&] {
     auto s = file_shape(g, dims, 1);
@@ -105,53 +113,80 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
                                         a.shape.end());
   if (a.shape.empty() || got_sample != expected_sample) {
     throw UserError(fmt::format(
-        "--input {}: expected an array of shape [batch, {}] ({} layout), "
+        "{} {}: expected an array of shape [batch, {}] ({} layout), "
         "got [{}]",
-        path, fmt::join(expected_sample, ", "),
+        flag, path, fmt::join(expected_sample, ", "),
         g.channels_first_io ? "channels first" : "channels last", fmt::join(a.shape, ", ")));
   }
-  const int file_batch = static_cast<int>(a.shape[0]);
-  if (batch_given && file_batch != g.batch) {
-    throw UserError(fmt::format("--input {}: holds a batch of {}, but --batch is {}", path,
-                                file_batch, g.batch));
-  }
-  if (file_batch < 1) throw UserError(fmt::format("--input {}: the batch is empty", path));
-  g.batch = file_batch;
+  BatchFile f;
+  f.batch = static_cast<int>(a.shape[0]);
+  if (f.batch < 1) throw UserError(fmt::format("{} {}: the batch is empty", flag, path));
   const bool channels_first = transposed(g, dims);
-  if (g.dtype == DataType::kBf16) {
-    std::vector<float> x = a.dtype == "int8" ? dequantize(npy_to_int8(a, path), g.input_scale)
-                                             : npy_to_float32(a, path);
-    if (channels_first) x = move_channels(x, dims, g.batch, true);
-    return to_bytes(x, g);
-  }
-  std::vector<int8_t> q;
+  const std::string origin = fmt::format("{} {}", flag, path);
   if (a.dtype == "int8") {
-    q = npy_to_int8(a, path);
+    f.is_int8 = true;
+    f.codes = npy_to_int8(a, origin);
+    if (channels_first) f.codes = move_channels(f.codes, dims, f.batch, true);
   } else {
-    const std::vector<float> x = npy_to_float32(a, path);
-    float largest = 0.0f;
-    for (float v : x) {
-      if (!std::isfinite(v))
-        throw UserError(fmt::format("--input {}: holds NaN or infinity", path));
-      largest = std::max(largest, std::fabs(v));
+    f.values = npy_to_float32(a, origin);
+    for (float v : f.values) {
+      if (!std::isfinite(v)) throw UserError(fmt::format("{}: holds NaN or infinity", origin));
     }
-    g.input_scale = largest > 0.0f ? largest / 127.0f : 1.0f / 127.0f;
-    q.resize(x.size());
-    for (size_t i = 0; i < x.size(); ++i) q[i] = saturate_round(x[i] / g.input_scale);
+    if (channels_first) f.values = move_channels(f.values, dims, f.batch, true);
   }
-  if (channels_first) q = move_channels(q, dims, g.batch, true);
-  return std::vector<uint8_t>(q.begin(), q.end());
+  return f;
+}
+
+std::vector<int8_t> quantize_values(const std::vector<float>& x, float scale) {
+  std::vector<int8_t> q(x.size());
+  for (size_t i = 0; i < x.size(); ++i) q[i] = saturate_round(x[i] / scale);
+  return q;
+}
+
+float calibrate_input_scale(const std::vector<float>& x, const CalibrationOptions& options) {
+  const float m = calibration_magnitude(x, options);
+  return m > 0.0f ? m / 127.0f : 1.0f / 127.0f;
+}
+
+std::vector<float> real_values(const BatchFile& f, float scale) {
+  return f.is_int8 ? dequantize(f.codes, scale) : f.values;
+}
+
+InputBatch read_input_npy(const std::string& path, Graph& g, bool batch_given,
+                          const std::optional<CalibrationOptions>& calibrate_scale) {
+  BatchFile f = read_batch_npy("--input", path, g);
+  if (batch_given && f.batch != g.batch) {
+    throw UserError(
+        fmt::format("--input {}: holds a batch of {}, but --batch is {}", path, f.batch, g.batch));
+  }
+  g.batch = f.batch;
+  InputBatch in;
+  if (g.dtype == DataType::kBf16) {
+    in.real = real_values(f, g.input_scale);
+    in.bytes = to_bytes(in.real, g);
+    return in;
+  }
+  if (!f.is_int8 && calibrate_scale)
+    g.input_scale = calibrate_input_scale(f.values, *calibrate_scale);
+  in.real = real_values(f, g.input_scale);
+  const std::vector<int8_t> q = f.is_int8 ? f.codes : quantize_values(f.values, g.input_scale);
+  in.bytes.assign(q.begin(), q.end());
+  return in;
 }
 
 void write_tensor_npy(const std::string& dir, const Graph& g, const std::string& name,
                       const std::vector<int>& dims, int batch, float scale, int element_bytes,
                       const std::vector<uint8_t>& stored) {
+  write_values_npy(dir, g, name, dims, batch, decode_tensor(stored, element_bytes, scale));
+}
+
+void write_values_npy(const std::string& dir, const Graph& g, const std::string& name,
+                      const std::vector<int>& dims, int batch, std::vector<float> real) {
   std::string file = name;
   for (char& ch : file) {
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
       ch = '_';
   }
-  std::vector<float> real = decode_tensor(stored, element_bytes, scale);
   if (transposed(g, dims)) real = move_channels(real, dims, batch, false);
   write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
                     file_shape(g, dims, batch), real);

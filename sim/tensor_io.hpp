@@ -1,26 +1,51 @@
-// Tensors at the command line's boundary: --input x.npy and --save-outputs / --save-intermediates.
+// Tensors at the command line's boundary: --input x.npy, --calibration c.npy and --save-outputs /
+// --save-intermediates / --save-float-outputs.
 // Files hold [batch, ...sample] arrays in the graph's file layout: channels last for JSON graphs,
 // channels first (NCHW / NCDHW) for ONNX models. Saved tensors are float32 real values
 // (int8 value x scale).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/ir/graph.hpp"
+#include "compiler/passes/quantize.hpp"
 
 namespace npusim {
 
-// Reads the input batch as the bytes the network runs on (graph.dtype). int8 graphs: int8 files
-// are taken as they are, on the graph's input scale; float files are quantized with a scale
-// calibrated on them (max |x| / 127), which becomes the graph's input scale. bf16 graphs: values
-// (int8 files times the input scale) rounded to bf16. Sets the graph's batch from the file, or
-// checks it against `batch_given`.
-std::vector<uint8_t> read_input_npy(const std::string& path, Graph& graph, bool batch_given);
+// A [batch, ...sample] file for the graph's input, channels last: int8 codes (an int8 file) or
+// finite float values (any other dtype). `flag` (--input, --calibration) and the path start every
+// message; a missing file, a bad dtype or a shape that is not the graph's input is a UserError.
+struct BatchFile {
+  int batch = 0;
+  bool is_int8 = false;
+  std::vector<int8_t> codes;  // is_int8
+  std::vector<float> values;  // otherwise
+};
+BatchFile read_batch_npy(const std::string& flag, const std::string& path, const Graph& graph);
+// round(x / scale), saturated to int8.
+std::vector<int8_t> quantize_values(const std::vector<float>& values, float scale);
+// The input scale calibrated on float values: calibration_magnitude / 127.
+float calibrate_input_scale(const std::vector<float>& values, const CalibrationOptions& options);
+
+// The batch a network runs on: its stored bytes (int8 or bf16) and its real values (channels
+// last, for the float32 reference).
+struct InputBatch {
+  std::vector<uint8_t> bytes;
+  std::vector<float> real;
+};
+// Reads the input batch (graph.dtype). int8 graphs: int8 files are taken as they are, on the
+// graph's input scale; float files are quantized on the graph's input scale, which is first
+// calibrated on them (calibration_magnitude / 127) when `calibrate_scale` is given. bf16 graphs:
+// values (int8 files times the input scale) rounded to bf16. Sets the graph's batch from the
+// file, or checks it against `batch_given`.
+InputBatch read_input_npy(const std::string& path, Graph& graph, bool batch_given,
+                          const std::optional<CalibrationOptions>& calibrate_scale);
 // A pseudo-random input batch in the graph's data type (make_random_input's int8 values; bf16
 // graphs get them times the input scale).
-std::vector<uint8_t> random_input_bytes(const Graph& graph, uint64_t seed);
+InputBatch random_input(const Graph& graph, uint64_t seed);
 
 // The real values of a stored tensor: int8 codes times `scale`, or bf16 values.
 std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_bytes, float scale);
@@ -31,5 +56,8 @@ std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_
 void write_tensor_npy(const std::string& dir, const Graph& graph, const std::string& name,
                       const std::vector<int>& sample_dims, int batch, float scale,
                       int element_bytes, const std::vector<uint8_t>& stored);
+// The same for real values (batch x sample, channels last).
+void write_values_npy(const std::string& dir, const Graph& graph, const std::string& name,
+                      const std::vector<int>& sample_dims, int batch, std::vector<float> real);
 
 }  // namespace npusim

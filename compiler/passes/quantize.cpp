@@ -48,11 +48,10 @@ bool clamp_only(Activation a) {
          a == Activation::kClip;
 }
 
-// Output scale, clamps and table of a layer whose real pre-activation values are `real`.
-// Clamp-only activations saturate in the requantization; others requantize to an intermediate
-// scale and go through a table.
-float set_output_quantization(Layer& l, const std::vector<float>& real) {
-  if (clamp_only(l.activation)) {
+// The calibrated magnitude of a clamp-only activation's output for pre-activation values `real`.
+float clamped_magnitude(const Layer& l, const std::vector<float>& real,
+                        const CalibrationOptions& options) {
+  if (options.method == CalibrationMethod::kMax) {
     // These activations are non-decreasing, so the largest |activation(x)| is at the smallest or
     // the largest x: two calls instead of one per element.
     float largest = 0.0f;
@@ -63,7 +62,21 @@ float set_output_quantization(Layer& l, const std::vector<float>& real) {
             std::max(largest, std::fabs(apply_activation(l.activation, x, l.clip_min, l.clip_max)));
       }
     }
-    l.out_scale = choose_scale(largest, l);
+    return largest;
+  }
+  std::vector<float> y(real.size());
+  for (size_t i = 0; i < real.size(); ++i)
+    y[i] = apply_activation(l.activation, real[i], l.clip_min, l.clip_max);
+  return calibration_magnitude(y, options);
+}
+
+// Output scale, clamps and table of a layer whose real pre-activation values are `real`.
+// Clamp-only activations saturate in the requantization; others requantize to an intermediate
+// scale and go through a table.
+float set_output_quantization(Layer& l, const std::vector<float>& real,
+                              const CalibrationOptions& options) {
+  if (clamp_only(l.activation)) {
+    l.out_scale = choose_scale(clamped_magnitude(l, real, options), l);
     float lo = -128.0f, hi = 127.0f;
     if (l.activation == Activation::kRelu) lo = 0.0f;
     if (l.activation == Activation::kRelu6) lo = 0.0f, hi = std::round(6.0f / l.out_scale);
@@ -79,7 +92,7 @@ float set_output_quantization(Layer& l, const std::vector<float>& real) {
   }
   Layer plain = l;
   plain.fixed_output_scale = 0.0f;
-  l.mid_scale = choose_scale(max_abs(real), plain);
+  l.mid_scale = choose_scale(calibration_magnitude(real, options), plain);
   l.out_scale = lut_output_scale(l, l.mid_scale);
   l.lut = make_lut(l, l.mid_scale, l.out_scale);
   l.clamp_lo = -128;
@@ -93,7 +106,8 @@ QuantMultiplier multiplier(double m) {
 
 // Conv / dense / matmul: weights per output channel, bias on the accumulator's scale, output
 // scale calibrated on the real accumulator values.
-Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tensor8*>& in) {
+Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tensor8*>& in,
+                              const CalibrationOptions& options) {
   const int n = l.out_shape.last();
   std::vector<double> acc_scale(n);
   if (l.has_weights()) {
@@ -124,7 +138,7 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
       real[r + j] = static_cast<float>((double(acc[r + j]) + l.qbias[j]) * acc_scale[j]);
     }
   }
-  const float requant_scale = set_output_quantization(l, real);
+  const float requant_scale = set_output_quantization(l, real, options);
   l.requant.resize(n);
   for (int j = 0; j < n; ++j) l.requant[j] = multiplier(acc_scale[j] / requant_scale);
   return reference_epilogue(l, acc);
@@ -132,9 +146,33 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
 
 }  // namespace
 
+const char* to_string(CalibrationMethod method) {
+  return method == CalibrationMethod::kMax ? "max" : "percentile";
+}
+
+float calibration_magnitude(const std::vector<float>& values, const CalibrationOptions& options) {
+  if (options.method == CalibrationMethod::kMax || values.empty()) return max_abs(values);
+  NPUSIM_CHECK(options.percentile > 0.0 && options.percentile <= 100.0,
+               "calibration percentile {} outside (0, 100]", options.percentile);
+  std::vector<float> m(values.size());
+  for (size_t i = 0; i < values.size(); ++i) m[i] = std::fabs(values[i]);
+  const double rank = std::ceil(options.percentile / 100.0 * double(m.size()));
+  const size_t k = std::clamp<size_t>(static_cast<size_t>(rank), 1, m.size()) - 1;
+  std::nth_element(m.begin(), m.begin() + k, m.end());
+  return m[k];
+}
+
 void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
+  quantize_graph(g, calibration_input, g.batch, CalibrationOptions{});
+}
+
+void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_batch, int samples,
+                    const CalibrationOptions& options) {
   NPUSIM_CHECK(!g.quantized, "graph {} quantized twice", g.name);
-  std::map<std::string, Tensor8> tensors{{g.input_name, calibration_input}};
+  NPUSIM_CHECK(samples >= 1 && calibration_batch.size() == g.input_shape.elements() * samples,
+               "calibration batch of {} bytes for {} samples of {} elements",
+               calibration_batch.size(), samples, g.input_shape.elements());
+  std::map<std::string, Tensor8> tensors{{g.input_name, calibration_batch}};
   std::map<std::string, float> scales{{g.input_name, g.input_scale}};
   for (auto& l : g.layers) {
     std::vector<const Tensor8*> in;
@@ -148,7 +186,7 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
       case OpKind::kConv:
       case OpKind::kDense:
       case OpKind::kMatMul:
-        y = quantize_matrix_layer(l, g.batch, in);
+        y = quantize_matrix_layer(l, samples, in, options);
         break;
       case OpKind::kAdd:
       case OpKind::kMul: {
@@ -158,11 +196,11 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
           real[i] = l.kind == OpKind::kAdd ? a[i] * l.in_scales[0] + b[i] * l.in_scales[1]
                                            : a[i] * l.in_scales[0] * b[i] * l.in_scales[1];
         }
-        const float s = set_output_quantization(l, real);
+        const float s = set_output_quantization(l, real, options);
         l.input_ratios = l.kind == OpKind::kAdd
                              ? std::vector<float>{l.in_scales[0] / s, l.in_scales[1] / s}
                              : std::vector<float>{l.in_scales[0] * l.in_scales[1] / s};
-        y = reference_layer(l, g.batch, in);
+        y = reference_layer(l, samples, in);
         break;
       }
       case OpKind::kConcat: {
@@ -171,37 +209,35 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
                           : *std::max_element(l.in_scales.begin(), l.in_scales.end());
         l.input_ratios.clear();
         for (float s : l.in_scales) l.input_ratios.push_back(s / l.out_scale);
-        y = reference_layer(l, g.batch, in);
+        y = reference_layer(l, samples, in);
         break;
       }
       case OpKind::kActivation:
         l.out_scale = lut_output_scale(l, l.in_scales[0]);
         l.lut = make_lut(l, l.in_scales[0], l.out_scale);
-        y = reference_layer(l, g.batch, in);
+        y = reference_layer(l, samples, in);
         break;
       case OpKind::kSoftmax:
         l.out_scale = kSoftmaxOutputScale;
-        y = reference_layer(l, g.batch, in);
+        y = reference_layer(l, samples, in);
         break;
       case OpKind::kLayerNorm: {
         const Tensor8& x = *in[0];
         const int n = l.out_shape.last();
-        std::vector<float> row(n);
-        float largest = 0.0f;
+        std::vector<float> real(x.size());
         for (size_t r = 0; r < x.size(); r += n) {
           layernorm_row(&x[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
-                        row.data());
-          largest = std::max(largest, max_abs(row));
+                        &real[r]);
         }
-        l.out_scale = choose_scale(largest, l);
-        y = reference_layer(l, g.batch, in);
+        l.out_scale = choose_scale(calibration_magnitude(real, options), l);
+        y = reference_layer(l, samples, in);
         break;
       }
       case OpKind::kMaxPool:
       case OpKind::kAvgPool:
       case OpKind::kReshape:
         l.out_scale = l.in_scales[0];
-        y = reference_layer(l, g.batch, in);
+        y = reference_layer(l, samples, in);
         break;
       case OpKind::kBatchNorm:
         NPUSIM_CHECK(false, "batch norm {} left after optimize_graph", l.name);

@@ -1,6 +1,7 @@
 // Quantization, after fusion (compiler/passes/fusion.hpp):
 //   quantize_graph: int8 with per-output-channel weight scales, int32 biases, and activation
-//     scales calibrated on a calibration batch (the run's input) or given by the workload.
+//     scales calibrated on a calibration batch (the run's input, or a separate batch) or given by
+//     the workload.
 // docs/quantization.md states the rules.
 #pragma once
 
@@ -11,6 +12,24 @@
 
 namespace npusim {
 
+// How an activation scale is chosen from the real values a tensor takes on the calibration batch:
+// the scale maps calibration_magnitude(values) to 127.
+//   kMax: the largest |x|;
+//   kPercentile: the `percentile`-th percentile of |x| (nearest rank: the ceil(P / 100 * n)-th
+//     smallest of the n magnitudes), so rare outliers saturate instead of widening every step.
+enum class CalibrationMethod { kMax, kPercentile };
+struct CalibrationOptions {
+  CalibrationMethod method = CalibrationMethod::kMax;
+  double percentile = 99.99;  // kPercentile only, in (0, 100]
+};
+const char* to_string(CalibrationMethod method);
+float calibration_magnitude(const std::vector<float>& values, const CalibrationOptions& options);
+
+// The calibration batch: `samples` inputs (samples x input elements, int8 on graph.input_scale),
+// which need not be the batch the graph runs on.
+void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_batch, int samples,
+                    const CalibrationOptions& options);
+// Calibrates on the run's own input (graph.batch samples), with the largest magnitude.
 void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
 // The bf16 path instead of int8: weights rounded to bf16 (nearest even), biases and the vector
 // unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1).

@@ -2,6 +2,8 @@
 // layer's output rounded to bf16 as the hardware stores it. The simulated network accumulates in
 // the systolic array's order (tile by tile), this one in plain index order, so the two agree
 // within a tolerance rather than bit for bit (docs/quantization.md states it).
+// The same loops without any rounding are the float32 graph (run_reference_f32): the network's
+// real-valued parameters, no quantization, the yardstick of int8 accuracy.
 #pragma once
 
 #include <map>
@@ -15,5 +17,9 @@ namespace npusim {
 using TensorF = std::vector<float>;  // batch x elements, channels last, bf16-representable values
 
 std::map<std::string, TensorF> run_reference_bf16(const Graph& graph, const TensorF& input);
+// Every tensor of the float32 graph by name: real-valued weights and biases (after batch-norm
+// folding, before or after quantization, while `weights` are kept), fp32 throughout. `input` holds
+// real values (batch x elements, channels last). Any data type's graph can run it.
+std::map<std::string, TensorF> run_reference_f32(const Graph& graph, const TensorF& input);
 
 }  // namespace npusim

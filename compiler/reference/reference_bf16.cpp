@@ -93,6 +93,7 @@ struct Bf16Ops {
     return y;
   }
   static float concat_value(const Layer&, size_t, float v) { return v; }
+  static float move_constant(const Layer&, float c) { return round_to_bf16(c); }
   static void softmax_row(const Layer&, const float* x, float* y, int n) {
     softmax_f32(x, y, n);
     for (int i = 0; i < n; ++i) y[i] = round_to_bf16(y[i]);

@@ -577,12 +577,12 @@ def scale_fold(out_dir):
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
-    """Two problems to be reported together; the Relu after the failed Resize stays quiet."""
+    """Two problems to be reported together; the Relu after the failed TopK stays quiet."""
     b = Builder("bad_ops", 10)
-    b.const("scales", np.array([1, 1, 2, 2], np.float32))
-    b.node("Resize", ["x", "", "scales"], ["r"], name="resize_1")
-    b.node("Relu", ["r"], ["rr"], name="relu_after_resize")
-    b.node("Concat", ["x", "x"], ["c"], name="cat_h", axis=2)
+    b.const("k", np.array([2], np.int64))
+    b.node("TopK", ["x", "k"], ["r", "r_idx"], name="topk_1")
+    b.node("Relu", ["r"], ["rr"], name="relu_after_topk")
+    b.node("Concat", ["x", "x"], ["c"], name="cat_n", axis=0)
     model = b.model("x", [3, 8, 8], ["rr", "c"])
     save(out_dir, b, model, None, {}, check=False)
 
@@ -611,14 +611,14 @@ def bad_misc(out_dir):
     b.const("two", np.array(2.0, np.float32))
     for k in ("scale", "bias", "mean", "var"):
         b.const("bn_" + k, np.ones(3, np.float32))
-    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]))
+    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2, 3]))
     b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"],
            name="bn_on_input")
     b.node("Mul", ["x", "two"], ["doubled"], name="scale_by_2")
     b.node("GlobalAveragePool", ["x"], ["gap"])
     b.node("Add", ["x", "gap"], ["sum"], name="add_broadcast")
-    b.node("Flatten", ["x"], ["flat_out"])
-    model = b.model("x", [3, 4, 4], ["t", "bn", "doubled", "sum", "flat_out"])
+    b.node("Gather", ["x", "x"], ["gathered"], name="gather_dyn", axis=1)
+    model = b.model("x", [3, 4, 4], ["t", "bn", "doubled", "sum", "gathered"])
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -652,22 +652,25 @@ def bad_bn_shared(out_dir):
 
 
 def bad_pad(out_dir):
-    """A Pad before a Relu, and reflect padding."""
+    """Padding of the batch axis, and an unknown mode."""
     b = Builder("bad_pad", 20)
-    b.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
-    b.node("Pad", ["x", "pads"], ["padded"], name="pad_zero")
+    b.const("pads", np.array([1, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    b.node("Pad", ["x", "pads"], ["padded"], name="pad_batch")
     b.node("Relu", ["padded"], ["y"], name="relu_of_pad")
-    b.node("Pad", ["x", "pads"], ["reflected"], name="pad_reflect", mode="reflect")
-    model = b.model("x", [3, 4, 4], ["y", "reflected"])
+    b.node("Pad", ["x", "pads"], ["wrapped"], name="pad_wrap", mode="wrap")
+    model = b.model("x", [3, 4, 4], ["y", "wrapped"])
     save(out_dir, b, model, None, {}, check=False)
 
 
 def bad_transpose(out_dir):
-    """A Transpose read by a Relu and as the first input of a MatMul."""
+    """A perm that is not a permutation, and a Slice of the batch."""
     b = Builder("bad_transpose", 24)
-    b.node("Transpose", ["x"], ["xt"], perm=[0, 2, 1])
+    b.node("Transpose", ["x"], ["xt"], name="transpose_twice", perm=[0, 2, 2])
     b.node("Relu", ["xt"], ["r"], name="relu_of_transpose")
-    b.node("MatMul", ["xt", "x"], ["m"], name="mm_first")
+    b.const("starts", np.array([1], np.int64))
+    b.const("ends", np.array([2], np.int64))
+    b.const("axes", np.array([0], np.int64))
+    b.node("Slice", ["x", "starts", "ends", "axes"], ["m"], name="slice_batch")
     model = b.model("x", [4, 4], ["r", "m"])
     save(out_dir, b, model, None, {}, check=False)
 

@@ -97,10 +97,11 @@ TEST(OnnxCliErrors, BadModelExitsTwoNamingTheNodes) {
   CommandResult r = run_npusim("run --hw edge --workload " + model_path("bad_ops"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(model_path("bad_ops") +
-                       ": node 'resize_1' (Resize): operator not supported (supported: Conv"),
+                       ": node 'topk_1' (TopK): operator not supported (supported: Conv"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find(model_path("bad_ops") + ": node 'cat_h' (Concat): axis 2"),
+  EXPECT_NE(r.err.find(model_path("bad_ops") + ": node 'cat_n' (Concat): concatenation along "
+                                               "the batch axis 0"),
             std::string::npos)
       << r.err;
 }
@@ -123,6 +124,14 @@ const auto kModels = testing::Values(
     Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
     Case{"scale_fold", {"y", "gap"}});
 
+// make_movement_models.py: data movement and exporter-style blocks.
+const auto kMovementModels = testing::Values(
+    Case{"movement",
+         {"sliced", "reversed", "split_a", "split_b", "up", "up_sizes", "cat_c", "cat_h", "xt",
+          "nhwc", "padded", "reflected", "edged", "gathered", "flat_hw", "unsq", "flat"}},
+    Case{"resnet_block", {"logits", "logits2"}}, Case{"bert_attention", {"y", "cls", "probs"}},
+    Case{"mobilenet_block", {"y", "reflect_relu"}});
+
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;
 }
@@ -130,6 +139,8 @@ std::string model_name(const testing::TestParamInfo<Case>& param_info) {
 INSTANTIATE_TEST_SUITE_P(Models, OnnxCli, kModels, model_name);
 
 INSTANTIATE_TEST_SUITE_P(Models, OnnxEndToEnd, kModels, model_name);
+INSTANTIATE_TEST_SUITE_P(Movement, OnnxCli, kMovementModels, model_name);
+INSTANTIATE_TEST_SUITE_P(Movement, OnnxEndToEnd, kMovementModels, model_name);
 
 }  // namespace
 }  // namespace npusim

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "compiler/passes/fusion.hpp"
 #include "onnx_test_models.hpp"
 
 namespace npusim {
@@ -324,8 +325,12 @@ TEST(OnnxImport, IdentityAndDropoutArePassedOn) {
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"y"}));
 }
 
+// The Pad imports as a move; optimize_graph folds it into the conv's padding.
 TEST(OnnxImport, PadFoldsIntoTheConvAfterIt) {
   Graph g = import_onnx(model_path("pad_conv"), std::nullopt);
+  ASSERT_EQ(g.layers.size(), 2u);
+  EXPECT_EQ(g.layers[0].kind, OpKind::kMove);
+  optimize_graph(g);
   ASSERT_EQ(g.layers.size(), 1u);
   const Layer& c = layer(g, "y");
   EXPECT_EQ(c.inputs, (std::vector<std::string>{"x"}));
@@ -367,6 +372,8 @@ TEST(OnnxImport, LayerNormOverAFlattenedMapPermutesItsParameters) {
 
 TEST(OnnxImport, TransposeOfTheLastAxesFoldsIntoMatMul) {
   Graph g = import_onnx(model_path("attention"), std::nullopt);
+  EXPECT_EQ(layer(g, "kt").kind, OpKind::kMove);
+  optimize_graph(g);
   // Q x Transpose(K) is one matmul reading K with transpose_b: [5, 6] x [5, 6]^T = [5, 5].
   const Layer& scores = layer(g, "scores");
   EXPECT_EQ(scores.kind, OpKind::kMatMul);

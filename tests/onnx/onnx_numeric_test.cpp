@@ -164,5 +164,19 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(param_info.param.model);
     });
 
+// make_movement_models.py: data movement and exporter-style blocks.
+INSTANTIATE_TEST_SUITE_P(Movement, OnnxNumeric,
+                         testing::Values(Case{"movement",
+                                              {"sliced", "reversed", "split_a", "split_b", "up",
+                                               "up_sizes", "cat_c", "cat_h", "xt", "nhwc", "padded",
+                                               "reflected", "edged", "gathered", "flat_hw", "unsq",
+                                               "flat"}},
+                                         Case{"resnet_block", {"logits", "logits2"}},
+                                         Case{"bert_attention", {"y", "cls", "probs"}},
+                                         Case{"mobilenet_block", {"y", "reflect_relu"}}),
+                         [](const testing::TestParamInfo<Case>& param_info) {
+                           return std::string(param_info.param.model);
+                         });
+
 }  // namespace
 }  // namespace npusim

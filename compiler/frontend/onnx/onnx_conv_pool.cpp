@@ -1,5 +1,5 @@
-// ONNX translators of the spatial family: Conv, the pools, ReduceMean as a global average
-// pool, and Pad folded into the Conv that reads it.
+// ONNX translators of the spatial family: Conv, the pools and ReduceMean as a global average
+// pool (a Pad before a Conv folds into it in compiler/passes/move_folding.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -13,7 +13,7 @@ namespace npusim::onnx_frontend {
 
 void OnnxImporter::import_conv(int i) {
   const Node& n = g_.node(i);
-  const Value* x = activation(i, 0, true);
+  const Value* x = activation(i, 0);
   if (!x) return;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   const Constant* w = constant(i, 1, "weights");
@@ -63,10 +63,6 @@ void OnnxImporter::import_conv(int i) {
   v.channels_first = true;
   v.dims.push_back(cout);
   v.dims.insert(v.dims.end(), win.out.begin(), win.out.end());
-  for (size_t a = 0; a < x->pending_pads.size() / 2; ++a) {
-    win.pads_begin[a] += x->pending_pads[a];
-    win.pads_end[a] += x->pending_pads[x->pending_pads.size() / 2 + a];
-  }
   Layer& l = add_layer(i, OpKind::kConv, {x->ir_name}, out);
   l.filters = static_cast<int>(cout);
   l.groups = static_cast<int>(groups);
@@ -202,48 +198,6 @@ void OnnxImporter::import_reduce_mean(int i) {
   flatten_value(v, flat);
   add_layer(i, OpKind::kReshape, {pooled}, out);
   set_value(out, std::move(flat));
-}
-
-// Zero padding of the spatial axes of a feature map, folded into the Conv that reads it.
-void OnnxImporter::import_pad(int i) {
-  const Node& n = g_.node(i);
-  const Value* x = activation(i, 0);
-  if (!x) return;
-  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
-  const std::string mode = attr_string(n, "mode", "constant");
-  if (mode != "constant") {
-    return fail(i, fmt::format("mode '{}': only constant (zero) padding is supported", mode));
-  }
-  if (n.input_size() > 3 && !n.input(3).empty()) return fail(i, "the axes input is not supported");
-  const Constant* pads = constant(i, 1, "pads");
-  if (!pads) return;
-  const size_t rank = x->dims.size() + 1, s = rank - 2;
-  if (!pads->is_int || pads->ints.size() != 2 * rank) {
-    return fail(i, fmt::format("pads '{}' must be {} integers (begins, then ends, per axis)",
-                               n.input(1), 2 * rank));
-  }
-  const auto& p = pads->ints;
-  if (p[0] != 0 || p[1] != 0 || p[rank] != 0 || p[rank + 1] != 0 ||
-      std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) {
-    return fail(i, fmt::format("pads {}: only non-negative padding of the spatial axes is "
-                               "supported",
-                               dims_text(p)));
-  }
-  if (const Constant* value = optional_constant(i, 2, "constant_value")) {
-    if (value->is_int || value->values.size() != 1 || value->values[0] != 0.0f) {
-      return fail(i, "constant_value must be 0 (npusim folds Pad into a Conv's zero padding)");
-    }
-  } else if (n.input_size() > 2 && !n.input(2).empty()) {
-    return;
-  }
-  Value v = *x;
-  v.pending_pads.assign(2 * s, 0);
-  for (size_t a = 0; a < s; ++a) {
-    v.pending_pads[a] = p[2 + a];
-    v.pending_pads[s + a] = p[rank + 2 + a];
-    v.dims[1 + a] += p[2 + a] + p[rank + 2 + a];
-  }
-  alias(i, v);
 }
 
 }  // namespace npusim::onnx_frontend

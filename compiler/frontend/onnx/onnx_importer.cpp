@@ -131,23 +131,11 @@ void OnnxImporter::count_consumers() {
   }
 }
 
-const Value* OnnxImporter::activation(int i, int input_index, bool folded_ok) {
+const Value* OnnxImporter::activation(int i, int input_index) {
   const Node& n = g_.node(i);
   const std::string& name = n.input(input_index);
   auto it = values_.find(name);
   if (it != values_.end()) {
-    if (!folded_ok && !it->second.pending_pads.empty()) {
-      fail(i, fmt::format("input {} ('{}') comes from a Pad; npusim supports Pad only as zero "
-                          "padding folded into the Conv that reads it",
-                          input_index, name));
-      return nullptr;
-    }
-    if (!folded_ok && it->second.pending_transpose) {
-      fail(i, fmt::format("input {} ('{}') comes from a Transpose; npusim supports Transpose "
-                          "only of the last two axes, as the second input of a MatMul",
-                          input_index, name));
-      return nullptr;
-    }
     return &it->second;
   }
   if (is_constant(name)) {
@@ -245,7 +233,7 @@ void OnnxImporter::import_node(int i) {
   if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
   if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
     auto x = values_.find(it->second);
-    if (x == values_.end() || !x->second.pending_pads.empty() || x->second.pending_transpose) {
+    if (x == values_.end()) {
       return fail(i, fmt::format("GELU input '{}' is not a run-time tensor", it->second));
     }
     const std::string out = n.output(0);
@@ -283,20 +271,11 @@ void OnnxImporter::finish_outputs() {
       continue;
     }
     const Value& v = it->second;
-    if (!v.pending_pads.empty() || v.pending_transpose) {
-      diag_.error(where, v.pending_transpose
-                             ? "comes from a Transpose, which npusim supports only as the second "
-                               "input of a MatMul"
-                             : "comes from a Pad, which npusim supports only before a Conv");
-      continue;
-    }
-    if (!v.flat_from.empty()) {
-      diag_.error(where,
-                  "is a flattened channels-first feature map; npusim flattens in H, W, C "
-                  "order, not ONNX's C, H, W, and has no transpose");
-      continue;
-    }
-    if (v.ir_name != name) {
+    // Outputs leave in ONNX's layout: (N, C, (D,) H, W) maps channels first, others as they are.
+    const bool map = v.dims.size() == 3 || v.dims.size() == 4;
+    if (!v.flat_from.empty() || v.channels_first != map) {
+      add_relayout(v, map, name, where);
+    } else if (v.ir_name != name) {
       // An output that aliases another tensor (Identity, Dropout) gets a free reshape so the
       // graph output keeps its ONNX name.
       std::string layer_name = name;

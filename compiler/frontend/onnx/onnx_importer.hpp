@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/frontend/onnx/onnx_layout.hpp"
+#include "compiler/frontend/onnx/onnx_movement.hpp"
 #include "compiler/frontend/onnx/onnx_tensor.hpp"
 #include "compiler/ir/graph.hpp"
 #include "compiler/ir/shape_inference.hpp"
@@ -33,10 +34,10 @@ class OnnxImporter {
   void import_pool(int i, OpKind kind);
   void import_global_pool(int i, OpKind kind);
   void import_reduce_mean(int i);
-  void import_pad(int i);
+  void import_pad(int i);  // onnx_movement.cpp
   void import_gemm(int i);
   void import_matmul(int i);
-  void import_transpose(int i);
+  void import_transpose(int i);  // onnx_movement.cpp
   void import_binary(int i, OpKind kind);
   void import_activation(int i, Activation act);
   void import_gelu(int i);
@@ -51,6 +52,13 @@ class OnnxImporter {
   void import_squeeze(int i, bool unsqueeze);
   void import_identity(int i);
   void import_constant_node(int i);
+  // Data movement (onnx_movement.cpp, onnx_movement_ops.cpp).
+  void import_slice(int i);
+  void import_gather(int i);
+  void import_resize(int i);
+  void import_split(int i);
+  void import_shape(int i);
+  void import_cast(int i);
 
  private:
   using Node = onnx::NodeProto;
@@ -66,8 +74,7 @@ class OnnxImporter {
   void finish_outputs();
 
   // Operand access: an activation, a constant, or an error (returns null and records it).
-  // `folded_ok`: the caller folds a pending Pad (Conv) or Transpose (MatMul's B) into itself.
-  const Value* activation(int i, int input_index, bool folded_ok = false);
+  const Value* activation(int i, int input_index);
   const Constant* constant(int i, int input_index, const std::string& role);
   const Constant* optional_constant(int i, int input_index, const std::string& role);
   bool is_constant(const std::string& name) const { return constants_.count(name) != 0; }
@@ -88,6 +95,17 @@ class OnnxImporter {
                     const Constant* c, float beta);
   void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
   bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
+  // Operands 0 .. count-1 (all when count < 0) of a data-movement node; false after reporting.
+  bool move_operands(int i, std::vector<MoveOperand>& ops, int count = -1);
+  // The node's output `out` as the map `spec` over `ops`: a constant when every operand is one,
+  // otherwise a move layer (a free reshape when the map keeps the IR's element order).
+  void emit_move(int i, const std::string& out, const char* op, const std::vector<MoveOperand>& ops,
+                 const MoveSpec& spec);
+  void import_concat_move(int i);
+  void reshape_move(int i, const MoveOperand& x, const std::vector<int64_t>& per_sample);
+  // A move layer named `name` that holds value v in the layout `channels_first` (graph outputs).
+  void add_relayout(const Value& v, bool channels_first, const std::string& name,
+                    const std::string& where);
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;

@@ -1,5 +1,6 @@
-// ONNX translators of the matrix family: Gemm and MatMul by a constant (dense layers),
-// MatMul of two run-time tensors, and Transpose folded into the MatMul that reads it.
+// ONNX translators of the matrix family: Gemm and MatMul by a constant (dense layers) and
+// MatMul of two run-time tensors (a Transpose of its second input folds into it in
+// compiler/passes/move_folding.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,30 +11,6 @@
 #include "compiler/frontend/onnx/onnx_importer.hpp"
 
 namespace npusim::onnx_frontend {
-
-// A Transpose of the last two axes of a (N, ..., rows, columns) tensor, folded into the MatMul
-// that reads it as its second input (attention's Q x K^T).
-void OnnxImporter::import_transpose(int i) {
-  const Node& n = g_.node(i);
-  const Value* x = activation(i, 0);
-  if (!x) return;
-  const size_t rank = x->dims.size() + 1;
-  std::vector<int64_t> swap_last(rank);
-  for (size_t a = 0; a < rank; ++a) swap_last[a] = static_cast<int64_t>(a);
-  if (rank >= 3) std::swap(swap_last[rank - 1], swap_last[rank - 2]);
-  const auto perm = attr_ints(n, "perm", {});
-  if (x->channels_first || rank < 3 || perm != swap_last || !x->flat_from.empty()) {
-    return fail(i, fmt::format("perm {} on input [N, {}]{}: npusim supports only swapping the last "
-                               "two axes of a (N, ..., rows, columns) tensor, perm {}, feeding a "
-                               "MatMul",
-                               dims_text(perm), fmt::join(x->dims, ", "),
-                               x->channels_first ? " (channels first)" : "", dims_text(swap_last)));
-  }
-  Value v = *x;
-  std::swap(v.dims[rank - 2], v.dims[rank - 3]);
-  v.pending_transpose = true;
-  alias(i, v);
-}
 
 void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
                                 const Constant* c, float beta) {
@@ -111,13 +88,8 @@ void OnnxImporter::import_matmul(int i) {
     return import_dense(i, *a, constants_.at(n.input(1)), false, 1.0f, nullptr, 1.0f);
   }
   const Value* a = activation(i, 0);
-  const Value* b = activation(i, 1, true);
+  const Value* b = activation(i, 1);
   if (!a || !b) return;
-  if (!b->pending_pads.empty()) {
-    return fail(i, fmt::format("input 1 ('{}') comes from a Pad; npusim supports Pad only as "
-                               "zero padding folded into the Conv that reads it",
-                               n.input(1)));
-  }
   if (a->channels_first || b->channels_first || a->dims.size() < 2 ||
       a->dims.size() != b->dims.size()) {
     return fail(i, fmt::format("MatMul of two run-time tensors needs two (N, ..., rows, columns) "
@@ -133,7 +105,7 @@ void OnnxImporter::import_matmul(int i) {
   const std::string out = n.output(0);
   Value v = *a;
   v.dims.back() = b->dims.back();
-  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out).transpose_b = b->pending_transpose;
+  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out);
   set_value(out, std::move(v));
 }
 

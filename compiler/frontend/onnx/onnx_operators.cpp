@@ -33,12 +33,17 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Reshape", "Reshape", [](I& im, int i) { im.import_reshape(i); }},
       {"Squeeze", "Squeeze", [](I& im, int i) { im.import_squeeze(i, false); }},
       {"Unsqueeze", "Unsqueeze", [](I& im, int i) { im.import_squeeze(i, true); }},
-      {"Pad", "Pad (before a Conv)", [](I& im, int i) { im.import_pad(i); }},
-      {"Transpose", "Transpose (of a MatMul's second input)",
-       [](I& im, int i) { im.import_transpose(i); }},
+      {"Pad", "Pad", [](I& im, int i) { im.import_pad(i); }},
+      {"Transpose", "Transpose", [](I& im, int i) { im.import_transpose(i); }},
       {"Identity", "Identity", [](I& im, int i) { im.import_identity(i); }},
       {"Dropout", "Dropout", [](I& im, int i) { im.import_identity(i); }},
       {"Constant", "Constant", [](I& im, int i) { im.import_constant_node(i); }},
+      {"Slice", "Slice", [](I& im, int i) { im.import_slice(i); }},
+      {"Gather", "Gather (constant indices)", [](I& im, int i) { im.import_gather(i); }},
+      {"Resize", "Resize (nearest)", [](I& im, int i) { im.import_resize(i); }},
+      {"Split", "Split", [](I& im, int i) { im.import_split(i); }},
+      {"Shape", "Shape", [](I& im, int i) { im.import_shape(i); }},
+      {"Cast", "Cast", [](I& im, int i) { im.import_cast(i); }},
   };
   return table;
 }

@@ -11,8 +11,14 @@
 
 namespace npusim::onnx_frontend {
 
+// A concatenation of run-time tensors of one layout along their channel axis is a `concat`
+// layer; any other (another axis, mixed layouts, constants) is a move (onnx_movement.cpp).
 void OnnxImporter::import_concat(int i) {
   const Node& n = g_.node(i);
+  if (std::any_of(n.input().begin(), n.input().end(),
+                  [&](const std::string& in) { return is_constant(in); })) {
+    return import_concat_move(i);
+  }
   if (n.input_size() < 2) return fail(i, "expects 2 or more inputs");
   std::vector<const Value*> xs;
   for (int k = 0; k < n.input_size(); ++k) {
@@ -27,12 +33,12 @@ void OnnxImporter::import_concat(int i) {
   int64_t axis = axis_attr->i();
   if (axis < 0) axis += rank;
   const int64_t channel_axis = first.channels_first ? 1 : rank - 1;
-  if (axis != channel_axis) {
-    return fail(i, fmt::format("axis {} on inputs of rank {}: npusim concatenates along the {} "
-                               "axis only (axis {})",
-                               axis_attr->i(), rank, first.channels_first ? "channel" : "last",
-                               channel_axis));
+  bool channels = axis == channel_axis;
+  for (const Value* x : xs) {
+    channels = channels && x->channels_first == first.channels_first && x->flat_from.empty() &&
+               x->dims.size() == first.dims.size();
   }
+  if (!channels) return import_concat_move(i);
   const size_t ax = static_cast<size_t>(axis - 1);
   Value v = first;
   v.dims[ax] = 0;
@@ -46,12 +52,6 @@ void OnnxImporter::import_concat(int i) {
                               "concatenation axis",
                               x->ir_name, fmt::join(x->dims, ", "), fmt::join(first.dims, ", ")));
     }
-    if (!x->flat_from.empty()) {
-      return fail(i, fmt::format("input '{}' is a flattened feature map, whose element order in "
-                                 "npusim (H, W, C) differs from ONNX's; concatenate before "
-                                 "flattening",
-                                 x->ir_name));
-    }
     v.dims[ax] += x->dims[ax];
     inputs.push_back(x->ir_name);
   }
@@ -62,6 +62,16 @@ void OnnxImporter::import_concat(int i) {
 
 void OnnxImporter::import_flatten(int i) {
   const Node& n = g_.node(i);
+  if (is_constant(n.input(0))) {
+    const Constant& c = constants_.at(n.input(0));
+    std::vector<int64_t> axis{attr_int(n, "axis", 1)};
+    const auto rank = int64_t(c.dims.size());
+    if (axis[0] < -rank || axis[0] > rank) return fail(i, "axis is out of range");
+    if (axis[0] < 0) axis[0] += rank;
+    MoveOperand x{nullptr, &c, c.dims};
+    const std::vector<int64_t> head(c.dims.begin(), c.dims.begin() + axis[0]);
+    return reshape_move(i, x, {product(head), product(c.dims, size_t(axis[0]))});
+  }
   const Value* x = activation(i, 0);
   if (!x) return;
   const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
@@ -82,6 +92,26 @@ void OnnxImporter::import_flatten(int i) {
 
 void OnnxImporter::import_reshape(int i) {
   const Node& n = g_.node(i);
+  if (is_constant(n.input(0)) && n.input_size() > 1 && is_constant(n.input(1))) {
+    // A constant (shape arithmetic, weights): 0 copies, -1 infers.
+    const Constant& c = constants_.at(n.input(0));
+    std::vector<int64_t> dims = constants_.at(n.input(1)).ints;
+    int64_t known = 1, inferred = -1;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] == 0 && attr_int(n, "allowzero", 0) == 0 && k < c.dims.size())
+        dims[k] = c.dims[k];
+      if (dims[k] == -1)
+        inferred = int64_t(k);
+      else
+        known *= dims[k];
+    }
+    if (inferred >= 0 && known > 0) dims[size_t(inferred)] = int64_t(c.elements()) / known;
+    if (uint64_t(product(dims)) != c.elements()) {
+      return fail(i, fmt::format("shape {} does not hold the constant {}", dims_text(dims),
+                                 dims_text(c.dims)));
+    }
+    return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
+  }
   const Value* x = activation(i, 0);
   if (!x) return;
   if (n.input_size() < 2 || !is_constant(n.input(1))) {
@@ -154,11 +184,12 @@ void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_
   const bool out_order_ok =
       !out_channels_first || per_sample[0] == 1 || product(per_sample, 1) == 1;
   if (!x_order_ok || !out_order_ok || per_sample.size() > 4) {
-    return fail(i, fmt::format("reshaping [N, {}] to [N, {}] would reorder elements between "
-                               "ONNX's channels-first layout and npusim's channels-last layout; "
-                               "only flattening a feature map and reshaping (N, features) / (N, "
-                               "rows, features) tensors are supported",
-                               fmt::join(x.dims, ", "), fmt::join(per_sample, ", ")));
+    // The elements move between the layouts (onnx_movement.cpp).
+    MoveOperand op{&x, nullptr, x.dims};
+    op.dims.insert(op.dims.begin(), 1);
+    std::vector<int64_t> dims = per_sample;
+    dims.insert(dims.begin(), 1);
+    return reshape_move(i, op, dims);
   }
   Value v;
   v.dims = per_sample;
@@ -192,10 +223,34 @@ bool OnnxImporter::read_axes(int i, int input_from_opset, std::vector<int64_t>& 
 }
 
 void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
-  const Value* x = activation(i, 0);
-  if (!x) return;
   std::vector<int64_t> axes;
   bool given;
+  if (is_constant(g_.node(i).input(0))) {
+    // A constant (shape arithmetic): every axis counts, none is a batch.
+    const Constant& c = constants_.at(g_.node(i).input(0));
+    if (!read_axes(i, 13, axes, given)) return;
+    const auto out_rank = int64_t(c.dims.size() + (unsqueeze ? axes.size() : 0));
+    std::vector<int64_t> dims;
+    for (int64_t& a : axes) {
+      if (a < -out_rank || a >= out_rank) return fail(i, "axis is out of range");
+      if (a < 0) a += out_rank;
+    }
+    auto listed = [&](int64_t a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); };
+    for (int64_t a = 0, k = 0; a < out_rank; ++a) {
+      if (unsqueeze && listed(a)) {
+        dims.push_back(1);
+      } else if (!unsqueeze && (given ? listed(a) : c.dims[size_t(a)] == 1)) {
+        if (c.dims[size_t(a)] != 1)
+          return fail(i, fmt::format("axis {} has size {}, not 1", a, c.dims[size_t(a)]));
+      } else {
+        dims.push_back(c.dims[size_t(unsqueeze ? k : a)]);
+      }
+      if (unsqueeze && !listed(a)) ++k;
+    }
+    return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
+  }
+  const Value* x = activation(i, 0);
+  if (!x) return;
   if (!read_axes(i, 13, axes, given)) return;
   const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
   if (unsqueeze && !given) return fail(i, "axes are required");

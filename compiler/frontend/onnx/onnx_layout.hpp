@@ -26,7 +26,16 @@ struct Value {
   // Set on the output of a Transpose of the last two axes: the MatMul reading it as its second
   // input multiplies by the transpose of the IR tensor (which is the untransposed one).
   bool pending_transpose = false;
+  // docs/onnx.md "Rank mapping": batched, ONNX axis 0 is the batch and `dims` are the rest; whole
+  // tensor (false), `dims` are the whole ONNX shape and the batch is 1.
+  bool batched = true;
 };
+
+// The ONNX rank of v: its dims plus the batch axis when batched.
+int64_t onnx_rank(const Value& v);
+// The sample axis (index into `dims`) of ONNX axis `onnx_axis` of v (negative: from the end);
+// -1 for the batch axis of a batched value, -2 when out of range.
+int sample_axis(const Value& v, int64_t onnx_axis);
 
 // The IR shape of a value: channels move last.
 std::vector<int> ir_dims(const Value& v);

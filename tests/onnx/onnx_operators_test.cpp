@@ -17,9 +17,9 @@ TEST(OnnxOperators, SupportedListIsTheTableInOrder) {
   EXPECT_EQ(onnx_supported_operators(),
             "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf form of GELU, "
             "Softmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool, "
-            "GlobalAveragePool, GlobalMaxPool, ReduceMean (spatial), Concat, Flatten, Reshape, "
+            "GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, Flatten, Reshape, "
             "Squeeze, Unsqueeze, Pad (before a Conv), Transpose (of a MatMul's second input), "
-            "Identity, Dropout, Constant");
+            "Identity, Dropout, Constant, Sub, Div");
   std::set<std::string> seen;
   for (const auto& t : onnx_translators()) {
     EXPECT_TRUE(seen.insert(t.op_type).second) << t.op_type << " is listed twice";

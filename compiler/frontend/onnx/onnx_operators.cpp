@@ -27,7 +27,7 @@ const std::vector<OnnxTranslator>& onnx_translators() {
        [](I& im, int i) { im.import_global_pool(i, OpKind::kAvgPool); }},
       {"GlobalMaxPool", "GlobalMaxPool",
        [](I& im, int i) { im.import_global_pool(i, OpKind::kMaxPool); }},
-      {"ReduceMean", "ReduceMean (spatial)", [](I& im, int i) { im.import_reduce_mean(i); }},
+      {"ReduceMean", "ReduceMean", [](I& im, int i) { im.import_reduce_mean(i); }},
       {"Concat", "Concat", [](I& im, int i) { im.import_concat(i); }},
       {"Flatten", "Flatten", [](I& im, int i) { im.import_flatten(i); }},
       {"Reshape", "Reshape", [](I& im, int i) { im.import_reshape(i); }},
@@ -39,6 +39,8 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Identity", "Identity", [](I& im, int i) { im.import_identity(i); }},
       {"Dropout", "Dropout", [](I& im, int i) { im.import_identity(i); }},
       {"Constant", "Constant", [](I& im, int i) { im.import_constant_node(i); }},
+      {"Sub", "Sub", [](I& im, int i) { im.import_sub_div(i, '-'); }},
+      {"Div", "Div", [](I& im, int i) { im.import_sub_div(i, '/'); }},
   };
   return table;
 }

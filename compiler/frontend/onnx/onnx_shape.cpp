@@ -150,7 +150,7 @@ void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_
   // order only when its channel or its spatial extent is 1.
   const bool x_order_ok =
       x.flat_from.empty() && (!x.channels_first || x.dims[0] == 1 || product(x.dims, 1) == 1);
-  const bool out_channels_first = per_sample.size() >= 3;
+  const bool out_channels_first = !whole_tensor_ && per_sample.size() >= 3;
   const bool out_order_ok =
       !out_channels_first || per_sample[0] == 1 || product(per_sample, 1) == 1;
   if (!x_order_ok || !out_order_ok || per_sample.size() > 4) {

@@ -595,7 +595,8 @@ def arith_consts(out_dir):
 
 
 def bn_alone(out_dir):
-    """A BatchNormalization with no Conv to fold into (after a Relu): a depthwise 1x1 conv."""
+    """A BatchNormalization with no Conv to fold into (after a Relu): a depthwise 1x1 conv; an Erf
+    outside the GELU pattern."""
     b = Builder("bn_alone", 28)
     for k, lo, hi in (("scale", 0.5, 2.0), ("bias", -0.5, 0.5), ("mean", -0.2, 0.2),
                       ("var", 0.5, 1.5)):
@@ -603,12 +604,14 @@ def bn_alone(out_dir):
     b.node("Relu", ["x"], ["r"])
     b.node("BatchNormalization", ["r", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["y"],
            epsilon=1e-3)
-    model = b.model("x", [3, 5, 5], ["y"])
+    b.node("Erf", ["y"], ["e"])
+    model = b.model("x", [3, 5, 5], ["y", "e"])
     i = b.inits
     x = b.rng.uniform(-1, 1, [2, 3, 5, 5]).astype(np.float32)
     y = per_sample(lambda s: batchnorm(relu(s), i["bn_scale"], i["bn_bias"], i["bn_mean"],
                                        i["bn_var"], 1e-3), x)
-    save(out_dir, b, model, x, {"y": y})
+    erf = np.vectorize(math.erf)
+    save(out_dir, b, model, x, {"y": y, "e": erf(y).astype(np.float32)})
 
 
 def whole_tensor(out_dir):

@@ -53,8 +53,8 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
   ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
   EXPECT_EQ(errors[0], path +
                            ": node 'resize_1' (Resize): operator not supported (supported: Conv, "
-                           "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf "
-                           "form of GELU, Softmax, LayerNormalization, BatchNormalization, "
+                           "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, Erf, "
+                           "Softmax, LayerNormalization, BatchNormalization, "
                            "MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, "
                            "Concat, Flatten, Reshape, Squeeze, Unsqueeze, Pad (before a "
                            "Conv), Transpose (of a MatMul's second input), Identity, Dropout, "

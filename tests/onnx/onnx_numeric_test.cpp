@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"pad_conv", {"y"}}, Case{"opset11", {"y"}},
                     Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
                     Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y"}},
-                    Case{"bn_alone", {"y"}}, Case{"reduce_rows", {"feat_mean", "y"}}),
+                    Case{"bn_alone", {"y", "e"}}, Case{"reduce_rows", {"feat_mean", "y"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.model);
     });

@@ -15,7 +15,7 @@ namespace {
 
 TEST(OnnxOperators, SupportedListIsTheTableInOrder) {
   EXPECT_EQ(onnx_supported_operators(),
-            "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, the Erf form of GELU, "
+            "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, Erf, "
             "Softmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool, "
             "GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, Flatten, Reshape, "
             "Squeeze, Unsqueeze, Pad (before a Conv), Transpose (of a MatMul's second input), "

@@ -17,7 +17,7 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Sigmoid", "Sigmoid", [](I& im, int i) { im.import_activation(i, Activation::kSigmoid); }},
       {"Tanh", "Tanh", [](I& im, int i) { im.import_activation(i, Activation::kTanh); }},
       {"Gelu", "Gelu", [](I& im, int i) { im.import_gelu(i); }},
-      {"Erf", "the Erf form of GELU", [](I& im, int i) { im.import_erf(i); }},
+      {"Erf", "Erf", [](I& im, int i) { im.import_erf(i); }},
       {"Softmax", "Softmax", [](I& im, int i) { im.import_softmax(i); }},
       {"LayerNormalization", "LayerNormalization", [](I& im, int i) { im.import_layer_norm(i); }},
       {"BatchNormalization", "BatchNormalization", [](I& im, int i) { im.import_batch_norm(i); }},

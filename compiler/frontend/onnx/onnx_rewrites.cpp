@@ -126,9 +126,7 @@ bool OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   return true;
 }
 
-// An Erf that find_gelu_patterns did not take into a GELU.
-void OnnxImporter::import_erf(int i) {
-  fail(i, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / sqrt(2)))");
-}
+// An Erf that find_gelu_patterns did not take into a GELU: the erf activation (a table in int8).
+void OnnxImporter::import_erf(int i) { import_activation(i, Activation::kErf); }
 
 }  // namespace npusim::onnx_frontend

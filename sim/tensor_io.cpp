@@ -19,13 +19,17 @@ namespace npusim {
 namespace {
 
 // Channels-last sample dims [(D,) H, W, C] and the permutation to the file's layout.
-bool transposed(const Graph& g, const std::vector<int>& dims) {
-  return g.channels_first_io && (dims.size() == 3 || dims.size() == 4);
+bool transposed(const Graph& g, const std::string& name, const std::vector<int>& dims) {
+  return g.channels_first_io && (dims.size() == 3 || dims.size() == 4) &&
+         !g.io_in_onnx_order.count(name);
 }
 
-std::vector<int64_t> file_shape(const Graph& g, const std::vector<int>& dims, int batch) {
+// The file's shape: [batch, sample...], or the sample alone in ONNX's whole-tensor mode.
+std::vector<int64_t> file_shape(const Graph& g, const std::string& name,
+                                const std::vector<int>& dims, int batch) {
   std::vector<int64_t> shape{batch};
-  if (transposed(g, dims)) {
+  if (g.io_without_batch) shape.clear();
+  if (transposed(g, name, dims)) {
     shape.push_back(dims.back());
     shape.insert(shape.end(), dims.begin(), dims.end() - 1);
   } else {
@@ -97,10 +101,26 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
   NpyArray a = read_npy(path);
   const std::vector<int>& dims = g.input_shape.dims;
   const std::vector<int64_t> expected_sample = [&] {
-    auto s = file_shape(g, dims, 1);
-    s.erase(s.begin());
+    auto s = file_shape(g, g.input_name, dims, 1);
+    if (!g.io_without_batch) s.erase(s.begin());
     return s;
   }();
+  if (g.io_without_batch) {
+    // Whole-tensor mode: the file is one sample of exactly the model's input shape.
+    if (a.shape != expected_sample) {
+      throw UserError(
+          fmt::format("--input {}: expected an array of shape [{}] (the model's "
+                      "input shape), got [{}]",
+                      path, fmt::join(expected_sample, ", "), fmt::join(a.shape, ", ")));
+    }
+    if (batch_given && g.batch != 1) {
+      throw UserError(
+          fmt::format("--input {}: the model runs as one whole tensor (batch 1), but "
+                      "--batch is {}",
+                      path, g.batch));
+    }
+    a.shape.insert(a.shape.begin(), 1);
+  }
   const std::vector<int64_t> got_sample(a.shape.empty() ? a.shape.begin() : a.shape.begin() + 1,
                                         a.shape.end());
   if (a.shape.empty() || got_sample != expected_sample) {
@@ -117,7 +137,7 @@ std::vector<uint8_t> read_input_npy(const std::string& path, Graph& g, bool batc
   }
   if (file_batch < 1) throw UserError(fmt::format("--input {}: the batch is empty", path));
   g.batch = file_batch;
-  const bool channels_first = transposed(g, dims);
+  const bool channels_first = transposed(g, g.input_name, dims);
   if (g.dtype == DataType::kBf16) {
     std::vector<float> x = a.dtype == "int8" ? dequantize(npy_to_int8(a, path), g.input_scale)
                                              : npy_to_float32(a, path);
@@ -152,9 +172,9 @@ void write_tensor_npy(const std::string& dir, const Graph& g, const std::string&
       ch = '_';
   }
   std::vector<float> real = decode_tensor(stored, element_bytes, scale);
-  if (transposed(g, dims)) real = move_channels(real, dims, batch, false);
+  if (transposed(g, name, dims)) real = move_channels(real, dims, batch, false);
   write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
-                    file_shape(g, dims, batch), real);
+                    file_shape(g, name, dims, batch), real);
 }
 
 }  // namespace npusim

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,11 @@ struct Graph {
   // ONNX models: tensors at the file boundary (--input, --save-outputs) are channels first
   // (NCHW / NCDHW); inside, everything is channels last.
   bool channels_first_io = false;
+  // ONNX models (docs/onnx.md "Rank mapping"): the input / outputs whose sample is in ONNX order
+  // already (not a channels-last feature map), so the file boundary moves no channels; and the
+  // whole-tensor mode, where files hold exactly the ONNX shape with no batch axis (batch 1).
+  std::set<std::string> io_in_onnx_order;
+  bool io_without_batch = false;
   std::vector<Layer> layers;
   std::vector<std::string> outputs;
   // Set by quantize_graph (int8) or prepare_bf16 (bf16): the graph is ready for lowering.

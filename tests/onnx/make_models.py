@@ -574,6 +574,107 @@ def scale_fold(out_dir):
     save(out_dir, b, model, x, {"y": y, "gap": gap})
 
 
+def arith_consts(out_dir):
+    """Add / Sub / Mul / Div with broadcast constants that fold into nothing (depthwise 1x1 convs):
+    per-element and per-feature constants on a (N, rows, features) tensor, a constant minus the
+    tensor, a scalar divisor, and a BatchNormalization after a Relu on a feature map."""
+    b = Builder("arith_consts", 27)
+    b.const("full", b.rng.uniform(-1, 1, [4, 6]).astype(np.float32))
+    b.const("feat", b.rng.uniform(0.5, 2.0, [6]).astype(np.float32))
+    b.const("row", b.rng.uniform(-1, 1, [1, 4, 1]).astype(np.float32))
+    b.const("three", np.array(3.0, np.float32))
+    b.node("Sub", ["x", "full"], ["a"])
+    b.node("Mul", ["feat", "a"], ["m"])
+    b.node("Sub", ["row", "m"], ["s"])
+    b.node("Div", ["s", "three"], ["y"])
+    model = b.model("x", [4, 6], ["y"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 4, 6]).astype(np.float32)
+    y = (i["row"] - i["feat"] * (x - i["full"])) / 3.0
+    save(out_dir, b, model, x, {"y": y})
+
+
+def bn_alone(out_dir):
+    """A BatchNormalization with no Conv to fold into (after a Relu): a depthwise 1x1 conv; an Erf
+    outside the GELU pattern."""
+    b = Builder("bn_alone", 28)
+    for k, lo, hi in (("scale", 0.5, 2.0), ("bias", -0.5, 0.5), ("mean", -0.2, 0.2),
+                      ("var", 0.5, 1.5)):
+        b.const("bn_" + k, b.rng.uniform(lo, hi, [3]).astype(np.float32))
+    b.node("Relu", ["x"], ["r"])
+    b.node("BatchNormalization", ["r", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["y"],
+           epsilon=1e-3)
+    b.node("Erf", ["y"], ["e"])
+    model = b.model("x", [3, 5, 5], ["y", "e"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 5, 5]).astype(np.float32)
+    y = per_sample(lambda s: batchnorm(relu(s), i["bn_scale"], i["bn_bias"], i["bn_mean"],
+                                       i["bn_var"], 1e-3), x)
+    erf = np.vectorize(math.erf)
+    save(out_dir, b, model, x, {"y": y, "e": erf(y).astype(np.float32)})
+
+
+def whole_tensor(out_dir):
+    """docs/onnx.md "Rank mapping": a constant that differs along axis 0 and an opset-11 Softmax
+    over every axis (axis 0) make the importer run the (3, 4) input as one whole tensor."""
+    b = Builder("whole_tensor", 29)
+    b.const("c", b.rng.uniform(-1, 1, [3, 4]).astype(np.float32))
+    b.node("Add", ["x", "c"], ["a"])
+    b.node("Softmax", ["a"], ["y"], axis=0)
+    model = b.model("x", [4], ["y"], opset=11, batch_dim=3)
+    x = b.rng.uniform(-2, 2, [3, 4]).astype(np.float32)
+    y = softmax((x + b.inits["c"]).reshape(1, -1)).reshape(3, 4)
+    save(out_dir, b, model, x, {"y": y})
+
+
+def rank1(out_dir):
+    """A rank-1 input (5,): Mul by a per-element constant, Sub from a scalar, Clip."""
+    b = Builder("rank1", 30)
+    b.const("c", b.rng.uniform(0.5, 2.0, [5]).astype(np.float32))
+    b.const("one", np.array([1.0], np.float32))
+    b.const("lo", np.array(-1.5, np.float32))
+    b.const("hi", np.array(1.0, np.float32))
+    b.node("Mul", ["x", "c"], ["m"])
+    b.node("Sub", ["one", "m"], ["s"])
+    b.node("Clip", ["s", "lo", "hi"], ["y"])
+    model = b.model("x", [], ["y"], batch_dim=5)
+    x = b.rng.uniform(-1, 1, [5]).astype(np.float32)
+    y = np.clip(1.0 - x * b.inits["c"], -1.5, 1.0)
+    save(out_dir, b, model, x, {"y": y})
+
+
+def reduce_rows(out_dir):
+    """ReduceMean of a (N, rows, features) tensor over the features (keepdims 0) and over the
+    rows (keepdims 1), and a Gemm whose bias C is a (1, units) row."""
+    b = Builder("reduce_rows", 31)
+    b.weight("W", [5, 3])
+    b.const("C", b.rng.uniform(-0.5, 0.5, [1, 3]).astype(np.float32))
+    b.node("ReduceMean", ["x"], ["feat_mean"], axes=[-1], keepdims=0)
+    b.node("ReduceMean", ["x"], ["row_mean"], axes=[1], keepdims=1)
+    b.node("Squeeze", ["row_mean"], ["rows"], axes=[1])
+    b.node("Gemm", ["rows", "W", "C"], ["y"], alpha=0.5, beta=2.0)
+    model = b.model("x", [4, 5], ["feat_mean", "y"], opset=12)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 4, 5]).astype(np.float32)
+    feat_mean = x.mean(axis=-1)
+    y = 0.5 * (x.mean(axis=1) @ i["W"]) + 2.0 * i["C"]
+    save(out_dir, b, model, x, {"feat_mean": feat_mean, "y": y})
+
+
+def gemm_row_bias(out_dir):
+    """A Gemm whose bias C differs per row (M, N) on a fixed (3, 6) input: whole-tensor mode, the
+    bias added after the product by a depthwise 1x1 conv."""
+    b = Builder("gemm_row_bias", 32)
+    b.weight("W", [4, 6])
+    b.const("C", b.rng.uniform(-1, 1, [3, 4]).astype(np.float32))
+    b.node("Gemm", ["x", "W", "C"], ["y"], transB=1, beta=0.5)
+    model = b.model("x", [6], ["y"], batch_dim=3)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [3, 6]).astype(np.float32)
+    y = x @ i["W"].T + 0.5 * i["C"]
+    save(out_dir, b, model, x, {"y": y})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
@@ -583,7 +684,7 @@ def bad_ops(out_dir):
     b.node("TopK", ["x", "k"], ["r", "r_idx"], name="topk_1")
     b.node("Relu", ["r"], ["rr"], name="relu_after_topk")
     b.node("Concat", ["x", "x"], ["c"], name="cat_n", axis=0)
-    model = b.model("x", [3, 8, 8], ["rr", "c"])
+    model = b.model("x", [3, 8, 8], ["rr", "c"], batch_dim="N")
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -609,16 +710,13 @@ def bad_misc(out_dir):
     """Five problems at once, one in an unnamed node."""
     b = Builder("bad_misc", 13)
     b.const("two", np.array(2.0, np.float32))
-    for k in ("scale", "bias", "mean", "var"):
-        b.const("bn_" + k, np.ones(3, np.float32))
-    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2, 3]))
-    b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"],
-           name="bn_on_input")
-    b.node("Mul", ["x", "two"], ["doubled"], name="scale_by_2")
+    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 1, 2]))
+    b.node("Sub", ["x", "x"], ["diff"], name="sub_two_tensors")
+    b.node("Div", ["two", "x"], ["inverse"], name="two_over_x")
     b.node("GlobalAveragePool", ["x"], ["gap"])
     b.node("Add", ["x", "gap"], ["sum"], name="add_broadcast")
     b.node("Gather", ["x", "x"], ["gathered"], name="gather_dyn", axis=1)
-    model = b.model("x", [3, 4, 4], ["t", "bn", "doubled", "sum", "gathered"])
+    model = b.model("x", [3, 4, 4], ["t", "diff", "inverse", "sum", "gathered"])
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -630,8 +728,10 @@ def bad_input_dims(out_dir):
 
 
 def bad_opset(out_dir):
+    """Relu is defined the same way since opset 6, Pad is not (its pads became an input in 11)."""
     b = Builder("bad_opset", 15)
-    b.node("Relu", ["x"], ["y"])
+    b.node("Relu", ["x"], ["r"])
+    b.node("Pad", ["r"], ["y"], pads=[0, 1, 0, 1])
     model = b.model("x", [8], ["y"], opset=9)
     save(out_dir, b, model, None, {}, check=False)
 
@@ -658,7 +758,7 @@ def bad_pad(out_dir):
     b.node("Pad", ["x", "pads"], ["padded"], name="pad_batch")
     b.node("Relu", ["padded"], ["y"], name="relu_of_pad")
     b.node("Pad", ["x", "pads"], ["wrapped"], name="pad_wrap", mode="wrap")
-    model = b.model("x", [3, 4, 4], ["y", "wrapped"])
+    model = b.model("x", [3, 4, 4], ["y", "wrapped"], batch_dim="N")
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -671,7 +771,7 @@ def bad_transpose(out_dir):
     b.const("ends", np.array([2], np.int64))
     b.const("axes", np.array([0], np.int64))
     b.node("Slice", ["x", "starts", "ends", "axes"], ["m"], name="slice_batch")
-    model = b.model("x", [4, 4], ["r", "m"])
+    model = b.model("x", [4, 4], ["r", "m"], batch_dim="N")
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -701,7 +801,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
-                  flatten_layernorm, attention, scale_fold,
+                  flatten_layernorm, attention, scale_fold, arith_consts, bn_alone,
+                  whole_tensor, rank1, reduce_rows, gemm_row_bias,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, bad_transpose,
                   bad_external, corrupt):

@@ -170,6 +170,7 @@ void OnnxImporter::import_reduce_mean(int i) {
   std::vector<int64_t> axes;
   bool given;
   if (!read_axes(i, 18, axes, given)) return;
+  if (!x->channels_first) return reduce_mean_rows(i, *x, axes, given);
   const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
   if (auto problem = normalize_axes(axes, rank); !problem.empty()) return fail(i, problem);
   std::vector<int64_t> spatial;
@@ -198,6 +199,67 @@ void OnnxImporter::import_reduce_mean(int i) {
   flatten_value(v, flat);
   add_layer(i, OpKind::kReshape, {pooled}, out);
   set_value(out, std::move(flat));
+}
+
+// ReduceMean of a tensor in ONNX order over a block of axes that is contiguous in memory (axes
+// of size 1 aside): the tensor viewed as [outer, reduced, inner] goes through an average pool of
+// window (1, reduced), then takes its ONNX shape.
+void OnnxImporter::reduce_mean_rows(int i, const Value& x, std::vector<int64_t> axes, bool given) {
+  const Node& n = g_.node(i);
+  const std::string what = fmt::format("axes {} on input {}", dims_text(axes), dims_text(x.dims));
+  if (!given) {
+    if (attr_int(n, "noop_with_empty_axes", 0) != 0) return alias(i, x);
+    for (int64_t a = 0; a < onnx_rank(x); ++a) axes.push_back(a);
+  }
+  std::vector<bool> reduced(x.dims.size(), false);
+  for (int64_t a : axes) {
+    const int s = sample_axis(x, a);
+    if (s == -2) return fail(i, what + ": out of range");
+    if (s == -1) return batch_axis_needed(i, what + ": a mean over axis 0");
+    reduced[static_cast<size_t>(s)] = true;
+  }
+  int lo = -1, hi = -1;  // the first and last reduced axis of size > 1
+  for (size_t a = 0; a < x.dims.size(); ++a) {
+    if (!reduced[a] || x.dims[a] == 1) continue;
+    if (lo < 0) lo = static_cast<int>(a);
+    hi = static_cast<int>(a);
+  }
+  for (int a = lo; lo >= 0 && a <= hi; ++a) {
+    if (!reduced[static_cast<size_t>(a)] && x.dims[static_cast<size_t>(a)] != 1) {
+      return fail(i, what + ": npusim averages over axes that are contiguous in memory only");
+    }
+  }
+  const bool keepdims = attr_int(n, "keepdims", 1) != 0;
+  std::vector<int64_t> dims;
+  for (size_t a = 0; a < x.dims.size(); ++a) {
+    if (!reduced[a]) dims.push_back(x.dims[a]);
+    if (reduced[a] && keepdims) dims.push_back(1);
+  }
+  if (dims.empty()) return fail(i, what + ": the result would be a scalar (use keepdims 1)");
+  if (!x.flat_from.empty() && lo >= 0) {
+    return fail(i, what +
+                       ": the input is a flattened channels-first feature map, whose element "
+                       "order in npusim (H, W, C) differs from ONNX's");
+  }
+  if (lo < 0) return reshape_value(i, x, dims);  // only axes of size 1: nothing to average
+  const int64_t outer = product(std::vector<int64_t>(x.dims.begin(), x.dims.begin() + lo));
+  const int64_t mid = product(std::vector<int64_t>(x.dims.begin() + lo, x.dims.begin() + hi + 1));
+  const int64_t inner = product(x.dims, static_cast<size_t>(hi) + 1);
+  const std::vector<int> view{static_cast<int>(outer), static_cast<int>(mid),
+                              static_cast<int>(inner)};
+  const std::string out = n.output(0);
+  std::string in = x.ir_name;
+  if (ir_dims(x) != view) {
+    in = out + "_view";
+    add_layer(i, OpKind::kReshape, {x.ir_name}, in).reshape_to = view;
+  }
+  Layer& pool = add_layer(i, OpKind::kAvgPool, {in}, out + "_mean");
+  pool.kernel = {1, 1, static_cast<int>(mid)};
+  Value v;
+  v.batched = x.batched;
+  v.dims = dims;
+  add_layer(i, OpKind::kReshape, {out + "_mean"}, out).reshape_to = ir_dims(v);
+  set_value(out, std::move(v));
 }
 
 }  // namespace npusim::onnx_frontend

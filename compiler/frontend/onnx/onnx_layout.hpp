@@ -20,7 +20,16 @@ struct Value {
   std::vector<int64_t> flat_from;  // set when this is a flattened channels-first map [C,(D,)H,W]
                                    // with C > 1 and H*W > 1: the IR holds (D,)H,W,C order
   int layer = -1;                  // producing IR layer; -1 for the graph input
+  // docs/onnx.md "Rank mapping": batched, ONNX axis 0 is the batch and `dims` are the rest; whole
+  // tensor (false), `dims` are the whole ONNX shape and the batch is 1.
+  bool batched = true;
 };
+
+// The ONNX rank of v: its dims plus the batch axis when batched.
+int64_t onnx_rank(const Value& v);
+// The sample axis (index into `dims`) of ONNX axis `onnx_axis` of v (negative: from the end);
+// -1 for the batch axis of a batched value, -2 when out of range.
+int sample_axis(const Value& v, int64_t onnx_axis);
 
 // The IR shape of a value: channels move last.
 std::vector<int> ir_dims(const Value& v);

@@ -13,7 +13,7 @@
 namespace npusim::onnx_frontend {
 
 void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
-                                const Constant* c, float beta) {
+                                const Constant* c, float beta, const std::string& output) {
   const Node& n = g_.node(i);
   if (a.channels_first) {
     return fail(i, fmt::format("input '{}' is a channels-first feature map [N, {}]; Flatten it "
@@ -38,8 +38,9 @@ void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool t
   }
   std::vector<int64_t> rows;
   if (!a.flat_from.empty()) rows = onnx_index_of_ir_index(a.flat_from);
-  const std::string out = n.output(0);
+  const std::string out = output.empty() ? n.output(0) : output;
   Value v;
+  v.batched = a.batched;
   v.dims = a.dims;
   v.dims.back() = units;
   Layer& l = add_layer(i, OpKind::kDense, {a.ir_name}, out);
@@ -67,16 +68,33 @@ void OnnxImporter::import_gemm(int i) {
   if (attr_int(n, "transA", 0) != 0) return fail(i, "transA 1 is not supported");
   const Value* a = activation(i, 0);
   if (!a) return;
-  if (a->dims.size() != 1) {
-    return fail(i,
-                fmt::format("input A [N, {}] must be 2-D (N, features)", fmt::join(a->dims, ", ")));
+  if (onnx_rank(*a) != 2) {
+    return fail(i, fmt::format("input A {} must be 2-D (rows, features)", dims_text(a->dims)));
   }
   const Constant* b = constant(i, 1, "B");
   if (!b) return;
   const Constant* c = optional_constant(i, 2, "C");
   if (n.input_size() > 2 && !n.input(2).empty() && !c) return;
-  import_dense(i, *a, *b, attr_int(n, "transB", 0) != 0, attr_float(n, "alpha", 1.0f), c,
-               attr_float(n, "beta", 1.0f));
+  const bool trans_b = attr_int(n, "transB", 0) != 0;
+  const float alpha = attr_float(n, "alpha", 1.0f), beta = attr_float(n, "beta", 1.0f);
+  const int64_t units = b->dims.size() == 2 ? b->dims[trans_b ? 0 : 1] : 0;
+  const bool row_bias =
+      !c || c->is_int || c->elements() == 1 ||
+      (c->elements() == static_cast<uint64_t>(units) && (c->dims.size() < 2 || c->dims[0] == 1));
+  if (row_bias) return import_dense(i, *a, *b, trans_b, alpha, c, beta);
+  // A bias that differs per row (C of shape (M, N) or (M, 1)): the product, then y + beta * C
+  // as a depthwise 1x1 conv.
+  const std::string product_name = g_.node(i).output(0) + "_product";
+  import_dense(i, *a, *b, trans_b, alpha, nullptr, 1.0f, product_name);
+  auto it = values_.find(product_name);
+  if (it == values_.end()) return;
+  std::vector<float> shift;
+  if (std::string problem = broadcast_to(it->second, *c, shift); !problem.empty()) {
+    return fail(i, "C: " + problem);
+  }
+  for (float& s : shift) s *= beta;
+  std::vector<float> ones(shift.size(), 1.0f);
+  import_affine(i, it->second, std::move(ones), std::move(shift));
 }
 
 void OnnxImporter::import_matmul(int i) {

@@ -45,7 +45,7 @@ bool OnnxImporter::move_operands(int i, std::vector<MoveOperand>& ops, int count
       op.value = activation(i, k);
       if (!op.value) return false;
       op.dims = op.value->dims;
-      op.dims.insert(op.dims.begin(), 1);
+      if (op.value->batched) op.dims.insert(op.dims.begin(), 1);
     }
     ops.push_back(op);
   }
@@ -99,11 +99,19 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
     constants_[out] = std::move(c);
     return;
   }
-  if (spec.dims.size() < 2) return fail(i, "the result would have no dimension besides the batch");
+  // docs/onnx.md "Rank mapping": batched run-time operands have the batch as axis 0.
+  const bool batched = std::any_of(ops.begin(), ops.end(), [](const MoveOperand& o) {
+    return o.value && o.value->batched;
+  });
+  if (batched && spec.dims.size() < 2) {
+    return fail(i, "the result would have no dimension besides the batch");
+  }
+  if (spec.dims.empty()) return fail(i, "the result would be a scalar");
   Value v;
-  v.dims.assign(spec.dims.begin() + 1, spec.dims.end());
+  v.batched = batched;
+  v.dims.assign(spec.dims.begin() + (batched ? 1 : 0), spec.dims.end());
   // Feature maps stay channels first (and channels last in the IR) when they come from one.
-  const bool map_rank = v.dims.size() == 3 || v.dims.size() == 4;
+  const bool map_rank = batched && (v.dims.size() == 3 || v.dims.size() == 4);
   const bool from_map = std::any_of(ops.begin(), ops.end(), [](const MoveOperand& o) {
     return o.value && (o.value->channels_first || !o.value->flat_from.empty());
   });
@@ -122,10 +130,9 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
       inputs.push_back(o.value->ir_name);
       continue;
     }
-    if (o.dims.empty() || o.dims[0] != 1) {
-      return fail(i, fmt::format("constant operand {} varies along the batch axis of the run-time "
-                                 "operands",
-                                 dims_text(o.dims)));
+    if (batched && (o.dims.empty() || o.dims[0] != 1)) {
+      return batch_axis_needed(
+          i, fmt::format("constant operand {} varies along axis 0", dims_text(o.dims)));
     }
     for (uint64_t e = 0; e < o.constant->elements(); ++e) {
       constants.push_back(o.constant->is_int ? float(o.constant->ints[e]) : o.constant->values[e]);
@@ -190,6 +197,7 @@ void OnnxImporter::add_relayout(const Value& v, bool channels_first, const std::
     }
   }
   Value to;
+  to.batched = v.batched;
   to.dims = v.dims;
   to.channels_first = channels_first;
   const std::vector<int64_t> from = ir_elements(v), at = ir_elements(to);
@@ -245,9 +253,8 @@ void OnnxImporter::import_transpose(int i) {
           i, fmt::format("perm {} is not a permutation of the {} axes", dims_text(perm), rank));
     }
   }
-  if (ops[0].value && perm[0] != 0) {
-    return fail(i, fmt::format("perm {} moves the batch axis 0; npusim keeps the batch first",
-                               dims_text(perm)));
+  if (ops[0].value && ops[0].value->batched && perm[0] != 0) {
+    return batch_axis_needed(i, fmt::format("perm {} moves axis 0", dims_text(perm)));
   }
   MoveSpec spec;
   for (int64_t p : perm) spec.dims.push_back(ops[0].dims[size_t(p)]);
@@ -295,8 +302,8 @@ void OnnxImporter::import_pad(int i) {
     begin[size_t(axes[k])] = pads->ints[k];
     end[size_t(axes[k])] = pads->ints[axes.size() + k];
   }
-  if (ops[0].value && (begin[0] != 0 || end[0] != 0)) {
-    return fail(i, fmt::format("pads {} pad the batch axis 0", dims_text(pads->ints)));
+  if (ops[0].value && ops[0].value->batched && (begin[0] != 0 || end[0] != 0)) {
+    return batch_axis_needed(i, fmt::format("pads {} pad axis 0", dims_text(pads->ints)));
   }
   MoveSpec spec;
   if (const Constant* value = optional_constant(i, 2, "constant_value")) {
@@ -343,8 +350,15 @@ void OnnxImporter::import_concat_move(int i) {
     return fail(i, fmt::format("axis {} is out of range for rank {}", axis, rank));
   }
   if (axis < 0) axis += rank;
-  if (ops[0].value && axis == 0) {
-    return fail(i, "concatenation along the batch axis 0 is not supported");
+  const bool batched = std::any_of(ops.begin(), ops.end(), [](const MoveOperand& o) {
+    return o.value && o.value->batched;
+  });
+  if (batched && axis == 0) return batch_axis_needed(i, "concatenation along axis 0");
+  for (const auto& o : ops) {
+    if (batched && o.constant && o.dims.size() == ops[0].dims.size() && o.dims[0] != 1) {
+      return batch_axis_needed(
+          i, fmt::format("constant operand {} varies along axis 0", dims_text(o.dims)));
+    }
   }
   const auto ax = size_t(axis);
   MoveSpec spec;

@@ -100,10 +100,10 @@ void OnnxImporter::import_slice(int i) {
   for (size_t k = 0; k < axes->size(); ++k) {
     const auto a = size_t((*axes)[k]);
     if ((*steps)[k] == 0) return fail(i, "steps must not be 0");
-    if (ops[0].value && a == 0) {
+    if (ops[0].value && ops[0].value->batched && a == 0) {
       const int64_t batch = std::max<int64_t>(graph_.batch, file_batch_);
       if ((*starts)[k] != 0 || (*steps)[k] != 1 || (*ends)[k] < batch) {
-        return fail(i, "slicing the batch axis 0 is not supported");
+        return batch_axis_needed(i, "a slice of axis 0");
       }
       continue;
     }
@@ -131,8 +131,9 @@ void OnnxImporter::import_gather(int i) {
   std::vector<int64_t> axis_v{attr_int(n, "axis", 0)};
   if (auto problem = normalize(axis_v, x.size()); !problem.empty()) return fail(i, problem);
   const auto axis = size_t(axis_v[0]);
-  if (ops[0].value && axis == 0)
-    return fail(i, "gathering along the batch axis 0 is not supported");
+  if (ops[0].value && ops[0].value->batched && axis == 0) {
+    return batch_axis_needed(i, "a gather along axis 0");
+  }
   std::vector<int64_t> index = idx.ints;
   for (int64_t& v : index) {
     if (v < -x[axis] || v >= x[axis]) {
@@ -155,9 +156,6 @@ void OnnxImporter::import_gather(int i) {
     in.insert(in.end(), out.begin() + long(axis + q), out.end());
     return 0;
   };
-  if (ops[0].value && spec.dims.size() < 2) {
-    return fail(i, "the result would have no dimension besides the batch");
-  }
   emit_move(i, n.output(0), "gather", ops, spec);
 }
 
@@ -199,8 +197,11 @@ void OnnxImporter::import_resize(int i) {
     spec.dims = sizes->ints;
     for (size_t a = 0; a < x.size(); ++a) scale[a] = double(spec.dims[a]) / double(x[a]);
   }
-  if (ops[0].value) {
-    if (scale[0] != 1.0) return fail(i, "resizing the batch axis 0 is not supported");
+  if (ops[0].value && ops[0].value->batched) {
+    const bool keeps = scales ? scale[0] == 1.0
+                              : spec.dims[0] == graph_.batch || spec.dims[0] == file_batch_;
+    if (!keeps) return batch_axis_needed(i, "a resize of axis 0");
+    scale[0] = 1.0;
     spec.dims[0] = 1;
   }
   for (int64_t d : spec.dims) {
@@ -256,7 +257,9 @@ void OnnxImporter::import_split(int i) {
   std::vector<int64_t> axis_v{attr_int(n, "axis", 0)};
   if (auto problem = normalize(axis_v, x.size()); !problem.empty()) return fail(i, problem);
   const auto axis = size_t(axis_v[0]);
-  if (ops[0].value && axis == 0) return fail(i, "splitting the batch axis 0 is not supported");
+  if (ops[0].value && ops[0].value->batched && axis == 0) {
+    return batch_axis_needed(i, "a split of axis 0");
+  }
   std::vector<int64_t> parts;
   if (opset_ < 13) {
     parts = attr_ints(n, "split", {});
@@ -301,7 +304,7 @@ void OnnxImporter::import_shape(int i) {
     const Value* x = activation(i, 0);
     if (!x) return;
     c.ints = x->dims;
-    c.ints.insert(c.ints.begin(), graph_.batch);
+    if (x->batched) c.ints.insert(c.ints.begin(), graph_.batch);
   }
   const auto rank = int64_t(c.ints.size());
   int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", rank);

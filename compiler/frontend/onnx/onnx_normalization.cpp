@@ -15,32 +15,44 @@ void OnnxImporter::import_softmax(int i) {
   const Value* x = activation(i, 0);
   if (!x) return;
   const int opset = opset_;
-  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;  // with the batch
-  int64_t axis = attr_int(n, "axis", opset >= 13 ? -1 : 1);
-  if (axis < 0) axis += rank;
-  // Before opset 13 Softmax normalises over every axis from `axis` on; that matches the IR's
-  // softmax over the last (plain) or channel (channels first) axis when the extra axes have
-  // size 1.
-  bool ok = false;
-  if (axis >= 1 && axis < rank) {
-    const size_t a = static_cast<size_t>(axis - 1);  // per-sample index
-    if (x->channels_first) {
-      ok = a == 0 && (opset >= 13 || product(x->dims, 1) == 1);
-    } else {
-      ok = opset >= 13 ? a + 1 == x->dims.size() : product(x->dims, a) == x->dims.back();
-    }
-  }
-  if (!ok) {
-    return fail(
-        i, fmt::format("axis {} on input [N, {}]{}: npusim's softmax runs over the "
-                       "{} axis only (axis {})",
-                       attr_int(n, "axis", opset >= 13 ? -1 : 1), fmt::join(x->dims, ", "),
-                       x->channels_first ? " (channels first)" : "",
-                       x->channels_first ? "channel" : "last", x->channels_first ? 1 : rank - 1));
-  }
+  const int64_t given = attr_int(n, "axis", opset >= 13 ? -1 : 1);
+  const int a = sample_axis(*x, given);
+  const std::string what = fmt::format("axis {} on input {}", given, dims_text(x->dims));
+  if (a == -2) return fail(i, what + ": out of range");
+  if (a == -1) return batch_axis_needed(i, what + ": softmax along axis 0");
+  const auto ua = static_cast<size_t>(a);
   const std::string out = n.output(0);
+  if (x->channels_first) {
+    // The IR's softmax on a channels-last map runs over the channel axis.
+    if (a != 0 || (opset < 13 && product(x->dims, 1) != 1)) {
+      return fail(i, fmt::format("{} (channels first): npusim's softmax runs over the channel "
+                                 "axis of a feature map only (axis 1)",
+                                 what));
+    }
+    Value v = *x;
+    add_layer(i, OpKind::kSoftmax, {x->ir_name}, out);
+    return set_value(out, std::move(v));
+  }
+  // Softmax over the elements from axis a on (before opset 13), or over axis a when the axes
+  // after it have size 1: a softmax over the last axis of the tensor viewed as [outer, inner].
+  const int64_t inner =
+      opset < 13 ? product(x->dims, ua) : (product(x->dims, ua + 1) == 1 ? x->dims[ua] : 0);
+  if (inner == 0) {
+    return fail(i, what +
+                       ": npusim's softmax runs over the last axis, or an axis followed only "
+                       "by axes of size 1 (a softmax over any other axis needs a transpose)");
+  }
+  const std::vector<int> dims = ir_dims(*x);
+  const std::vector<int> view{static_cast<int>(product(x->dims) / inner), static_cast<int>(inner)};
+  const bool reshape = dims.back() != inner;
+  std::string in = x->ir_name;
+  if (reshape) {
+    in = out + "_rows";
+    add_layer(i, OpKind::kReshape, {x->ir_name}, in).reshape_to = view;
+  }
+  add_layer(i, OpKind::kSoftmax, {in}, reshape ? out + "_softmax" : out);
+  if (reshape) add_layer(i, OpKind::kReshape, {out + "_softmax"}, out).reshape_to = dims;
   Value v = *x;
-  add_layer(i, OpKind::kSoftmax, {x->ir_name}, out);
   set_value(out, std::move(v));
 }
 
@@ -106,9 +118,23 @@ void OnnxImporter::import_batch_norm(int i) {
   }
   const Layer* producer = x->layer >= 0 ? &graph_.layers[static_cast<size_t>(x->layer)] : nullptr;
   if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1) {
-    return fail(i, fmt::format("input '{}' must come from a Conv, Gemm or MatMul whose output "
-                               "nothing else reads: npusim folds batch normalization into it",
-                               n.input(0)));
+    // Nothing to fold into: y = x * gamma / sqrt(var + eps) + (beta - mean * that), per channel
+    // (ONNX axis 1), as a depthwise 1x1 conv.
+    const float eps = attr_float(n, "epsilon", 1e-5f);
+    Constant scale, shift;
+    scale.dims.assign(x->dims.size(), 1);
+    scale.dims[0] = channels;
+    shift.dims = scale.dims;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float s = params[0]->values[c] / std::sqrt(params[3]->values[c] + eps);
+      scale.values.push_back(s);
+      shift.values.push_back(params[1]->values[c] - params[2]->values[c] * s);
+    }
+    std::vector<float> s, b;
+    std::string problem = broadcast_to(*x, scale, s);
+    if (problem.empty()) problem = broadcast_to(*x, shift, b);
+    if (!problem.empty()) return fail(i, problem);
+    return import_affine(i, *x, std::move(s), std::move(b));
   }
   std::vector<int64_t> map;
   if (!x->flat_from.empty()) map = onnx_index_of_ir_index(x->flat_from);

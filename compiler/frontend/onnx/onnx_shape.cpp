@@ -27,6 +27,7 @@ void OnnxImporter::import_concat(int i) {
     xs.push_back(x);
   }
   const Value& first = *xs[0];
+  if (!first.batched) return import_concat_move(i);  // a whole tensor (docs/onnx.md)
   const int64_t rank = static_cast<int64_t>(first.dims.size()) + 1;
   const auto* axis_attr = find_attr(n, "axis");
   if (!axis_attr) return fail(i, "attribute 'axis' is required");
@@ -74,13 +75,17 @@ void OnnxImporter::import_flatten(int i) {
   }
   const Value* x = activation(i, 0);
   if (!x) return;
-  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
+  const int64_t rank = onnx_rank(*x);
   int64_t axis = attr_int(n, "axis", 1);
   if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) return fail(i, fmt::format("axis {} is out of range", axis));
+  if (!x->batched) {  // a whole tensor: [product of the axes before, product of the rest]
+    const std::vector<int64_t> head(x->dims.begin(), x->dims.begin() + axis);
+    return reshape_value(i, *x, {product(head), product(x->dims, size_t(axis))});
+  }
   if (axis != 1) {
-    return fail(i, fmt::format("axis {}: only axis 1 (keep the batch, flatten the rest) is "
-                               "supported",
-                               attr_int(n, "axis", 1)));
+    return batch_axis_needed(i, fmt::format("axis {}: a flatten that does not keep the batch",
+                                            attr_int(n, "axis", 1)));
   }
   if (x->dims.size() == 1) return alias(i, *x);
   const std::string out = n.output(0);
@@ -90,25 +95,56 @@ void OnnxImporter::import_flatten(int i) {
   set_value(out, std::move(v));
 }
 
+namespace {
+
+// ONNX Reshape of a whole tensor `in` to `target` (0 copies unless allowzero, -1 infers); an
+// error message, empty when `out` is set.
+std::string reshape_target(const std::vector<int64_t>& in, std::vector<int64_t> target,
+                           bool allow_zero, std::vector<int64_t>& out) {
+  int64_t known = 1, inferred = -1;
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k] == 0 && !allow_zero && k < in.size()) target[k] = in[k];
+    if (target[k] == -1 && inferred < 0) {
+      inferred = int64_t(k);
+    } else if (target[k] < 0) {
+      return fmt::format("shape {} has a negative size", dims_text(target));
+    } else {
+      known *= target[k];
+    }
+  }
+  if (inferred >= 0 && known > 0) target[size_t(inferred)] = product(in) / known;
+  if (product(target) != product(in)) {
+    return fmt::format("shape {} does not hold the {} elements of {}", dims_text(target),
+                       product(in), dims_text(in));
+  }
+  out = std::move(target);
+  return "";
+}
+
+}  // namespace
+
 void OnnxImporter::import_reshape(int i) {
   const Node& n = g_.node(i);
-  if (is_constant(n.input(0)) && n.input_size() > 1 && is_constant(n.input(1))) {
-    // A constant (shape arithmetic, weights): 0 copies, -1 infers.
-    const Constant& c = constants_.at(n.input(0));
-    std::vector<int64_t> dims = constants_.at(n.input(1)).ints;
-    int64_t known = 1, inferred = -1;
-    for (size_t k = 0; k < dims.size(); ++k) {
-      if (dims[k] == 0 && attr_int(n, "allowzero", 0) == 0 && k < c.dims.size())
-        dims[k] = c.dims[k];
-      if (dims[k] == -1)
-        inferred = int64_t(k);
-      else
-        known *= dims[k];
+  const bool allow = attr_int(n, "allowzero", 0) != 0;
+  if (is_activation(n.input(0)) && !values_.at(n.input(0)).batched && n.input_size() > 1 &&
+      is_constant(n.input(1))) {
+    // docs/onnx.md "Rank mapping": a whole tensor reshapes like a constant.
+    const Value* x = activation(i, 0);
+    if (!x) return;
+    std::vector<int64_t> dims;
+    if (auto e = reshape_target(x->dims, constants_.at(n.input(1)).ints, allow, dims);
+        !e.empty()) {
+      return fail(i, e);
     }
-    if (inferred >= 0 && known > 0) dims[size_t(inferred)] = int64_t(c.elements()) / known;
-    if (uint64_t(product(dims)) != c.elements()) {
-      return fail(i, fmt::format("shape {} does not hold the constant {}", dims_text(dims),
-                                 dims_text(c.dims)));
+    return reshape_value(i, *x, dims);
+  }
+  if (is_constant(n.input(0)) && n.input_size() > 1 && is_constant(n.input(1))) {
+    // A constant (shape arithmetic, weights).
+    const Constant& c = constants_.at(n.input(0));
+    std::vector<int64_t> dims;
+    if (auto e = reshape_target(c.dims, constants_.at(n.input(1)).ints, allow, dims);
+        !e.empty()) {
+      return fail(i, e);
     }
     return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
   }
@@ -129,9 +165,9 @@ void OnnxImporter::import_reshape(int i) {
   const int64_t t0 = target[0];
   if (!((t0 == 0 && !allow_zero) || t0 == -1 || t0 == graph_.batch ||
         (file_batch_ > 0 && t0 == file_batch_))) {
-    return fail(i, fmt::format("shape {} changes the batch dimension (its first entry must be 0, "
-                               "-1 or the batch size {})",
-                               dims_text(target), graph_.batch));
+    return batch_axis_needed(i, fmt::format("shape {} changes the batch dimension (its first "
+                                            "entry must be 0, -1 or the batch size {})",
+                                            dims_text(target), graph_.batch));
   }
   std::vector<int64_t> per_sample(target.begin() + 1, target.end());
   int inferred = -1;
@@ -159,9 +195,10 @@ void OnnxImporter::import_reshape(int i) {
     known = elements;
   }
   if (per_sample.empty() || known != elements) {
-    return fail(i, fmt::format("shape {} does not hold the {} elements per sample of the input "
-                               "[N, {}]",
-                               dims_text(target), elements, fmt::join(x->dims, ", ")));
+    return batch_axis_needed(i, fmt::format("shape {} does not hold the {} elements per sample "
+                                            "of the input [N, {}]",
+                                            dims_text(target), elements,
+                                            fmt::join(x->dims, ", ")));
   }
   reshape_value(i, *x, per_sample);
 }
@@ -173,6 +210,7 @@ void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_
   if (per_sample.size() == 1) {
     Value v;
     flatten_value(x, v);
+    v.batched = x.batched;
     add_layer(i, OpKind::kReshape, {x.ir_name}, out);
     return set_value(out, std::move(v));
   }
@@ -180,18 +218,21 @@ void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_
   // order only when its channel or its spatial extent is 1.
   const bool x_order_ok =
       x.flat_from.empty() && (!x.channels_first || x.dims[0] == 1 || product(x.dims, 1) == 1);
-  const bool out_channels_first = per_sample.size() >= 3;
+  const bool out_channels_first = !whole_tensor_ && per_sample.size() >= 3;
   const bool out_order_ok =
       !out_channels_first || per_sample[0] == 1 || product(per_sample, 1) == 1;
   if (!x_order_ok || !out_order_ok || per_sample.size() > 4) {
     // The elements move between the layouts (onnx_movement.cpp).
     MoveOperand op{&x, nullptr, x.dims};
-    op.dims.insert(op.dims.begin(), 1);
     std::vector<int64_t> dims = per_sample;
-    dims.insert(dims.begin(), 1);
+    if (x.batched) {
+      op.dims.insert(op.dims.begin(), 1);
+      dims.insert(dims.begin(), 1);
+    }
     return reshape_move(i, op, dims);
   }
   Value v;
+  v.batched = x.batched;
   v.dims = per_sample;
   v.channels_first = out_channels_first;
   add_layer(i, OpKind::kReshape, {x.ir_name}, out).reshape_to = ir_dims(v);
@@ -225,29 +266,40 @@ bool OnnxImporter::read_axes(int i, int input_from_opset, std::vector<int64_t>& 
 void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
   std::vector<int64_t> axes;
   bool given;
-  if (is_constant(g_.node(i).input(0))) {
-    // A constant (shape arithmetic): every axis counts, none is a batch.
-    const Constant& c = constants_.at(g_.node(i).input(0));
+  const std::string& in = g_.node(i).input(0);
+  if (is_constant(in) || (is_activation(in) && !values_.at(in).batched)) {
+    // A constant (shape arithmetic) or a whole tensor: every axis counts, none is a batch.
+    const std::vector<int64_t>& full = is_constant(in) ? constants_.at(in).dims
+                                                        : values_.at(in).dims;
     if (!read_axes(i, 13, axes, given)) return;
-    const auto out_rank = int64_t(c.dims.size() + (unsqueeze ? axes.size() : 0));
+    if (unsqueeze && !given) return fail(i, "axes are required");
+    const auto out_rank = int64_t(full.size() + (unsqueeze ? axes.size() : 0));
     std::vector<int64_t> dims;
     for (int64_t& a : axes) {
-      if (a < -out_rank || a >= out_rank) return fail(i, "axis is out of range");
+      if (a < -out_rank || a >= out_rank) return fail(i, fmt::format("axis {} is out of range", a));
       if (a < 0) a += out_rank;
     }
     auto listed = [&](int64_t a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); };
     for (int64_t a = 0, k = 0; a < out_rank; ++a) {
       if (unsqueeze && listed(a)) {
         dims.push_back(1);
-      } else if (!unsqueeze && (given ? listed(a) : c.dims[size_t(a)] == 1)) {
-        if (c.dims[size_t(a)] != 1)
-          return fail(i, fmt::format("axis {} has size {}, not 1", a, c.dims[size_t(a)]));
+      } else if (!unsqueeze && (given ? listed(a) : full[size_t(a)] == 1)) {
+        if (full[size_t(a)] != 1) {
+          return fail(i, fmt::format("axis {} has size {}, not 1", a, full[size_t(a)]));
+        }
       } else {
-        dims.push_back(c.dims[size_t(unsqueeze ? k : a)]);
+        dims.push_back(full[size_t(unsqueeze ? k : a)]);
       }
       if (unsqueeze && !listed(a)) ++k;
     }
-    return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
+    if (is_constant(in)) {
+      const Constant& c = constants_.at(in);
+      return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
+    }
+    if (dims.empty()) return fail(i, "the result would be a scalar");
+    const Value* x = activation(i, 0);
+    if (x) reshape_value(i, *x, dims);
+    return;
   }
   const Value* x = activation(i, 0);
   if (!x) return;
@@ -260,6 +312,12 @@ void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
     }
   }
   const int64_t out_rank = unsqueeze ? rank + static_cast<int64_t>(axes.size()) : rank;
+  for (int64_t a : axes) {
+    if (a == 0 || a == -out_rank) {
+      return batch_axis_needed(i, fmt::format("axes {}: {} axis 0", dims_text(axes),
+                                              unsqueeze ? "unsqueezing" : "squeezing"));
+    }
+  }
   if (auto problem = normalize_axes(axes, out_rank); !problem.empty()) return fail(i, problem);
   std::vector<int64_t> dims;
   if (unsqueeze) {

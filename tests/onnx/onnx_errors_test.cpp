@@ -149,12 +149,12 @@ TEST(OnnxErrors, BatchNormWhoseConvOutputHasAnotherReaderRunsAlone) {
 
 TEST(OnnxErrors, PadOfTheBatchAndUnknownMode) {
   const std::string path = model_path("bad_pad");
-  EXPECT_EQ(import_errors(path),
-            (std::vector<std::string>{
-                path + ": node 'pad_batch' (Pad): pads [1, 0, 1, 1, 0, 0, 1, 1] pad axis 0" +
-                    kBatchAxis,
-                path + ": node 'pad_wrap' (Pad): mode 'wrap', expected constant, edge or "
-                       "reflect"}));
+  EXPECT_EQ(
+      import_errors(path),
+      (std::vector<std::string>{
+          path + ": node 'pad_batch' (Pad): pads [1, 0, 1, 1, 0, 0, 1, 1] pad axis 0" + kBatchAxis,
+          path + ": node 'pad_wrap' (Pad): mode 'wrap', expected constant, edge or "
+                 "reflect"}));
 }
 
 TEST(OnnxErrors, TransposeNotAPermutationAndSliceOfTheBatch) {

@@ -100,9 +100,8 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
     return;
   }
   // docs/onnx.md "Rank mapping": batched run-time operands have the batch as axis 0.
-  const bool batched = std::any_of(ops.begin(), ops.end(), [](const MoveOperand& o) {
-    return o.value && o.value->batched;
-  });
+  const bool batched = std::any_of(
+      ops.begin(), ops.end(), [](const MoveOperand& o) { return o.value && o.value->batched; });
   if (batched && spec.dims.size() < 2) {
     return fail(i, "the result would have no dimension besides the batch");
   }
@@ -350,9 +349,8 @@ void OnnxImporter::import_concat_move(int i) {
     return fail(i, fmt::format("axis {} is out of range for rank {}", axis, rank));
   }
   if (axis < 0) axis += rank;
-  const bool batched = std::any_of(ops.begin(), ops.end(), [](const MoveOperand& o) {
-    return o.value && o.value->batched;
-  });
+  const bool batched = std::any_of(
+      ops.begin(), ops.end(), [](const MoveOperand& o) { return o.value && o.value->batched; });
   if (batched && axis == 0) return batch_axis_needed(i, "concatenation along axis 0");
   for (const auto& o : ops) {
     if (batched && o.constant && o.dims.size() == ops[0].dims.size() && o.dims[0] != 1) {

@@ -198,8 +198,8 @@ void OnnxImporter::import_resize(int i) {
     for (size_t a = 0; a < x.size(); ++a) scale[a] = double(spec.dims[a]) / double(x[a]);
   }
   if (ops[0].value && ops[0].value->batched) {
-    const bool keeps = scales ? scale[0] == 1.0
-                              : spec.dims[0] == graph_.batch || spec.dims[0] == file_batch_;
+    const bool keeps =
+        scales ? scale[0] == 1.0 : spec.dims[0] == graph_.batch || spec.dims[0] == file_batch_;
     if (!keeps) return batch_axis_needed(i, "a resize of axis 0");
     scale[0] = 1.0;
     spec.dims[0] = 1;

@@ -84,8 +84,8 @@ void OnnxImporter::import_flatten(int i) {
     return reshape_value(i, *x, {product(head), product(x->dims, size_t(axis))});
   }
   if (axis != 1) {
-    return batch_axis_needed(i, fmt::format("axis {}: a flatten that does not keep the batch",
-                                            attr_int(n, "axis", 1)));
+    return batch_axis_needed(
+        i, fmt::format("axis {}: a flatten that does not keep the batch", attr_int(n, "axis", 1)));
   }
   if (x->dims.size() == 1) return alias(i, *x);
   const std::string out = n.output(0);
@@ -132,8 +132,7 @@ void OnnxImporter::import_reshape(int i) {
     const Value* x = activation(i, 0);
     if (!x) return;
     std::vector<int64_t> dims;
-    if (auto e = reshape_target(x->dims, constants_.at(n.input(1)).ints, allow, dims);
-        !e.empty()) {
+    if (auto e = reshape_target(x->dims, constants_.at(n.input(1)).ints, allow, dims); !e.empty()) {
       return fail(i, e);
     }
     return reshape_value(i, *x, dims);
@@ -142,8 +141,7 @@ void OnnxImporter::import_reshape(int i) {
     // A constant (shape arithmetic, weights).
     const Constant& c = constants_.at(n.input(0));
     std::vector<int64_t> dims;
-    if (auto e = reshape_target(c.dims, constants_.at(n.input(1)).ints, allow, dims);
-        !e.empty()) {
+    if (auto e = reshape_target(c.dims, constants_.at(n.input(1)).ints, allow, dims); !e.empty()) {
       return fail(i, e);
     }
     return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
@@ -197,8 +195,7 @@ void OnnxImporter::import_reshape(int i) {
   if (per_sample.empty() || known != elements) {
     return batch_axis_needed(i, fmt::format("shape {} does not hold the {} elements per sample "
                                             "of the input [N, {}]",
-                                            dims_text(target), elements,
-                                            fmt::join(x->dims, ", ")));
+                                            dims_text(target), elements, fmt::join(x->dims, ", ")));
   }
   reshape_value(i, *x, per_sample);
 }
@@ -269,8 +266,8 @@ void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
   const std::string& in = g_.node(i).input(0);
   if (is_constant(in) || (is_activation(in) && !values_.at(in).batched)) {
     // A constant (shape arithmetic) or a whole tensor: every axis counts, none is a batch.
-    const std::vector<int64_t>& full = is_constant(in) ? constants_.at(in).dims
-                                                        : values_.at(in).dims;
+    const std::vector<int64_t>& full =
+        is_constant(in) ? constants_.at(in).dims : values_.at(in).dims;
     if (!read_axes(i, 13, axes, given)) return;
     if (unsqueeze && !given) return fail(i, "axes are required");
     const auto out_rank = int64_t(full.size() + (unsqueeze ? axes.size() : 0));

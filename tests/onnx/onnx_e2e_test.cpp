@@ -125,9 +125,10 @@ const auto kModels = testing::Values(
     Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
     Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}}, Case{"pad_conv", {"y"}},
     Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
-    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y"}}, Case{"bn_alone", {"y", "e"}},
-    Case{"whole_tensor", {"y"}, true}, Case{"rank1", {"y"}, true},
-    Case{"reduce_rows", {"feat_mean", "y"}}, Case{"gemm_row_bias", {"y"}, true});
+    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
+    Case{"bn_alone", {"y", "e"}}, Case{"whole_tensor", {"y"}, true}, Case{"rank1", {"y"}, true},
+    Case{"reduce_rows", {"feat_mean", "y"}}, Case{"gemm_row_bias", {"y"}, true},
+    Case{"layernorm_axes", {"y"}});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

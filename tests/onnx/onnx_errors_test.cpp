@@ -101,8 +101,8 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
                            "(channels first): npusim supports only swapping the last two axes of "
                            "a (N, ..., rows, columns) tensor, perm [0, 1, 3, 2], feeding a MatMul");
   EXPECT_EQ(errors[1], path +
-                           ": node 'sub_two_tensors' (Sub): both operands are run-time tensors; "
-                           "npusim supports Sub and Div with one constant operand only");
+                           ": node 'div_two_tensors' (Div): both operands are run-time tensors; "
+                           "npusim divides by a constant only");
   EXPECT_EQ(errors[2], path +
                            ": node 'two_over_x' (Div): dividing a constant by a run-time tensor "
                            "is not supported");

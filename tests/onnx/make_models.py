@@ -679,6 +679,19 @@ def layernorm_axes(out_dir):
     save(out_dir, b, model, x, {"y": y})
 
 
+def matmul_ranks(out_dir):
+    """MatMul of a (N, rows, K) tensor by a vector (K,) and by a (1, K, M) matrix."""
+    b = Builder("matmul_ranks", 34)
+    b.weight("v", [4])
+    b.weight("B", [1, 4, 2])
+    b.node("MatMul", ["x", "v"], ["y1"])
+    b.node("MatMul", ["x", "B"], ["y2"])
+    model = b.model("x", [3, 4], ["y1", "y2"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 4]).astype(np.float32)
+    save(out_dir, b, model, x, {"y1": x @ i["v"], "y2": x @ i["B"]})
+
+
 def gemm_row_bias(out_dir):
     """A Gemm whose bias C differs per row (M, N) on a fixed (3, 6) input: whole-tensor mode, the
     bias added after the product by a depthwise 1x1 conv."""
@@ -817,7 +830,7 @@ def main():
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
                   flatten_layernorm, attention, scale_fold, arith_consts, bn_alone,
-                  whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes,
+                  whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes, matmul_ranks,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, bad_transpose,
                   bad_external, corrupt):

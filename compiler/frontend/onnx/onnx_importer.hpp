@@ -51,6 +51,7 @@ class OnnxImporter {
   void import_binary(int i, OpKind kind);
   void import_sub_div(int i, char op);  // '-' or '/'
   void import_sub_tensors(int i);
+  void import_matmul_constant(int i, const Value& a, const Constant& b);
   void import_activation(int i, Activation act);
   void import_gelu(int i);
   void import_erf(int i);

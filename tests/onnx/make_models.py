@@ -692,6 +692,22 @@ def matmul_ranks(out_dir):
     save(out_dir, b, model, x, {"y1": x @ i["v"], "y2": x @ i["B"]})
 
 
+def bn_rows(out_dir):
+    """BatchNormalization of a (N, C, L) tensor (channel axis 1, not the last): a depthwise 1x1
+    conv with one channel per (c, l) position."""
+    b = Builder("bn_rows", 35)
+    for k, lo, hi in (("scale", 0.5, 2.0), ("bias", -0.5, 0.5), ("mean", -0.2, 0.2),
+                      ("var", 0.5, 1.5)):
+        b.const("bn_" + k, b.rng.uniform(lo, hi, [3]).astype(np.float32))
+    b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["y"])
+    model = b.model("x", [3, 5], ["y"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 5]).astype(np.float32)
+    y = batchnorm(x.transpose(1, 0, 2), i["bn_scale"], i["bn_bias"], i["bn_mean"], i["bn_var"],
+                  1e-5).transpose(1, 0, 2)
+    save(out_dir, b, model, x, {"y": y})
+
+
 def gemm_row_bias(out_dir):
     """A Gemm whose bias C differs per row (M, N) on a fixed (3, 6) input: whole-tensor mode, the
     bias added after the product by a depthwise 1x1 conv."""
@@ -831,6 +847,7 @@ def main():
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
                   flatten_layernorm, attention, scale_fold, arith_consts, bn_alone,
                   whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes, matmul_ranks,
+                  bn_rows,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_pad, bad_transpose,
                   bad_external, corrupt):

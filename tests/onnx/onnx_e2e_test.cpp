@@ -128,7 +128,7 @@ const auto kModels = testing::Values(
     Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
     Case{"bn_alone", {"y", "e"}}, Case{"whole_tensor", {"y"}, true}, Case{"rank1", {"y"}, true},
     Case{"reduce_rows", {"feat_mean", "y"}}, Case{"gemm_row_bias", {"y"}, true},
-    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}});
+    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}}, Case{"bn_rows", {"y"}});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

@@ -161,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
                     Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
                     Case{"bn_alone", {"y", "e"}}, Case{"reduce_rows", {"feat_mean", "y"}},
-                    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}}),
+                    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}},
+                    Case{"bn_rows", {"y"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.model);
     });

@@ -116,12 +116,12 @@ void OnnxImporter::import_batch_norm(int i) {
   if (attr_int(n, "training_mode", 0) != 0) {
     return fail(i, "training_mode 1 is not supported (inference only)");
   }
-  if (!x->channels_first && x->dims.size() != 1) {
-    return fail(i, fmt::format("input [N, {}]: npusim normalises the channels of a feature map or "
-                               "the features of an (N, features) tensor",
-                               fmt::join(x->dims, ", ")));
+  // The channel axis is ONNX axis 1.
+  const int ca = sample_axis(*x, 1);
+  if (ca < 0) {
+    return fail(i, fmt::format("input {} has no channel axis 1", dims_text(x->dims)));
   }
-  const int64_t channels = x->dims[0];
+  const int64_t channels = x->dims[static_cast<size_t>(ca)];
   const char* roles[4] = {"scale", "bias", "mean", "variance"};
   const Constant* params[4];
   for (int k = 0; k < 4; ++k) {
@@ -133,12 +133,16 @@ void OnnxImporter::import_batch_norm(int i) {
     }
   }
   const Layer* producer = x->layer >= 0 ? &graph_.layers[static_cast<size_t>(x->layer)] : nullptr;
-  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1) {
-    // Nothing to fold into: y = x * gamma / sqrt(var + eps) + (beta - mean * that), per channel
-    // (ONNX axis 1), as a depthwise 1x1 conv.
+  // Folding scales the producer's output channels: the channel axis must be its last IR axis.
+  const bool channels_last_in_ir =
+      x->channels_first || static_cast<size_t>(ca) + 1 == x->dims.size();
+  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1 ||
+      !channels_last_in_ir) {
+    // Nothing to fold into: y = x * gamma / sqrt(var + eps) + (beta - mean * that), per channel,
+    // as a depthwise 1x1 conv.
     const float eps = attr_float(n, "epsilon", 1e-5f);
     Constant scale, shift;
-    scale.dims.assign(x->dims.size(), 1);
+    scale.dims.assign(static_cast<size_t>(onnx_rank(*x) - 1), 1);  // (C, 1, ..., 1)
     scale.dims[0] = channels;
     shift.dims = scale.dims;
     for (int64_t c = 0; c < channels; ++c) {

@@ -767,6 +767,18 @@ def bad_misc(out_dir):
     save(out_dir, b, model, None, {}, check=False)
 
 
+def bad_axis0_conv(out_dir):
+    """A constant that differs along axis 0 after a Conv: the whole-tensor mode cannot run the
+    Conv, so the batched import's message stands."""
+    b = Builder("bad_axis0_conv", 16)
+    b.weight("W", [2, 3, 1, 1])
+    b.const("per_sample", np.ones([2, 2, 4, 4], np.float32))
+    b.node("Conv", ["x", "W"], ["conv"])
+    b.node("Add", ["conv", "per_sample"], ["y"], name="add_per_sample")
+    model = b.model("x", [3, 4, 4], ["y"], batch_dim=2)
+    save(out_dir, b, model, None, {}, check=False)
+
+
 def bad_input_dims(out_dir):
     b = Builder("bad_input_dims", 14)
     b.node("Relu", ["x"], ["y"])
@@ -849,7 +861,7 @@ def main():
                   whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes, matmul_ranks,
                   bn_rows,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
-                  bad_opset, bad_bn_shared, bad_pad, bad_transpose,
+                  bad_opset, bad_bn_shared, bad_axis0_conv, bad_pad, bad_transpose,
                   bad_external, corrupt):
         build(out_dir)
 

@@ -115,6 +115,15 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
                            "no transpose");
 }
 
+TEST(OnnxErrors, AxisZeroOperatorInAModelTheWholeTensorModeCannotRun) {
+  const std::string path = model_path("bad_axis0_conv");
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{
+                path + ": node 'add_per_sample' (Add): the constant [2, 2, 4, 4] differs along "
+                       "the batch axis 0 (npusim runs such a model as one whole tensor only when "
+                       "its axis 0 is a fixed size and --batch is not given)"});
+}
+
 TEST(OnnxErrors, SymbolicSpatialDimension) {
   const std::string path = model_path("bad_input_dims");
   EXPECT_EQ(

@@ -577,7 +577,7 @@ def scale_fold(out_dir):
 def arith_consts(out_dir):
     """Add / Sub / Mul / Div with broadcast constants that fold into nothing (depthwise 1x1 convs):
     per-element and per-feature constants on a (N, rows, features) tensor, a constant minus the
-    tensor, a scalar divisor, and a BatchNormalization after a Relu on a feature map."""
+    tensor, a scalar divisor; and Sub of two tensors."""
     b = Builder("arith_consts", 27)
     b.const("full", b.rng.uniform(-1, 1, [4, 6]).astype(np.float32))
     b.const("feat", b.rng.uniform(0.5, 2.0, [6]).astype(np.float32))
@@ -587,11 +587,12 @@ def arith_consts(out_dir):
     b.node("Mul", ["feat", "a"], ["m"])
     b.node("Sub", ["row", "m"], ["s"])
     b.node("Div", ["s", "three"], ["y"])
-    model = b.model("x", [4, 6], ["y"])
+    b.node("Sub", ["s", "x"], ["d"])
+    model = b.model("x", [4, 6], ["y", "d"])
     i = b.inits
     x = b.rng.uniform(-1, 1, [2, 4, 6]).astype(np.float32)
-    y = (i["row"] - i["feat"] * (x - i["full"])) / 3.0
-    save(out_dir, b, model, x, {"y": y})
+    s = i["row"] - i["feat"] * (x - i["full"])
+    save(out_dir, b, model, x, {"y": s / 3.0, "d": s - x})
 
 
 def bn_alone(out_dir):
@@ -661,6 +662,52 @@ def reduce_rows(out_dir):
     save(out_dir, b, model, x, {"feat_mean": feat_mean, "y": y})
 
 
+def layernorm_axes(out_dir):
+    """LayerNormalization (opset 17) over the last two axes of a (N, rows, features) tensor, with
+    a scale that broadcasts (one value per feature) and a full bias."""
+    b = Builder("layernorm_axes", 33)
+    b.const("scale", b.rng.uniform(0.5, 1.5, [5]).astype(np.float32))
+    b.const("bias", b.rng.uniform(-0.5, 0.5, [4, 5]).astype(np.float32))
+    b.node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=1, epsilon=1e-4)
+    model = b.model("x", [4, 5], ["y"], opset=17)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 4, 5]).astype(np.float32)
+    flat = x.reshape(2, 20)
+    mean = flat.mean(axis=1, keepdims=True)
+    var = flat.var(axis=1, keepdims=True)
+    y = ((flat - mean) / np.sqrt(var + 1e-4)).reshape(2, 4, 5) * i["scale"] + i["bias"]
+    save(out_dir, b, model, x, {"y": y})
+
+
+def matmul_ranks(out_dir):
+    """MatMul of a (N, rows, K) tensor by a vector (K,) and by a (1, K, M) matrix."""
+    b = Builder("matmul_ranks", 34)
+    b.weight("v", [4])
+    b.weight("B", [1, 4, 2])
+    b.node("MatMul", ["x", "v"], ["y1"])
+    b.node("MatMul", ["x", "B"], ["y2"])
+    model = b.model("x", [3, 4], ["y1", "y2"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 4]).astype(np.float32)
+    save(out_dir, b, model, x, {"y1": x @ i["v"], "y2": x @ i["B"]})
+
+
+def bn_rows(out_dir):
+    """BatchNormalization of a (N, C, L) tensor (channel axis 1, not the last): a depthwise 1x1
+    conv with one channel per (c, l) position."""
+    b = Builder("bn_rows", 35)
+    for k, lo, hi in (("scale", 0.5, 2.0), ("bias", -0.5, 0.5), ("mean", -0.2, 0.2),
+                      ("var", 0.5, 1.5)):
+        b.const("bn_" + k, b.rng.uniform(lo, hi, [3]).astype(np.float32))
+    b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["y"])
+    model = b.model("x", [3, 5], ["y"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 5]).astype(np.float32)
+    y = batchnorm(x.transpose(1, 0, 2), i["bn_scale"], i["bn_bias"], i["bn_mean"], i["bn_var"],
+                  1e-5).transpose(1, 0, 2)
+    save(out_dir, b, model, x, {"y": y})
+
+
 def gemm_row_bias(out_dir):
     """A Gemm whose bias C differs per row (M, N) on a fixed (3, 6) input: whole-tensor mode, the
     bias added after the product by a depthwise 1x1 conv."""
@@ -711,12 +758,24 @@ def bad_misc(out_dir):
     b = Builder("bad_misc", 13)
     b.const("two", np.array(2.0, np.float32))
     b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 1, 2]))
-    b.node("Sub", ["x", "x"], ["diff"], name="sub_two_tensors")
+    b.node("Div", ["x", "x"], ["diff"], name="div_two_tensors")
     b.node("Div", ["two", "x"], ["inverse"], name="two_over_x")
     b.node("GlobalAveragePool", ["x"], ["gap"])
     b.node("Add", ["x", "gap"], ["sum"], name="add_broadcast")
     b.node("Gather", ["x", "x"], ["gathered"], name="gather_dyn", axis=1)
     model = b.model("x", [3, 4, 4], ["t", "diff", "inverse", "sum", "gathered"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
+def bad_axis0_conv(out_dir):
+    """A constant that differs along axis 0 after a Conv: the whole-tensor mode cannot run the
+    Conv, so the batched import's message stands."""
+    b = Builder("bad_axis0_conv", 16)
+    b.weight("W", [2, 3, 1, 1])
+    b.const("per_sample", np.ones([2, 2, 4, 4], np.float32))
+    b.node("Conv", ["x", "W"], ["conv"])
+    b.node("Add", ["conv", "per_sample"], ["y"], name="add_per_sample")
+    model = b.model("x", [3, 4, 4], ["y"], batch_dim=2)
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -802,9 +861,10 @@ def main():
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
                   flatten_layernorm, attention, scale_fold, arith_consts, bn_alone,
-                  whole_tensor, rank1, reduce_rows, gemm_row_bias,
+                  whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes, matmul_ranks,
+                  bn_rows,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
-                  bad_opset, bad_bn_shared, bad_pad, bad_transpose,
+                  bad_opset, bad_bn_shared, bad_axis0_conv, bad_pad, bad_transpose,
                   bad_external, corrupt):
         build(out_dir)
 

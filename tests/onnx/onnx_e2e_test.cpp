@@ -126,9 +126,10 @@ const auto kModels = testing::Values(
     Case{"activations", {"relu6", "clip", "sum"}}, Case{"sequence", {"y"}},
     Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}}, Case{"pad_conv", {"y"}},
     Case{"opset11", {"y"}}, Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
-    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y"}}, Case{"bn_alone", {"y", "e"}},
-    Case{"whole_tensor", {"y"}, true}, Case{"rank1", {"y"}, true},
-    Case{"reduce_rows", {"feat_mean", "y"}}, Case{"gemm_row_bias", {"y"}, true});
+    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
+    Case{"bn_alone", {"y", "e"}}, Case{"whole_tensor", {"y"}, true}, Case{"rank1", {"y"}, true},
+    Case{"reduce_rows", {"feat_mean", "y"}}, Case{"gemm_row_bias", {"y"}, true},
+    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}}, Case{"bn_rows", {"y"}});
 
 // make_movement_models.py: data movement and exporter-style blocks.
 const auto kMovementModels = testing::Values(

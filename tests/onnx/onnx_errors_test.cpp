@@ -97,8 +97,8 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
                            ": node #0 (Transpose): perm [0, 1, 1, 2] is not a permutation of "
                            "the 4 axes");
   EXPECT_EQ(errors[1], path +
-                           ": node 'sub_two_tensors' (Sub): both operands are run-time tensors; "
-                           "npusim supports Sub and Div with one constant operand only");
+                           ": node 'div_two_tensors' (Div): both operands are run-time tensors; "
+                           "npusim divides by a constant only");
   EXPECT_EQ(errors[2], path +
                            ": node 'two_over_x' (Div): dividing a constant by a run-time tensor "
                            "is not supported");
@@ -109,6 +109,15 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
                            ": node 'gather_dyn' (Gather): indices 'x' are a run-time tensor; "
                            "npusim gathers with constant indices only (embedding lookups of "
                            "run-time token ids are not supported)");
+}
+
+TEST(OnnxErrors, AxisZeroOperatorInAModelTheWholeTensorModeCannotRun) {
+  const std::string path = model_path("bad_axis0_conv");
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{
+                path + ": node 'add_per_sample' (Add): the constant [2, 2, 4, 4] differs along "
+                       "the batch axis 0 (npusim runs such a model as one whole tensor only when "
+                       "its axis 0 is a fixed size and --batch is not given)"});
 }
 
 TEST(OnnxErrors, SymbolicSpatialDimension) {

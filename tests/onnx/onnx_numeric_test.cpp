@@ -161,8 +161,10 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}},
                     Case{"pad_conv", {"y"}}, Case{"opset11", {"y"}},
                     Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
-                    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y"}},
-                    Case{"bn_alone", {"y", "e"}}, Case{"reduce_rows", {"feat_mean", "y"}}),
+                    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
+                    Case{"bn_alone", {"y", "e"}}, Case{"reduce_rows", {"feat_mean", "y"}},
+                    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}},
+                    Case{"bn_rows", {"y"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.model);
     });

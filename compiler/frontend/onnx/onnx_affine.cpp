@@ -82,7 +82,7 @@ std::string OnnxImporter::broadcast_to(const Value& x, const Constant& c, std::v
 }
 
 void OnnxImporter::import_affine(int i, const Value& x, std::vector<float> scale,
-                                 std::vector<float> shift) {
+                                 std::vector<float> shift, const std::string& output) {
   if (!x.flat_from.empty()) {
     return fail(i,
                 "the input is a flattened channels-first feature map: its element order in "
@@ -112,7 +112,7 @@ void OnnxImporter::import_affine(int i, const Value& x, std::vector<float> scale
       dims.size() == 3 && channels == static_cast<size_t>(dims.back())
           ? dims
           : std::vector<int>{1, static_cast<int>(n / channels), static_cast<int>(channels)};
-  const std::string out = g_.node(i).output(0);
+  const std::string out = output.empty() ? g_.node(i).output(0) : output;
   std::string in = x.ir_name;
   const bool reshape = dims != conv_dims;
   if (reshape) {

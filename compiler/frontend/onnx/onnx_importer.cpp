@@ -406,12 +406,17 @@ Graph import_onnx(const std::string& path, std::optional<int> batch) {
   OnnxImporter batched(model, path, batch, false);
   try {
     return batched.run();
-  } catch (const UserErrors&) {
+  } catch (const UserErrors& batched_errors) {
     // docs/onnx.md "Rank mapping": an operator along axis 0 of a model whose axis 0 is fixed runs
-    // the model as one whole tensor; otherwise the batched import's messages stand.
+    // the model as one whole tensor; otherwise, or when that fails too, the batched import's
+    // messages stand (they name the operator that needed axis 0).
     if (!batched.needs_whole_tensor() || batch || !batched.fixed_batch_axis()) throw;
+    try {
+      return OnnxImporter(model, path, batch, true).run();
+    } catch (const UserErrors&) {
+      throw batched_errors;
+    }
   }
-  return OnnxImporter(model, path, batch, true).run();
 }
 
 }  // namespace npusim

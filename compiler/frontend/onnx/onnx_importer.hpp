@@ -51,6 +51,8 @@ class OnnxImporter {
   void import_transpose(int i);  // onnx_movement.cpp
   void import_binary(int i, OpKind kind);
   void import_sub_div(int i, char op);  // '-' or '/'
+  void import_sub_tensors(int i);
+  void import_matmul_constant(int i, const Value& a, const Constant& b);
   void import_activation(int i, Activation act);
   void import_gelu(int i);
   void import_erf(int i);
@@ -130,7 +132,9 @@ class OnnxImporter {
   // asks for the whole-tensor mode, as batch_axis_needed).
   std::string broadcast_to(const Value& x, const Constant& c, std::vector<float>& out);
   // y = x * scale + shift per element (ONNX order, one sample) as a depthwise 1x1 conv.
-  void import_affine(int i, const Value& x, std::vector<float> scale, std::vector<float> shift);
+  // `output`: the result's name (default: the node's first output).
+  void import_affine(int i, const Value& x, std::vector<float> scale, std::vector<float> shift,
+                     const std::string& output = "");
   void import_binary_constant(int i, const Value& x, const Constant& c, bool constant_first,
                               char op);
 

@@ -97,13 +97,48 @@ void OnnxImporter::import_gemm(int i) {
   import_affine(i, it->second, std::move(ones), std::move(shift));
 }
 
+// MatMul by a constant B: a dense layer over A's last axis. B of rank 1 (K) is a (K, 1) matrix
+// whose unit axis the result drops; B of rank 3 or 4 must repeat one matrix (leading axes of
+// size 1) and have no more axes than A.
+void OnnxImporter::import_matmul_constant(int i, const Value& a, const Constant& b) {
+  const std::string out = g_.node(i).output(0);
+  if (b.dims.size() > 2) {
+    const bool one_matrix =
+        std::all_of(b.dims.begin(), b.dims.end() - 2, [](int64_t d) { return d == 1; });
+    if (!one_matrix || static_cast<int64_t>(b.dims.size()) > onnx_rank(a)) {
+      return fail(i, fmt::format("weights '{}' {}: npusim multiplies by one matrix (leading axes "
+                                 "of size 1, no more axes than input A {}); a different matrix "
+                                 "per leading index is not supported",
+                                 g_.node(i).input(1), dims_text(b.dims), dims_text(a.dims)));
+    }
+    Constant matrix = b;
+    matrix.dims.assign(b.dims.end() - 2, b.dims.end());
+    return import_dense(i, a, matrix, false, 1.0f, nullptr, 1.0f);
+  }
+  if (b.dims.size() != 1) return import_dense(i, a, b, false, 1.0f, nullptr, 1.0f);
+  if (a.dims.size() < 2) {
+    return fail(i, fmt::format("A {} times a vector would leave no axis besides the batch",
+                               dims_text(a.dims)));
+  }
+  Constant column = b;
+  column.dims = {b.dims[0], 1};
+  const std::string column_out = out + "_column";
+  import_dense(i, a, column, false, 1.0f, nullptr, 1.0f, column_out);
+  auto it = values_.find(column_out);
+  if (it == values_.end()) return;
+  Value v = it->second;
+  v.dims.pop_back();
+  add_layer(i, OpKind::kReshape, {column_out}, out).reshape_to = ir_dims(v);
+  set_value(out, std::move(v));
+}
+
 void OnnxImporter::import_matmul(int i) {
   const Node& n = g_.node(i);
   if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
   if (is_constant(n.input(1))) {
     const Value* a = activation(i, 0);
     if (!a) return;
-    return import_dense(i, *a, constants_.at(n.input(1)), false, 1.0f, nullptr, 1.0f);
+    return import_matmul_constant(i, *a, constants_.at(n.input(1)));
   }
   const Value* a = activation(i, 0);
   const Value* b = activation(i, 1);

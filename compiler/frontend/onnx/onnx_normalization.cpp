@@ -65,30 +65,46 @@ void OnnxImporter::import_layer_norm(int i) {
   if (!scale) return;
   const Constant* bias = optional_constant(i, 2, "bias");
   if (n.input_size() > 2 && !n.input(2).empty() && !bias) return;
-  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
-  int64_t axis = attr_int(n, "axis", -1);
-  if (axis < 0) axis += rank;
-  if (x->channels_first || axis != rank - 1) {
-    return fail(i, fmt::format("axis {} on input [N, {}]{}: npusim normalises over the last axis "
-                               "of a (N, features) or (N, rows, features) tensor only",
-                               attr_int(n, "axis", -1), fmt::join(x->dims, ", "),
-                               x->channels_first ? " (channels first)" : ""));
+  const int64_t given = attr_int(n, "axis", -1);
+  const int a = sample_axis(*x, given);
+  const std::string what = fmt::format("axis {} on input {}", given, dims_text(x->dims));
+  if (a == -2) return fail(i, what + ": out of range");
+  if (a == -1) return batch_axis_needed(i, what + ": a normalization over axis 0");
+  if (x->channels_first) {
+    return fail(i, what +
+                       " (channels first): npusim normalises tensors in ONNX order, not the "
+                       "channels of a feature map");
   }
-  const int64_t f = x->dims.back();
-  for (const Constant* c : {scale, bias}) {
-    if (c && (c->is_int || c->elements() != static_cast<uint64_t>(f))) {
-      return fail(i, fmt::format("scale and bias must have {} floats, got shape {}", f,
-                                 dims_text(c->dims)));
-    }
+  // Over the axes from `a` on: the tensor viewed as [outer, inner] when they are not just the last.
+  const std::vector<int64_t> normalized(x->dims.begin() + a, x->dims.end());
+  const int64_t inner = product(normalized);
+  if (!x->flat_from.empty() && static_cast<size_t>(a) + 1 != x->dims.size()) {
+    return fail(i, what + ": the input is a flattened channels-first feature map");
   }
+  Value params_shape;  // scale and bias broadcast to the normalized axes
+  params_shape.batched = false;
+  params_shape.dims = normalized;
+  std::vector<float> gamma, beta(static_cast<size_t>(inner), 0.0f);
+  std::string problem = broadcast_to(params_shape, *scale, gamma);
+  if (problem.empty() && bias) problem = broadcast_to(params_shape, *bias, beta);
+  if (!problem.empty()) return fail(i, "scale / bias: " + problem);
   std::vector<int64_t> map;
   if (!x->flat_from.empty()) map = onnx_index_of_ir_index(x->flat_from);
   const std::string out = n.output(0);
-  Value v = *x;
-  Layer& l = add_layer(i, OpKind::kLayerNorm, {x->ir_name}, out);
+  const std::vector<int> dims = ir_dims(*x);
+  const bool reshape = normalized.size() > 1;
+  std::string in = x->ir_name;
+  if (reshape) {
+    in = out + "_rows";
+    add_layer(i, OpKind::kReshape, {x->ir_name}, in).reshape_to = {
+        static_cast<int>(product(x->dims) / inner), static_cast<int>(inner)};
+  }
+  Layer& l = add_layer(i, OpKind::kLayerNorm, {in}, reshape ? out + "_normalized" : out);
   l.epsilon = attr_float(n, "epsilon", 1e-5f);
-  l.gamma = permuted(scale->values, map);
-  l.beta = bias ? permuted(bias->values, map) : std::vector<float>(static_cast<size_t>(f), 0.0f);
+  l.gamma = permuted(gamma, map);
+  l.beta = permuted(beta, map);
+  if (reshape) add_layer(i, OpKind::kReshape, {out + "_normalized"}, out).reshape_to = dims;
+  Value v = *x;
   set_value(out, std::move(v));
 }
 
@@ -100,12 +116,12 @@ void OnnxImporter::import_batch_norm(int i) {
   if (attr_int(n, "training_mode", 0) != 0) {
     return fail(i, "training_mode 1 is not supported (inference only)");
   }
-  if (!x->channels_first && x->dims.size() != 1) {
-    return fail(i, fmt::format("input [N, {}]: npusim normalises the channels of a feature map or "
-                               "the features of an (N, features) tensor",
-                               fmt::join(x->dims, ", ")));
+  // The channel axis is ONNX axis 1.
+  const int ca = sample_axis(*x, 1);
+  if (ca < 0) {
+    return fail(i, fmt::format("input {} has no channel axis 1", dims_text(x->dims)));
   }
-  const int64_t channels = x->dims[0];
+  const int64_t channels = x->dims[static_cast<size_t>(ca)];
   const char* roles[4] = {"scale", "bias", "mean", "variance"};
   const Constant* params[4];
   for (int k = 0; k < 4; ++k) {
@@ -117,12 +133,16 @@ void OnnxImporter::import_batch_norm(int i) {
     }
   }
   const Layer* producer = x->layer >= 0 ? &graph_.layers[static_cast<size_t>(x->layer)] : nullptr;
-  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1) {
-    // Nothing to fold into: y = x * gamma / sqrt(var + eps) + (beta - mean * that), per channel
-    // (ONNX axis 1), as a depthwise 1x1 conv.
+  // Folding scales the producer's output channels: the channel axis must be its last IR axis.
+  const bool channels_last_in_ir =
+      x->channels_first || static_cast<size_t>(ca) + 1 == x->dims.size();
+  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1 ||
+      !channels_last_in_ir) {
+    // Nothing to fold into: y = x * gamma / sqrt(var + eps) + (beta - mean * that), per channel,
+    // as a depthwise 1x1 conv.
     const float eps = attr_float(n, "epsilon", 1e-5f);
     Constant scale, shift;
-    scale.dims.assign(x->dims.size(), 1);
+    scale.dims.assign(static_cast<size_t>(onnx_rank(*x) - 1), 1);  // (C, 1, ..., 1)
     scale.dims[0] = channels;
     shift.dims = scale.dims;
     for (int64_t c = 0; c < channels; ++c) {

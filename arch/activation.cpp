@@ -23,13 +23,16 @@ const char* to_string(Activation a) {
       return "tanh";
     case Activation::kGelu:
       return "gelu";
+    case Activation::kErf:
+      return "erf";
   }
   return "?";
 }
 
 std::optional<Activation> parse_activation(const std::string& text) {
-  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
-                       Activation::kSigmoid, Activation::kTanh, Activation::kGelu}) {
+  for (Activation a :
+       {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
+        Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;
@@ -51,6 +54,8 @@ float apply_activation(Activation a, float x, float clip_min, float clip_max) {
       return std::tanh(x);
     case Activation::kGelu:
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case Activation::kErf:
+      return std::erf(x);
   }
   return x;
 }

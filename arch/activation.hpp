@@ -7,10 +7,10 @@
 
 namespace npusim {
 
-enum class Activation { kNone, kRelu, kRelu6, kClip, kSigmoid, kTanh, kGelu };
+enum class Activation { kNone, kRelu, kRelu6, kClip, kSigmoid, kTanh, kGelu, kErf };
 const char* to_string(Activation activation);
 std::optional<Activation> parse_activation(const std::string& text);
-// The real-valued function (GELU in its erf form).
+// The real-valued function (GELU in its erf form; kErf is the error function itself).
 float apply_activation(Activation activation, float x, float clip_min, float clip_max);
 
 // bfloat16: the upper 16 bits of an IEEE float; conversion rounds to nearest even.

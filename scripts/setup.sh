@@ -8,7 +8,7 @@ packages=(
   libsystemc-dev libboost-program-options-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev
   clang-14 libfuzzer-14-dev
-  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy libonnx-testdata
   libdnnl-dev
   python3-pytest python3-tqdm python3-distributed python3-matplotlib
   python3

@@ -161,9 +161,10 @@ void add_target_options(po::options_description& o) {
       "data type the network runs in: int8 (calibrated per-channel quantization) or bf16 "
       "(fp32 accumulation); default: the hardware's data_types.activation")(
       "input", po::value<std::string>(),
-      "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models); int8 on "
-      "the graph's input scale, or float (quantized with a scale calibrated on it, or with "
-      "--calibration on that file)");
+      "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models; an ONNX "
+      "model run as one whole tensor takes exactly its input's shape); int8 on the graph's "
+      "input scale, or float (quantized with a scale calibrated on it, or with --calibration on "
+      "that file)");
   add_calibration_options(o);
 }
 

@@ -19,13 +19,17 @@ namespace npusim {
 namespace {
 
 // Channels-last sample dims [(D,) H, W, C] and the permutation to the file's layout.
-bool transposed(const Graph& g, const std::vector<int>& dims) {
-  return g.channels_first_io && (dims.size() == 3 || dims.size() == 4);
+bool transposed(const Graph& g, const std::string& name, const std::vector<int>& dims) {
+  return g.channels_first_io && (dims.size() == 3 || dims.size() == 4) &&
+         !g.io_in_onnx_order.count(name);
 }
 
-std::vector<int64_t> file_shape(const Graph& g, const std::vector<int>& dims, int batch) {
+// The file's shape: [batch, sample...], or the sample alone in ONNX's whole-tensor mode.
+std::vector<int64_t> file_shape(const Graph& g, const std::string& name,
+                                const std::vector<int>& dims, int batch) {
   std::vector<int64_t> shape{batch};
-  if (transposed(g, dims)) {
+  if (g.io_without_batch) shape.clear();
+  if (transposed(g, name, dims)) {
     shape.push_back(dims.back());
     shape.insert(shape.end(), dims.begin(), dims.end() - 1);
   } else {
@@ -105,10 +109,20 @@ BatchFile read_batch_npy(const std::string& flag, const std::string& path, const
   }
   const std::vector<int>& dims = g.input_shape.dims;
   const std::vector<int64_t> expected_sample = [&] {
-    auto s = file_shape(g, dims, 1);
-    s.erase(s.begin());
+    auto s = file_shape(g, g.input_name, dims, 1);
+    if (!g.io_without_batch) s.erase(s.begin());
     return s;
   }();
+  if (g.io_without_batch) {
+    // Whole-tensor mode: the file is one sample of exactly the model's input shape.
+    if (a.shape != expected_sample) {
+      throw UserError(
+          fmt::format("{} {}: expected an array of shape [{}] (the model's input "
+                      "shape), got [{}]",
+                      flag, path, fmt::join(expected_sample, ", "), fmt::join(a.shape, ", ")));
+    }
+    a.shape.insert(a.shape.begin(), 1);
+  }
   const std::vector<int64_t> got_sample(a.shape.empty() ? a.shape.begin() : a.shape.begin() + 1,
                                         a.shape.end());
   if (a.shape.empty() || got_sample != expected_sample) {
@@ -121,7 +135,7 @@ BatchFile read_batch_npy(const std::string& flag, const std::string& path, const
   BatchFile f;
   f.batch = static_cast<int>(a.shape[0]);
   if (f.batch < 1) throw UserError(fmt::format("{} {}: the batch is empty", flag, path));
-  const bool channels_first = transposed(g, dims);
+  const bool channels_first = transposed(g, g.input_name, dims);
   const std::string origin = fmt::format("{} {}", flag, path);
   if (a.dtype == "int8") {
     f.is_int8 = true;
@@ -155,6 +169,12 @@ std::vector<float> real_values(const BatchFile& f, float scale) {
 InputBatch read_input_npy(const std::string& path, Graph& g, bool batch_given,
                           const std::optional<CalibrationOptions>& calibrate_scale) {
   BatchFile f = read_batch_npy("--input", path, g);
+  if (g.io_without_batch && batch_given && g.batch != 1) {
+    throw UserError(
+        fmt::format("--input {}: the model runs as one whole tensor (batch 1), but "
+                    "--batch is {}",
+                    path, g.batch));
+  }
   if (batch_given && f.batch != g.batch) {
     throw UserError(
         fmt::format("--input {}: holds a batch of {}, but --batch is {}", path, f.batch, g.batch));
@@ -187,9 +207,9 @@ void write_values_npy(const std::string& dir, const Graph& g, const std::string&
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
       ch = '_';
   }
-  if (transposed(g, dims)) real = move_channels(real, dims, batch, false);
+  if (transposed(g, name, dims)) real = move_channels(real, dims, batch, false);
   write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
-                    file_shape(g, dims, batch), real);
+                    file_shape(g, name, dims, batch), real);
 }
 
 }  // namespace npusim

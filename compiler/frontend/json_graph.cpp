@@ -179,6 +179,7 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
     case OpKind::kMul:
     case OpKind::kConcat:
     case OpKind::kSoftmax:
+    case OpKind::kMove:  // not a JSON op: the ONNX front end builds it
       break;
   }
   return l;

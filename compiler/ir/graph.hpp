@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,18 @@ enum class OpKind {
   kSoftmax,     // over the last dimension
   kLayerNorm,   // over the last dimension, with gamma and beta
   kBatchNorm,   // folded into the preceding conv or dense at quantization time
+  kMove,        // data movement: each output element copies an input element or a constant
+                // (transpose, slice, gather, pad, resize, split, concat on any axis, reordering
+                // reshapes); run by the DMA as strided boxes
 };
 const char* to_string(OpKind kind);  // its name in compiler/ir/op_table.hpp
+
+// kMove: where one output element comes from.
+struct MoveSource {
+  int32_t input = -1;   // index into Layer::inputs; -1: Layer::move_constants
+  int32_t element = 0;  // element of that input (one sample, row-major) or constant
+  bool operator==(const MoveSource&) const = default;
+};
 
 struct Layer {
   std::string name;
@@ -76,7 +87,13 @@ struct Layer {
   float clip_min = 0.0f, clip_max = 6.0f;
   float epsilon = 1e-5f;
   bool use_bias = true;
-  std::vector<int> reshape_to;  // kReshape: the new per-sample shape (empty: flatten)
+  std::vector<int> reshape_to;  // kReshape: the new per-sample shape (empty: flatten); kMove: the
+                                // output shape
+  // kMove: the source of every output element of one sample (row-major over `reshape_to`), the
+  // constants some copy (padding, constant operands), and the front-end operator it implements.
+  std::vector<MoveSource> move_from;
+  std::vector<float> move_constants;
+  std::string move_op;
 
   // Real-valued parameters, from the file or generated from the seed.
   // Conv: [kd][kh][kw][cin / groups][cout]; dense: [in][out]; both row-major.
@@ -123,6 +140,11 @@ struct Graph {
   // ONNX models: tensors at the file boundary (--input, --save-outputs) are channels first
   // (NCHW / NCDHW); inside, everything is channels last.
   bool channels_first_io = false;
+  // ONNX models (docs/onnx.md "Rank mapping"): the input / outputs whose sample is in ONNX order
+  // already (not a channels-last feature map), so the file boundary moves no channels; and the
+  // whole-tensor mode, where files hold exactly the ONNX shape with no batch axis (batch 1).
+  std::set<std::string> io_in_onnx_order;
+  bool io_without_batch = false;
   std::vector<Layer> layers;
   std::vector<std::string> outputs;
   // Set by quantize_graph (int8) or prepare_bf16 (bf16): the graph is ready for lowering.

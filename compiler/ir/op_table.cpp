@@ -24,6 +24,7 @@ const std::vector<OpInfo>& op_table() {
       {K::kSoftmax, "softmax", 1, 1, U::kVector, Lo::kRows, false, false, infer_same_as_input},
       {K::kLayerNorm, "layernorm", 1, 1, U::kVector, Lo::kRows, false, false, infer_same_as_input},
       {K::kBatchNorm, "batchnorm", 1, 1, U::kNone, Lo::kFolded, false, false, infer_same_as_input},
+      {K::kMove, "move", 1, 0, U::kDma, Lo::kMove, false, false, infer_move},
   };
   return table;
 }

@@ -16,6 +16,7 @@ enum class OpUnit {
   kMatrix,  // the systolic array, with the epilogue on the vector unit
   kVector,
   kNone,  // no instructions (free reshape) or folded before lowering
+  kDma,   // the DMA queues alone (data movement)
 };
 
 // How compiler/lowering turns a layer into instructions.
@@ -27,6 +28,7 @@ enum class OpLowering {
   kConcat,   // rows of each input rescaled into their columns
   kFree,     // no instructions: the output aliases the input's memory
   kFolded,   // folded into its producer by optimize_graph; never lowered
+  kMove,     // strided boxes DRAM -> unified buffer -> DRAM (compiler/lowering/move_lowering.cpp)
 };
 
 struct OpInfo {

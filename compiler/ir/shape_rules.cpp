@@ -168,4 +168,26 @@ bool infer_same_as_input(Layer& l, const ShapeFail& /*fail*/) {
   return true;
 }
 
+// Data movement: the output shape is given; every source must name an input and an element in it.
+bool infer_move(Layer& l, const ShapeFail& fail) {
+  l.out_shape.dims = l.reshape_to;
+  if (l.reshape_to.empty() || l.out_shape.elements() != l.move_from.size()) {
+    return fail(fmt::format("move to {} has {} element sources", to_string(l.out_shape),
+                            l.move_from.size()));
+  }
+  for (size_t j = 0; j < l.move_from.size(); ++j) {
+    const MoveSource& s = l.move_from[j];
+    const uint64_t size = s.input < 0 ? l.move_constants.size()
+                          : static_cast<size_t>(s.input) < l.in_shapes.size()
+                              ? l.in_shapes[static_cast<size_t>(s.input)].elements()
+                              : 0;
+    if (s.input < -1 || s.element < 0 || static_cast<uint64_t>(s.element) >= size) {
+      return fail(fmt::format(
+          "output element {} copies element {} of {}, which does not exist", j, s.element,
+          s.input < 0 ? std::string("the constants") : fmt::format("input {}", s.input)));
+    }
+  }
+  return true;
+}
+
 }  // namespace npusim

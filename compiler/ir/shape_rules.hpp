@@ -23,5 +23,6 @@ bool infer_same_shape_binary(Layer& l, const ShapeFail& fail);  // add, mul
 bool infer_concat(Layer& l, const ShapeFail& fail);
 bool infer_reshape(Layer& l, const ShapeFail& fail);
 bool infer_same_as_input(Layer& l, const ShapeFail& fail);
+bool infer_move(Layer& l, const ShapeFail& fail);
 
 }  // namespace npusim

@@ -25,6 +25,8 @@ bool Lowering::lower_layer(const Layer& l) {
     case OpLowering::kFree:
       current_->tiling = "no instructions: the row-major element order is unchanged";
       return true;
+    case OpLowering::kMove:
+      return lower_move(l, *current_);
     case OpLowering::kFolded:
       break;
   }
@@ -48,6 +50,7 @@ CompileResult Lowering::run() {
     rec.op = to_string(l.kind);
     if (l.kind == OpKind::kConv) rec.op = l.in_shapes[0].rank() == 4 ? "conv3d" : "conv2d";
     if (l.kind == OpKind::kActivation) rec.op = to_string(l.activation);
+    if (l.kind == OpKind::kMove && !l.move_op.empty()) rec.op = l.move_op;
     for (const auto& f : l.fused) rec.fused += (rec.fused.empty() ? "" : ",") + f;
     rec.macs = l.macs(graph_.batch);
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());

@@ -41,6 +41,9 @@ class Lowering {
   // A 1-D or 2-D copy (count1 rows of count0 bytes, DRAM rows stride0 apart).
   void dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
            uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose = false);
+  // A 3-D box of the unified buffer (packed) to or from DRAM (compiler/lowering/move_lowering.cpp).
+  void dma_box(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr, const uint32_t (&count)[3],
+               const uint64_t (&stride)[2]);
   // A packed 1-D copy of any size, split into rows the DMA descriptor can hold.
   void dma_linear(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr, uint64_t bytes);
   int requant_table(std::vector<QuantMultiplier> table) {
@@ -67,6 +70,7 @@ class Lowering {
   bool lower_rows(const Layer& l, LayerRecord& rec);
   bool lower_eltwise(const Layer& l, LayerRecord& rec);
   bool lower_concat(const Layer& l, LayerRecord& rec);
+  bool lower_move(const Layer& l, LayerRecord& rec);
 
   const Graph& graph_;
   const HwConfig& hw_;

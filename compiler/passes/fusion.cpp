@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "compiler/ir/op_table.hpp"
+#include "compiler/passes/move_folding.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -41,6 +42,7 @@ void fold_batch_norm(Layer& conv, const Layer& bn) {
 }  // namespace
 
 void optimize_graph(Graph& g) {
+  fold_moves(g);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     Layer& l = g.layers[i];
     const bool bn = l.kind == OpKind::kBatchNorm;

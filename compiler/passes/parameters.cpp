@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numbers>
 
 namespace npusim {
 
@@ -53,6 +54,8 @@ double activation_moment(Activation a, double m) {
       return m / (1 + m);
     case Activation::kGelu:
       return 0.4 * m;
+    case Activation::kErf:  // erf(x) ~ 2x / sqrt(pi) near 0, bounded by 1
+      return (4 * m / std::numbers::pi) / (1 + 4 * m / std::numbers::pi);
   }
   return m;
 }

@@ -203,10 +203,15 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_batch, int 
         y = reference_layer(l, samples, in);
         break;
       }
-      case OpKind::kConcat: {
+      case OpKind::kConcat:
+      case OpKind::kMove: {
+        // A move's constants must be representable too (a Pad value, a constant operand).
+        float largest = 0.0f;
+        for (float c : l.move_constants) largest = std::max(largest, std::fabs(c));
         l.out_scale = l.fixed_output_scale > 0.0f
                           ? l.fixed_output_scale
-                          : *std::max_element(l.in_scales.begin(), l.in_scales.end());
+                          : std::max(*std::max_element(l.in_scales.begin(), l.in_scales.end()),
+                                     largest / 127.0f);
         l.input_ratios.clear();
         for (float s : l.in_scales) l.input_ratios.push_back(s / l.out_scale);
         y = reference_layer(l, samples, in);

@@ -108,6 +108,7 @@ struct Int8Ops {
   static int8_t concat_value(const Layer& l, size_t input, int8_t v) {
     return saturate_round(v * l.input_ratios[input]);
   }
+  static int8_t move_constant(const Layer& l, float c) { return saturate_round(c / l.out_scale); }
   static void softmax_row(const Layer& l, const int8_t* x, int8_t* y, int n) {
     softmax_int8(x, y, n, l.in_scales[0]);
   }

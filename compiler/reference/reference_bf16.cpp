@@ -109,6 +109,7 @@ struct FloatOps {
     return y;
   }
   static float concat_value(const Layer&, size_t, float v) { return v; }
+  static float move_constant(const Layer&, float c) { return round_to_bf16(c); }
   static void softmax_row(const Layer&, const float* x, float* y, int n) {
     softmax_f32(x, y, n);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);

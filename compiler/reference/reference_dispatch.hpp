@@ -4,7 +4,8 @@
 //   using Value;                                     // int8_t or float
 //   matrix(l, batch, inputs), pool(l, batch, x)      // conv / dense / matmul, pools
 //   activation(l, x), binary(l, a, b)                // elementwise
-//   concat_value(l, input, v)                        // one element into the concatenation
+//   concat_value(l, input, v)                        // one element into a concat or a move
+//   move_constant(l, c)                              // a move's constant c on the output
 //   softmax_row(l, x, y, n), layernorm_row(l, x, y, n)
 #pragma once
 
@@ -31,6 +32,27 @@ std::vector<T> concat(const Layer& l, int batch, const std::vector<const std::ve
         y[r * C + offset + c] = Ops::concat_value(l, i, (*in[i])[r * ci + c]);
     }
     offset += ci;
+  }
+  return y;
+}
+
+// Data movement: every output element is one input element (rescaled like a concatenation's) or
+// one of the layer's constants.
+template <class Ops, class T>
+std::vector<T> move(const Layer& l, int batch, const std::vector<const std::vector<T>*>& in) {
+  const uint64_t n = l.out_shape.elements();
+  std::vector<T> y(batch * n);
+  for (int b = 0; b < batch; ++b) {
+    for (uint64_t j = 0; j < n; ++j) {
+      const MoveSource& s = l.move_from[j];
+      if (s.input < 0) {
+        y[b * n + j] = Ops::move_constant(l, l.move_constants[static_cast<size_t>(s.element)]);
+        continue;
+      }
+      const auto k = static_cast<size_t>(s.input);
+      const T v = (*in[k])[b * l.in_shapes[k].elements() + static_cast<uint64_t>(s.element)];
+      y[b * n + j] = Ops::concat_value(l, k, v);
+    }
   }
   return y;
 }
@@ -71,6 +93,8 @@ std::vector<typename Ops::Value> layer(
       return rows(l, x, [&](const T* a, T* b, int n) { Ops::softmax_row(l, a, b, n); });
     case OpKind::kLayerNorm:
       return rows(l, x, [&](const T* a, T* b, int n) { Ops::layernorm_row(l, a, b, n); });
+    case OpKind::kMove:
+      return move<Ops>(l, batch, in);
     case OpKind::kBatchNorm:
       break;
   }

@@ -574,16 +574,164 @@ def scale_fold(out_dir):
     save(out_dir, b, model, x, {"y": y, "gap": gap})
 
 
+def arith_consts(out_dir):
+    """Add / Sub / Mul / Div with broadcast constants that fold into nothing (depthwise 1x1 convs):
+    per-element and per-feature constants on a (N, rows, features) tensor, a constant minus the
+    tensor, a scalar divisor; and Sub of two tensors."""
+    b = Builder("arith_consts", 27)
+    b.const("full", b.rng.uniform(-1, 1, [4, 6]).astype(np.float32))
+    b.const("feat", b.rng.uniform(0.5, 2.0, [6]).astype(np.float32))
+    b.const("row", b.rng.uniform(-1, 1, [1, 4, 1]).astype(np.float32))
+    b.const("three", np.array(3.0, np.float32))
+    b.node("Sub", ["x", "full"], ["a"])
+    b.node("Mul", ["feat", "a"], ["m"])
+    b.node("Sub", ["row", "m"], ["s"])
+    b.node("Div", ["s", "three"], ["y"])
+    b.node("Sub", ["s", "x"], ["d"])
+    model = b.model("x", [4, 6], ["y", "d"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 4, 6]).astype(np.float32)
+    s = i["row"] - i["feat"] * (x - i["full"])
+    save(out_dir, b, model, x, {"y": s / 3.0, "d": s - x})
+
+
+def bn_alone(out_dir):
+    """A BatchNormalization with no Conv to fold into (after a Relu): a depthwise 1x1 conv; an Erf
+    outside the GELU pattern."""
+    b = Builder("bn_alone", 28)
+    for k, lo, hi in (("scale", 0.5, 2.0), ("bias", -0.5, 0.5), ("mean", -0.2, 0.2),
+                      ("var", 0.5, 1.5)):
+        b.const("bn_" + k, b.rng.uniform(lo, hi, [3]).astype(np.float32))
+    b.node("Relu", ["x"], ["r"])
+    b.node("BatchNormalization", ["r", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["y"],
+           epsilon=1e-3)
+    b.node("Erf", ["y"], ["e"])
+    model = b.model("x", [3, 5, 5], ["y", "e"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 5, 5]).astype(np.float32)
+    y = per_sample(lambda s: batchnorm(relu(s), i["bn_scale"], i["bn_bias"], i["bn_mean"],
+                                       i["bn_var"], 1e-3), x)
+    erf = np.vectorize(math.erf)
+    save(out_dir, b, model, x, {"y": y, "e": erf(y).astype(np.float32)})
+
+
+def whole_tensor(out_dir):
+    """docs/onnx.md "Rank mapping": a constant that differs along axis 0 and an opset-11 Softmax
+    over every axis (axis 0) make the importer run the (3, 4) input as one whole tensor."""
+    b = Builder("whole_tensor", 29)
+    b.const("c", b.rng.uniform(-1, 1, [3, 4]).astype(np.float32))
+    b.node("Add", ["x", "c"], ["a"])
+    b.node("Softmax", ["a"], ["y"], axis=0)
+    model = b.model("x", [4], ["y"], opset=11, batch_dim=3)
+    x = b.rng.uniform(-2, 2, [3, 4]).astype(np.float32)
+    y = softmax((x + b.inits["c"]).reshape(1, -1)).reshape(3, 4)
+    save(out_dir, b, model, x, {"y": y})
+
+
+def rank1(out_dir):
+    """A rank-1 input (5,): Mul by a per-element constant, Sub from a scalar, Clip."""
+    b = Builder("rank1", 30)
+    b.const("c", b.rng.uniform(0.5, 2.0, [5]).astype(np.float32))
+    b.const("one", np.array([1.0], np.float32))
+    b.const("lo", np.array(-1.5, np.float32))
+    b.const("hi", np.array(1.0, np.float32))
+    b.node("Mul", ["x", "c"], ["m"])
+    b.node("Sub", ["one", "m"], ["s"])
+    b.node("Clip", ["s", "lo", "hi"], ["y"])
+    model = b.model("x", [], ["y"], batch_dim=5)
+    x = b.rng.uniform(-1, 1, [5]).astype(np.float32)
+    y = np.clip(1.0 - x * b.inits["c"], -1.5, 1.0)
+    save(out_dir, b, model, x, {"y": y})
+
+
+def reduce_rows(out_dir):
+    """ReduceMean of a (N, rows, features) tensor over the features (keepdims 0) and over the
+    rows (keepdims 1), and a Gemm whose bias C is a (1, units) row."""
+    b = Builder("reduce_rows", 31)
+    b.weight("W", [5, 3])
+    b.const("C", b.rng.uniform(-0.5, 0.5, [1, 3]).astype(np.float32))
+    b.node("ReduceMean", ["x"], ["feat_mean"], axes=[-1], keepdims=0)
+    b.node("ReduceMean", ["x"], ["row_mean"], axes=[1], keepdims=1)
+    b.node("Squeeze", ["row_mean"], ["rows"], axes=[1])
+    b.node("Gemm", ["rows", "W", "C"], ["y"], alpha=0.5, beta=2.0)
+    model = b.model("x", [4, 5], ["feat_mean", "y"], opset=12)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 4, 5]).astype(np.float32)
+    feat_mean = x.mean(axis=-1)
+    y = 0.5 * (x.mean(axis=1) @ i["W"]) + 2.0 * i["C"]
+    save(out_dir, b, model, x, {"feat_mean": feat_mean, "y": y})
+
+
+def layernorm_axes(out_dir):
+    """LayerNormalization (opset 17) over the last two axes of a (N, rows, features) tensor, with
+    a scale that broadcasts (one value per feature) and a full bias."""
+    b = Builder("layernorm_axes", 33)
+    b.const("scale", b.rng.uniform(0.5, 1.5, [5]).astype(np.float32))
+    b.const("bias", b.rng.uniform(-0.5, 0.5, [4, 5]).astype(np.float32))
+    b.node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=1, epsilon=1e-4)
+    model = b.model("x", [4, 5], ["y"], opset=17)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 4, 5]).astype(np.float32)
+    flat = x.reshape(2, 20)
+    mean = flat.mean(axis=1, keepdims=True)
+    var = flat.var(axis=1, keepdims=True)
+    y = ((flat - mean) / np.sqrt(var + 1e-4)).reshape(2, 4, 5) * i["scale"] + i["bias"]
+    save(out_dir, b, model, x, {"y": y})
+
+
+def matmul_ranks(out_dir):
+    """MatMul of a (N, rows, K) tensor by a vector (K,) and by a (1, K, M) matrix."""
+    b = Builder("matmul_ranks", 34)
+    b.weight("v", [4])
+    b.weight("B", [1, 4, 2])
+    b.node("MatMul", ["x", "v"], ["y1"])
+    b.node("MatMul", ["x", "B"], ["y2"])
+    model = b.model("x", [3, 4], ["y1", "y2"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 4]).astype(np.float32)
+    save(out_dir, b, model, x, {"y1": x @ i["v"], "y2": x @ i["B"]})
+
+
+def bn_rows(out_dir):
+    """BatchNormalization of a (N, C, L) tensor (channel axis 1, not the last): a depthwise 1x1
+    conv with one channel per (c, l) position."""
+    b = Builder("bn_rows", 35)
+    for k, lo, hi in (("scale", 0.5, 2.0), ("bias", -0.5, 0.5), ("mean", -0.2, 0.2),
+                      ("var", 0.5, 1.5)):
+        b.const("bn_" + k, b.rng.uniform(lo, hi, [3]).astype(np.float32))
+    b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["y"])
+    model = b.model("x", [3, 5], ["y"])
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 5]).astype(np.float32)
+    y = batchnorm(x.transpose(1, 0, 2), i["bn_scale"], i["bn_bias"], i["bn_mean"], i["bn_var"],
+                  1e-5).transpose(1, 0, 2)
+    save(out_dir, b, model, x, {"y": y})
+
+
+def gemm_row_bias(out_dir):
+    """A Gemm whose bias C differs per row (M, N) on a fixed (3, 6) input: whole-tensor mode, the
+    bias added after the product by a depthwise 1x1 conv."""
+    b = Builder("gemm_row_bias", 32)
+    b.weight("W", [4, 6])
+    b.const("C", b.rng.uniform(-1, 1, [3, 4]).astype(np.float32))
+    b.node("Gemm", ["x", "W", "C"], ["y"], transB=1, beta=0.5)
+    model = b.model("x", [6], ["y"], batch_dim=3)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [3, 6]).astype(np.float32)
+    y = x @ i["W"].T + 0.5 * i["C"]
+    save(out_dir, b, model, x, {"y": y})
+
+
 # ---------------------------------------------------------------- bad inputs
 
 def bad_ops(out_dir):
-    """Two problems to be reported together; the Relu after the failed Resize stays quiet."""
+    """Two problems to be reported together; the Relu after the failed TopK stays quiet."""
     b = Builder("bad_ops", 10)
-    b.const("scales", np.array([1, 1, 2, 2], np.float32))
-    b.node("Resize", ["x", "", "scales"], ["r"], name="resize_1")
-    b.node("Relu", ["r"], ["rr"], name="relu_after_resize")
-    b.node("Concat", ["x", "x"], ["c"], name="cat_h", axis=2)
-    model = b.model("x", [3, 8, 8], ["rr", "c"])
+    b.const("k", np.array([2], np.int64))
+    b.node("TopK", ["x", "k"], ["r", "r_idx"], name="topk_1")
+    b.node("Relu", ["r"], ["rr"], name="relu_after_topk")
+    b.node("Concat", ["x", "x"], ["c"], name="cat_n", axis=0)
+    model = b.model("x", [3, 8, 8], ["rr", "c"], batch_dim="N")
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -609,16 +757,25 @@ def bad_misc(out_dir):
     """Five problems at once, one in an unnamed node."""
     b = Builder("bad_misc", 13)
     b.const("two", np.array(2.0, np.float32))
-    for k in ("scale", "bias", "mean", "var"):
-        b.const("bn_" + k, np.ones(3, np.float32))
-    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]))
-    b.node("BatchNormalization", ["x", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"],
-           name="bn_on_input")
-    b.node("Mul", ["x", "two"], ["doubled"], name="scale_by_2")
+    b.nodes.append(helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 1, 2]))
+    b.node("Div", ["x", "x"], ["diff"], name="div_two_tensors")
+    b.node("Div", ["two", "x"], ["inverse"], name="two_over_x")
     b.node("GlobalAveragePool", ["x"], ["gap"])
     b.node("Add", ["x", "gap"], ["sum"], name="add_broadcast")
-    b.node("Flatten", ["x"], ["flat_out"])
-    model = b.model("x", [3, 4, 4], ["t", "bn", "doubled", "sum", "flat_out"])
+    b.node("Gather", ["x", "x"], ["gathered"], name="gather_dyn", axis=1)
+    model = b.model("x", [3, 4, 4], ["t", "diff", "inverse", "sum", "gathered"])
+    save(out_dir, b, model, None, {}, check=False)
+
+
+def bad_axis0_conv(out_dir):
+    """A constant that differs along axis 0 after a Conv: the whole-tensor mode cannot run the
+    Conv, so the batched import's message stands."""
+    b = Builder("bad_axis0_conv", 16)
+    b.weight("W", [2, 3, 1, 1])
+    b.const("per_sample", np.ones([2, 2, 4, 4], np.float32))
+    b.node("Conv", ["x", "W"], ["conv"])
+    b.node("Add", ["conv", "per_sample"], ["y"], name="add_per_sample")
+    model = b.model("x", [3, 4, 4], ["y"], batch_dim=2)
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -630,8 +787,10 @@ def bad_input_dims(out_dir):
 
 
 def bad_opset(out_dir):
+    """Relu is defined the same way since opset 6, Pad is not (its pads became an input in 11)."""
     b = Builder("bad_opset", 15)
-    b.node("Relu", ["x"], ["y"])
+    b.node("Relu", ["x"], ["r"])
+    b.node("Pad", ["r"], ["y"], pads=[0, 1, 0, 1])
     model = b.model("x", [8], ["y"], opset=9)
     save(out_dir, b, model, None, {}, check=False)
 
@@ -652,23 +811,26 @@ def bad_bn_shared(out_dir):
 
 
 def bad_pad(out_dir):
-    """A Pad before a Relu, and reflect padding."""
+    """Padding of the batch axis, and an unknown mode."""
     b = Builder("bad_pad", 20)
-    b.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
-    b.node("Pad", ["x", "pads"], ["padded"], name="pad_zero")
+    b.const("pads", np.array([1, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    b.node("Pad", ["x", "pads"], ["padded"], name="pad_batch")
     b.node("Relu", ["padded"], ["y"], name="relu_of_pad")
-    b.node("Pad", ["x", "pads"], ["reflected"], name="pad_reflect", mode="reflect")
-    model = b.model("x", [3, 4, 4], ["y", "reflected"])
+    b.node("Pad", ["x", "pads"], ["wrapped"], name="pad_wrap", mode="wrap")
+    model = b.model("x", [3, 4, 4], ["y", "wrapped"], batch_dim="N")
     save(out_dir, b, model, None, {}, check=False)
 
 
 def bad_transpose(out_dir):
-    """A Transpose read by a Relu and as the first input of a MatMul."""
+    """A perm that is not a permutation, and a Slice of the batch."""
     b = Builder("bad_transpose", 24)
-    b.node("Transpose", ["x"], ["xt"], perm=[0, 2, 1])
+    b.node("Transpose", ["x"], ["xt"], name="transpose_twice", perm=[0, 2, 2])
     b.node("Relu", ["xt"], ["r"], name="relu_of_transpose")
-    b.node("MatMul", ["xt", "x"], ["m"], name="mm_first")
-    model = b.model("x", [4, 4], ["r", "m"])
+    b.const("starts", np.array([1], np.int64))
+    b.const("ends", np.array([2], np.int64))
+    b.const("axes", np.array([0], np.int64))
+    b.node("Slice", ["x", "starts", "ends", "axes"], ["m"], name="slice_batch")
+    model = b.model("x", [4, 4], ["r", "m"], batch_dim="N")
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -698,9 +860,11 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     for build in (cnn, mlp, flatten_dense, conv_grouped, conv_depthwise, conv3d, pools,
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
-                  flatten_layernorm, attention, scale_fold,
+                  flatten_layernorm, attention, scale_fold, arith_consts, bn_alone,
+                  whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes, matmul_ranks,
+                  bn_rows,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
-                  bad_opset, bad_bn_shared, bad_pad, bad_transpose,
+                  bad_opset, bad_bn_shared, bad_axis0_conv, bad_pad, bad_transpose,
                   bad_external, corrupt):
         build(out_dir)
 

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <vector>
 
+#include "compiler/passes/fusion.hpp"
 #include "onnx_test_models.hpp"
+#include "support/error.hpp"
 
 namespace npusim {
 namespace {
@@ -324,8 +326,12 @@ TEST(OnnxImport, IdentityAndDropoutArePassedOn) {
   EXPECT_EQ(g.outputs, (std::vector<std::string>{"y"}));
 }
 
+// The Pad imports as a move; optimize_graph folds it into the conv's padding.
 TEST(OnnxImport, PadFoldsIntoTheConvAfterIt) {
   Graph g = import_onnx(model_path("pad_conv"), std::nullopt);
+  ASSERT_EQ(g.layers.size(), 2u);
+  EXPECT_EQ(g.layers[0].kind, OpKind::kMove);
+  optimize_graph(g);
   ASSERT_EQ(g.layers.size(), 1u);
   const Layer& c = layer(g, "y");
   EXPECT_EQ(c.inputs, (std::vector<std::string>{"x"}));
@@ -367,6 +373,8 @@ TEST(OnnxImport, LayerNormOverAFlattenedMapPermutesItsParameters) {
 
 TEST(OnnxImport, TransposeOfTheLastAxesFoldsIntoMatMul) {
   Graph g = import_onnx(model_path("attention"), std::nullopt);
+  EXPECT_EQ(layer(g, "kt").kind, OpKind::kMove);
+  optimize_graph(g);
   // Q x Transpose(K) is one matmul reading K with transpose_b: [5, 6] x [5, 6]^T = [5, 5].
   const Layer& scores = layer(g, "scores");
   EXPECT_EQ(scores.kind, OpKind::kMatMul);
@@ -398,6 +406,64 @@ TEST(OnnxImport, ConstantScaleAndShiftFoldIntoWeightsAndBias) {
   EXPECT_EQ(fc.output, "y");
   EXPECT_FALSE(fc.use_bias);
   EXPECT_EQ(layer_names(g), (std::vector<std::string>{"conv", "relu", "gap", "flat", "fc"}));
+}
+
+const Layer& layer_writing(const Graph& g, const std::string& tensor) {
+  for (const auto& l : g.layers) {
+    if (l.output == tensor) return l;
+  }
+  throw std::runtime_error("no layer writes " + tensor);
+}
+
+// Sub / Mul with constants that fold into nothing: depthwise 1x1 convs on the tensor viewed as a
+// [1, P, C] map, one channel per position where the constant varies.
+TEST(OnnxImport, ConstantArithmeticIsADepthwiseOneByOneConv) {
+  Graph g = import_onnx(model_path("arith_consts"), std::nullopt);
+  auto full = load_array("arith_consts", "init_full");  // [4][6]
+  auto feat = load_array("arith_consts", "init_feat");  // [6]
+  const Layer& sub = layer_writing(g, "a_affine");      // x - full: per element
+  EXPECT_EQ(sub.kind, OpKind::kConv);
+  EXPECT_EQ(sub.groups, 24);
+  EXPECT_EQ(sub.in_shapes[0].dims, (std::vector<int>{1, 1, 24}));
+  for (size_t e = 0; e < 24; ++e) {
+    EXPECT_EQ(sub.weights[e], 1.0f);
+    EXPECT_EQ(sub.bias[e], -full.values[e]);
+  }
+  const Layer& mul = layer_writing(g, "m_affine");  // feat * a: per feature
+  EXPECT_EQ(mul.groups, 6);
+  EXPECT_EQ(mul.in_shapes[0].dims, (std::vector<int>{1, 4, 6}));
+  EXPECT_EQ(mul.weights, feat.values);
+  EXPECT_EQ(layer_writing(g, "y").out_shape.dims, (std::vector<int>{4, 6}));
+  EXPECT_FALSE(g.io_without_batch);
+}
+
+TEST(OnnxImport, RankOneInputRunsAsOneWholeTensor) {
+  Graph g = import_onnx(model_path("rank1"), std::nullopt);
+  EXPECT_TRUE(g.io_without_batch);
+  EXPECT_EQ(g.batch, 1);
+  EXPECT_EQ(g.input_shape.dims, (std::vector<int>{5}));
+  EXPECT_TRUE(g.io_in_onnx_order.count("x"));
+  EXPECT_TRUE(g.io_in_onnx_order.count("y"));
+  EXPECT_EQ(layer_writing(g, "y").activation, Activation::kClip);
+  EXPECT_THROW(import_onnx(model_path("rank1"), 2), UserErrors);
+}
+
+// A constant that differs along axis 0 and a Softmax over axis 0 of a fixed (3, 4) input: the
+// batched import refuses them, so the model runs as one whole tensor; with --batch it cannot.
+TEST(OnnxImport, AnOperatorAlongAxisZeroSwitchesToTheWholeTensor) {
+  Graph g = import_onnx(model_path("whole_tensor"), std::nullopt);
+  EXPECT_TRUE(g.io_without_batch);
+  EXPECT_EQ(g.input_shape.dims, (std::vector<int>{3, 4}));
+  EXPECT_EQ(layer_writing(g, "y_softmax").in_shapes[0].dims, (std::vector<int>{1, 12}));
+  EXPECT_EQ(layer_writing(g, "y").out_shape.dims, (std::vector<int>{3, 4}));
+  try {
+    import_onnx(model_path("whole_tensor"), 3);
+    ADD_FAILURE() << "--batch 3 was accepted";
+  } catch (const UserErrors& e) {
+    ASSERT_FALSE(e.messages().empty());
+    EXPECT_NE(e.messages()[0].find("differs along the batch axis 0"), std::string::npos)
+        << e.messages()[0];
+  }
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ TEST_P(OnnxNumeric, QuantizedReferenceMatchesNumpyWithinTolerance) {
   auto tensors = run_reference(g, q);
 
   for (const char* name : c.outputs) {
-    FloatArray want = to_channels_last(load_array(c.model, name));
+    FloatArray want = load_array(c.model, name);
+    if (!g.io_in_onnx_order.count(name)) want = to_channels_last(want);
     ASSERT_TRUE(tensors.count(name)) << name;
     const auto& got = tensors.at(name);
     ASSERT_EQ(got.size(), want.values.size()) << name;
@@ -139,7 +140,8 @@ TEST_P(OnnxNumeric, Bf16ReferenceMatchesNumpyWithinTolerance) {
   for (float& v : x.values) v = round_to_bf16(v);
   auto tensors = run_reference_bf16(g, x.values);
   for (const char* name : c.outputs) {
-    FloatArray want = to_channels_last(load_array(c.model, name));
+    FloatArray want = load_array(c.model, name);
+    if (!g.io_in_onnx_order.count(name)) want = to_channels_last(want);
     ASSERT_TRUE(tensors.count(name)) << name;
     const auto& got = tensors.at(name);
     ASSERT_EQ(got.size(), want.values.size()) << name;
@@ -159,10 +161,27 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"reduce_squeeze", {"y1", "y2"}}, Case{"aliases", {"y"}},
                     Case{"pad_conv", {"y"}}, Case{"opset11", {"y"}},
                     Case{"flatten_layernorm", {"y"}}, Case{"attention", {"y"}},
-                    Case{"scale_fold", {"y", "gap"}}),
+                    Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
+                    Case{"bn_alone", {"y", "e"}}, Case{"reduce_rows", {"feat_mean", "y"}},
+                    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}},
+                    Case{"bn_rows", {"y"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.model);
     });
+
+// make_movement_models.py: data movement and exporter-style blocks.
+INSTANTIATE_TEST_SUITE_P(Movement, OnnxNumeric,
+                         testing::Values(Case{"movement",
+                                              {"sliced", "reversed", "split_a", "split_b", "up",
+                                               "up_sizes", "cat_c", "cat_h", "xt", "nhwc", "padded",
+                                               "reflected", "edged", "gathered", "flat_hw", "unsq",
+                                               "flat"}},
+                                         Case{"resnet_block", {"logits", "logits2"}},
+                                         Case{"bert_attention", {"y", "cls", "probs"}},
+                                         Case{"mobilenet_block", {"y", "reflect_relu"}}),
+                         [](const testing::TestParamInfo<Case>& param_info) {
+                           return std::string(param_info.param.model);
+                         });
 
 }  // namespace
 }  // namespace npusim

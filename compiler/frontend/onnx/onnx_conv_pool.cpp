@@ -1,5 +1,5 @@
-// ONNX translators of the spatial family: Conv, the pools, ReduceMean as a global average
-// pool, and Pad folded into the Conv that reads it.
+// ONNX translators of the spatial family: Conv, the pools and ReduceMean as a global average
+// pool (a Pad before a Conv folds into it in compiler/passes/move_folding.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -13,7 +13,7 @@ namespace npusim::onnx_frontend {
 
 void OnnxImporter::import_conv(int i) {
   const Node& n = g_.node(i);
-  const Value* x = activation(i, 0, true);
+  const Value* x = activation(i, 0);
   if (!x) return;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   const Constant* w = constant(i, 1, "weights");
@@ -63,10 +63,6 @@ void OnnxImporter::import_conv(int i) {
   v.channels_first = true;
   v.dims.push_back(cout);
   v.dims.insert(v.dims.end(), win.out.begin(), win.out.end());
-  for (size_t a = 0; a < x->pending_pads.size() / 2; ++a) {
-    win.pads_begin[a] += x->pending_pads[a];
-    win.pads_end[a] += x->pending_pads[x->pending_pads.size() / 2 + a];
-  }
   Layer& l = add_layer(i, OpKind::kConv, {x->ir_name}, out);
   l.filters = static_cast<int>(cout);
   l.groups = static_cast<int>(groups);
@@ -174,6 +170,7 @@ void OnnxImporter::import_reduce_mean(int i) {
   std::vector<int64_t> axes;
   bool given;
   if (!read_axes(i, 18, axes, given)) return;
+  if (!x->channels_first) return reduce_mean_rows(i, *x, axes, given);
   const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
   if (auto problem = normalize_axes(axes, rank); !problem.empty()) return fail(i, problem);
   std::vector<int64_t> spatial;
@@ -204,46 +201,65 @@ void OnnxImporter::import_reduce_mean(int i) {
   set_value(out, std::move(flat));
 }
 
-// Zero padding of the spatial axes of a feature map, folded into the Conv that reads it.
-void OnnxImporter::import_pad(int i) {
+// ReduceMean of a tensor in ONNX order over a block of axes that is contiguous in memory (axes
+// of size 1 aside): the tensor viewed as [outer, reduced, inner] goes through an average pool of
+// window (1, reduced), then takes its ONNX shape.
+void OnnxImporter::reduce_mean_rows(int i, const Value& x, std::vector<int64_t> axes, bool given) {
   const Node& n = g_.node(i);
-  const Value* x = activation(i, 0);
-  if (!x) return;
-  if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
-  const std::string mode = attr_string(n, "mode", "constant");
-  if (mode != "constant") {
-    return fail(i, fmt::format("mode '{}': only constant (zero) padding is supported", mode));
+  const std::string what = fmt::format("axes {} on input {}", dims_text(axes), dims_text(x.dims));
+  if (!given) {
+    if (attr_int(n, "noop_with_empty_axes", 0) != 0) return alias(i, x);
+    for (int64_t a = 0; a < onnx_rank(x); ++a) axes.push_back(a);
   }
-  if (n.input_size() > 3 && !n.input(3).empty()) return fail(i, "the axes input is not supported");
-  const Constant* pads = constant(i, 1, "pads");
-  if (!pads) return;
-  const size_t rank = x->dims.size() + 1, s = rank - 2;
-  if (!pads->is_int || pads->ints.size() != 2 * rank) {
-    return fail(i, fmt::format("pads '{}' must be {} integers (begins, then ends, per axis)",
-                               n.input(1), 2 * rank));
+  std::vector<bool> reduced(x.dims.size(), false);
+  for (int64_t a : axes) {
+    const int s = sample_axis(x, a);
+    if (s == -2) return fail(i, what + ": out of range");
+    if (s == -1) return batch_axis_needed(i, what + ": a mean over axis 0");
+    reduced[static_cast<size_t>(s)] = true;
   }
-  const auto& p = pads->ints;
-  if (p[0] != 0 || p[1] != 0 || p[rank] != 0 || p[rank + 1] != 0 ||
-      std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; })) {
-    return fail(i, fmt::format("pads {}: only non-negative padding of the spatial axes is "
-                               "supported",
-                               dims_text(p)));
+  int lo = -1, hi = -1;  // the first and last reduced axis of size > 1
+  for (size_t a = 0; a < x.dims.size(); ++a) {
+    if (!reduced[a] || x.dims[a] == 1) continue;
+    if (lo < 0) lo = static_cast<int>(a);
+    hi = static_cast<int>(a);
   }
-  if (const Constant* value = optional_constant(i, 2, "constant_value")) {
-    if (value->is_int || value->values.size() != 1 || value->values[0] != 0.0f) {
-      return fail(i, "constant_value must be 0 (npusim folds Pad into a Conv's zero padding)");
+  for (int a = lo; lo >= 0 && a <= hi; ++a) {
+    if (!reduced[static_cast<size_t>(a)] && x.dims[static_cast<size_t>(a)] != 1) {
+      return fail(i, what + ": npusim averages over axes that are contiguous in memory only");
     }
-  } else if (n.input_size() > 2 && !n.input(2).empty()) {
-    return;
   }
-  Value v = *x;
-  v.pending_pads.assign(2 * s, 0);
-  for (size_t a = 0; a < s; ++a) {
-    v.pending_pads[a] = p[2 + a];
-    v.pending_pads[s + a] = p[rank + 2 + a];
-    v.dims[1 + a] += p[2 + a] + p[rank + 2 + a];
+  const bool keepdims = attr_int(n, "keepdims", 1) != 0;
+  std::vector<int64_t> dims;
+  for (size_t a = 0; a < x.dims.size(); ++a) {
+    if (!reduced[a]) dims.push_back(x.dims[a]);
+    if (reduced[a] && keepdims) dims.push_back(1);
   }
-  alias(i, v);
+  if (dims.empty()) return fail(i, what + ": the result would be a scalar (use keepdims 1)");
+  if (!x.flat_from.empty() && lo >= 0) {
+    return fail(i, what +
+                       ": the input is a flattened channels-first feature map, whose element "
+                       "order in npusim (H, W, C) differs from ONNX's");
+  }
+  if (lo < 0) return reshape_value(i, x, dims);  // only axes of size 1: nothing to average
+  const int64_t outer = product(std::vector<int64_t>(x.dims.begin(), x.dims.begin() + lo));
+  const int64_t mid = product(std::vector<int64_t>(x.dims.begin() + lo, x.dims.begin() + hi + 1));
+  const int64_t inner = product(x.dims, static_cast<size_t>(hi) + 1);
+  const std::vector<int> view{static_cast<int>(outer), static_cast<int>(mid),
+                              static_cast<int>(inner)};
+  const std::string out = n.output(0);
+  std::string in = x.ir_name;
+  if (ir_dims(x) != view) {
+    in = out + "_view";
+    add_layer(i, OpKind::kReshape, {x.ir_name}, in).reshape_to = view;
+  }
+  Layer& pool = add_layer(i, OpKind::kAvgPool, {in}, out + "_mean");
+  pool.kernel = {1, 1, static_cast<int>(mid)};
+  Value v;
+  v.batched = x.batched;
+  v.dims = dims;
+  add_layer(i, OpKind::kReshape, {out + "_mean"}, out).reshape_to = ir_dims(v);
+  set_value(out, std::move(v));
 }
 
 }  // namespace npusim::onnx_frontend

@@ -1,4 +1,4 @@
-// ONNX translators of elementwise operators: Add and Mul of two tensors, activations and Clip.
+// ONNX translators of elementwise operators: Add, Mul, Sub, Div, activations and Clip.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -20,7 +20,9 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
   if (c0 || c1) {
     const Value* x = activation(i, c0 ? 1 : 0);
     if (!x) return;
-    return fold_constant(i, *x, constants_.at(n.input(c0 ? 0 : 1)), kind);
+    const Constant& c = constants_.at(n.input(c0 ? 0 : 1));
+    if (fold_constant(i, *x, c, kind)) return;
+    return import_binary_constant(i, *x, c, c0, kind == OpKind::kAdd ? '+' : '*');
   }
   const Value* a = activation(i, 0);
   const Value* b = activation(i, 1);
@@ -39,6 +41,56 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
   Value v = *a;
   add_layer(i, kind, {a->ir_name, b->ir_name}, out);
   set_value(out, std::move(v));
+}
+
+// Sub and Div: an activation and a constant (x - c, c - x, x / c), and Sub of two activations of
+// the same shape; Div of two activations is not supported (the IR has no divide).
+void OnnxImporter::import_sub_div(int i, char op) {
+  const Node& n = g_.node(i);
+  if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
+  const bool c0 = is_constant(n.input(0)), c1 = is_constant(n.input(1));
+  if (c0 && c1) return fail(i, "both operands are constants (constant folding is not supported)");
+  if (!c0 && !c1 && op == '-') return import_sub_tensors(i);
+  if (!c0 && !c1) {
+    return fail(i, "both operands are run-time tensors; npusim divides by a constant only");
+  }
+  const Value* x = activation(i, c0 ? 1 : 0);
+  if (!x) return;
+  const Constant& c = constants_.at(n.input(c0 ? 0 : 1));
+  if (!c0 && !c.is_int) {
+    // x - c = x + (-c) and x / c = x * (1 / c) fold into a producing Conv / Gemm / MatMul.
+    Constant inverse = c;
+    for (float& v : inverse.values) v = op == '-' ? -v : 1.0f / v;
+    const bool finite = std::all_of(inverse.values.begin(), inverse.values.end(),
+                                    [](float v) { return std::isfinite(v); });
+    if (finite && fold_constant(i, *x, inverse, op == '-' ? OpKind::kAdd : OpKind::kMul)) return;
+  }
+  import_binary_constant(i, *x, c, c0, op);
+}
+
+// a - b of two run-time tensors of the same shape: a + (-1 * b), the negation a depthwise 1x1
+// conv (onnx_affine.cpp) and the sum the IR's add.
+void OnnxImporter::import_sub_tensors(int i) {
+  const Node& n = g_.node(i);
+  const Value* a = activation(i, 0);
+  const Value* b = activation(i, 1);
+  if (!a || !b) return;
+  if (a->dims != b->dims || a->channels_first != b->channels_first ||
+      a->flat_from != b->flat_from) {
+    return fail(i, fmt::format("operands {} and {} must have the same shape and layout (npusim "
+                               "does not broadcast two run-time tensors)",
+                               dims_text(a->dims), dims_text(b->dims)));
+  }
+  const std::string negated = n.output(0) + "_negated";
+  const size_t elements = static_cast<size_t>(product(b->dims));
+  const Value a_copy = *a;
+  import_affine(i, *b, std::vector<float>(elements, -1.0f), std::vector<float>(elements, 0.0f),
+                negated);
+  auto it = values_.find(negated);
+  if (it == values_.end()) return;
+  const std::string out = n.output(0);
+  add_layer(i, OpKind::kAdd, {a_copy.ir_name, it->second.ir_name}, out);
+  set_value(out, a_copy);
 }
 
 void OnnxImporter::import_activation(int i, Activation act) {

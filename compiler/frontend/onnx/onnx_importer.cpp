@@ -26,6 +26,37 @@ void OnnxImporter::fail(int i, const std::string& message) {
   for (const auto& out : g_.node(i).output()) poisoned_.insert(out);
 }
 
+namespace {
+// The opset from which an operator's definition (what npusim reads of it) is the same as in
+// opset 11, from ONNX's operator changelog (docs/Changelog.md); 0: not listed (opset 11 needed).
+int same_since_opset(const std::string& op) {
+  static const std::map<std::string, int> since = {
+      {"GlobalAveragePool", 1},
+      {"GlobalMaxPool", 1},
+      {"Identity", 1},
+      {"Constant", 1},
+      {"Relu", 6},
+      {"Sigmoid", 6},
+      {"Tanh", 6},
+      {"Add", 7},
+      {"Mul", 7},
+      {"Sub", 7},
+      {"Div", 7},
+      {"Gemm", 7},
+      {"MatMul", 1},
+      {"Conv", 1},
+      {"BatchNormalization", 9},
+      {"Softmax", 1},
+      {"Concat", 4},
+      {"Reshape", 5},
+      {"MaxPool", 10},
+      {"AveragePool", 10},
+  };
+  auto it = since.find(op);
+  return it == since.end() ? 0 : it->second;
+}
+}  // namespace
+
 void OnnxImporter::check_opset() {
   int64_t opset = -1;
   for (const auto& o : model_.opset_import()) {
@@ -38,6 +69,21 @@ void OnnxImporter::check_opset() {
                     path_, kMinOpset, kMaxOpset));
   }
   opset_ = static_cast<int>(opset);
+  if (opset < kMinOpset && opset >= 1) {
+    // An older model is read when every operator in it is defined the same way in its opset as
+    // in opset 11 (the opset that operator's current definition dates from is in the table).
+    std::set<std::string> changed;
+    for (const auto& n : g_.node()) {
+      const int since = same_since_opset(n.op_type());
+      if (since == 0 || since > opset) changed.insert(n.op_type());
+    }
+    if (changed.empty()) return;
+    throw UserError(
+        fmt::format("{}: opset {} is not supported for {} (supported: {} to {}, and older opsets "
+                    "for operators defined the same way since; convert the model with "
+                    "onnx.version_converter)",
+                    path_, opset, fmt::join(changed, ", "), kMinOpset, kMaxOpset));
+  }
   if (opset < kMinOpset || opset > kMaxOpset) {
     throw UserError(
         fmt::format("{}: opset {} is not supported (supported: {} to {}; convert the "
@@ -84,18 +130,27 @@ void OnnxImporter::read_input() {
                                    data_type_name(tt.elem_type())));
   }
   const int rank = tt.has_shape() ? tt.shape().dim_size() : 0;
-  if (rank < 2 || rank > 5) {
-    diag_.error(where, fmt::format("rank {}, expected 2 (N, features), 3 (N, rows, features), 4 "
-                                   "(N, C, H, W) or 5 (N, C, D, H, W)",
+  if (rank < 1 || rank > 5) {
+    diag_.error(where, fmt::format("rank {}, expected 1 (features), 2 (N, features), 3 (N, rows, "
+                                   "features), 4 (N, C, H, W) or 5 (N, C, D, H, W)",
                                    rank));
     diag_.throw_if_errors();
   }
+  if (rank == 1) whole_tensor_ = true;
+  if (whole_tensor_ && batch_override_ && *batch_override_ != 1) {
+    throw UserErrors(
+        {fmt::format("{}: {}: --batch {}: this model runs as one whole tensor (a "
+                     "rank-1 input, or an operator along axis 0; docs/onnx.md "
+                     "\"Rank mapping\"), batch 1",
+                     path_, where, *batch_override_)});
+  }
   Value v;
   v.ir_name = in.name();
+  v.batched = !whole_tensor_;
   for (int d = 0; d < rank; ++d) {
     const auto& dim = tt.shape().dim(d);
     const bool fixed = dim.has_dim_value() && dim.dim_value() > 0;
-    if (d == 0) {
+    if (d == 0 && !whole_tensor_) {
       file_batch_ = fixed ? dim.dim_value() : 0;
       continue;
     }
@@ -110,12 +165,17 @@ void OnnxImporter::read_input() {
     }
     v.dims.push_back(dim.dim_value());
   }
-  v.channels_first = rank >= 4;
+  v.channels_first = rank >= 4 && !whole_tensor_;
   diag_.throw_if_errors();
   graph_.input_name = in.name();
   graph_.channels_first_io = true;  // --input and --save-outputs speak ONNX's layout
+  graph_.io_without_batch = whole_tensor_;
+  if (!v.channels_first) graph_.io_in_onnx_order.insert(in.name());
   graph_.input_shape.dims = ir_dims(v);
-  graph_.batch = batch_override_ ? *batch_override_ : file_batch_ > 0 ? int(file_batch_) : 1;
+  graph_.batch = whole_tensor_     ? 1
+                 : batch_override_ ? *batch_override_
+                 : file_batch_ > 0 ? int(file_batch_)
+                                   : 1;
   values_[in.name()] = std::move(v);
 }
 
@@ -131,23 +191,11 @@ void OnnxImporter::count_consumers() {
   }
 }
 
-const Value* OnnxImporter::activation(int i, int input_index, bool folded_ok) {
+const Value* OnnxImporter::activation(int i, int input_index) {
   const Node& n = g_.node(i);
   const std::string& name = n.input(input_index);
   auto it = values_.find(name);
   if (it != values_.end()) {
-    if (!folded_ok && !it->second.pending_pads.empty()) {
-      fail(i, fmt::format("input {} ('{}') comes from a Pad; npusim supports Pad only as zero "
-                          "padding folded into the Conv that reads it",
-                          input_index, name));
-      return nullptr;
-    }
-    if (!folded_ok && it->second.pending_transpose) {
-      fail(i, fmt::format("input {} ('{}') comes from a Transpose; npusim supports Transpose "
-                          "only of the last two axes, as the second input of a MatMul",
-                          input_index, name));
-      return nullptr;
-    }
     return &it->second;
   }
   if (is_constant(name)) {
@@ -201,6 +249,7 @@ Layer& OnnxImporter::add_layer(int i, OpKind kind, std::vector<std::string> inpu
 }
 
 void OnnxImporter::set_value(const std::string& name, Value v) {
+  v.batched = !whole_tensor_;  // one mode per model (docs/onnx.md "Rank mapping")
   v.ir_name = name;
   v.layer = static_cast<int>(graph_.layers.size()) - 1;
   values_[name] = std::move(v);
@@ -245,7 +294,7 @@ void OnnxImporter::import_node(int i) {
   if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
   if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
     auto x = values_.find(it->second);
-    if (x == values_.end() || !x->second.pending_pads.empty() || x->second.pending_transpose) {
+    if (x == values_.end()) {
       return fail(i, fmt::format("GELU input '{}' is not a run-time tensor", it->second));
     }
     const std::string out = n.output(0);
@@ -283,20 +332,10 @@ void OnnxImporter::finish_outputs() {
       continue;
     }
     const Value& v = it->second;
-    if (!v.pending_pads.empty() || v.pending_transpose) {
-      diag_.error(where, v.pending_transpose
-                             ? "comes from a Transpose, which npusim supports only as the second "
-                               "input of a MatMul"
-                             : "comes from a Pad, which npusim supports only before a Conv");
-      continue;
-    }
+    // A flattened map leaves in ONNX's order (a move); other outputs as the IR holds them.
     if (!v.flat_from.empty()) {
-      diag_.error(where,
-                  "is a flattened channels-first feature map; npusim flattens in H, W, C "
-                  "order, not ONNX's C, H, W, and has no transpose");
-      continue;
-    }
-    if (v.ir_name != name) {
+      add_relayout(v, false, name, where);
+    } else if (v.ir_name != name) {
       // An output that aliases another tensor (Identity, Dropout) gets a free reshape so the
       // graph output keeps its ONNX name.
       std::string layer_name = name;
@@ -314,7 +353,16 @@ void OnnxImporter::finish_outputs() {
       where_of_layer_.push_back(where);
     }
     graph_.outputs.push_back(name);
+    if (!v.channels_first || !v.flat_from.empty()) graph_.io_in_onnx_order.insert(name);
   }
+}
+
+void OnnxImporter::batch_axis_needed(int i, const std::string& message) {
+  needs_whole_tensor_ = true;
+  fail(i, message +
+              " (the batch axis; npusim runs such a model as one whole tensor only when "
+              "its axis 0 is a fixed size and --batch is not given: docs/onnx.md \"Rank "
+              "mapping\")");
 }
 
 Graph OnnxImporter::run() {
@@ -355,7 +403,20 @@ Graph import_onnx(const std::string& path, std::optional<int> batch) {
         fmt::format("{}: not a valid ONNX model (no ir_version or no graph nodes)", path));
   }
   if (batch && *batch < 1) throw UserError(fmt::format("--batch {}: must be at least 1", *batch));
-  return OnnxImporter(model, path, batch).run();
+  OnnxImporter batched(model, path, batch, false);
+  try {
+    return batched.run();
+  } catch (const UserErrors& batched_errors) {
+    // docs/onnx.md "Rank mapping": an operator along axis 0 of a model whose axis 0 is fixed runs
+    // the model as one whole tensor; otherwise, or when that fails too, the batched import's
+    // messages stand (they name the operator that needed axis 0).
+    if (!batched.needs_whole_tensor() || batch || !batched.fixed_batch_axis()) throw;
+    try {
+      return OnnxImporter(model, path, batch, true).run();
+    } catch (const UserErrors&) {
+      throw batched_errors;
+    }
+  }
 }
 
 }  // namespace npusim

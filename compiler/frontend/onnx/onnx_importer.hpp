@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/frontend/onnx/onnx_layout.hpp"
+#include "compiler/frontend/onnx/onnx_movement.hpp"
 #include "compiler/frontend/onnx/onnx_tensor.hpp"
 #include "compiler/ir/graph.hpp"
 #include "compiler/ir/shape_inference.hpp"
@@ -23,21 +24,35 @@ constexpr int kMaxOpset = 20;
 
 class OnnxImporter {
  public:
-  OnnxImporter(const onnx::ModelProto& model, const std::string& path, std::optional<int> batch)
-      : model_(model), g_(model.graph()), path_(path), batch_override_(batch), diag_(path) {}
+  // `whole_tensor`: docs/onnx.md "Rank mapping" (always on for a rank-1 input).
+  OnnxImporter(const onnx::ModelProto& model, const std::string& path, std::optional<int> batch,
+               bool whole_tensor)
+      : model_(model),
+        g_(model.graph()),
+        path_(path),
+        batch_override_(batch),
+        diag_(path),
+        whole_tensor_(whole_tensor) {}
 
   Graph run();
+  // After a failed batched run: some operator needed the batch axis (batch_axis_needed).
+  bool needs_whole_tensor() const { return needs_whole_tensor_; }
+  // The graph input's axis 0 is a fixed size in the file.
+  bool fixed_batch_axis() const { return file_batch_ > 0; }
 
   // The translators of the operator table (onnx_operators.cpp), one file per family.
   void import_conv(int i);
   void import_pool(int i, OpKind kind);
   void import_global_pool(int i, OpKind kind);
   void import_reduce_mean(int i);
-  void import_pad(int i);
+  void import_pad(int i);  // onnx_movement.cpp
   void import_gemm(int i);
   void import_matmul(int i);
-  void import_transpose(int i);
+  void import_transpose(int i);  // onnx_movement.cpp
   void import_binary(int i, OpKind kind);
+  void import_sub_div(int i, char op);  // '-' or '/'
+  void import_sub_tensors(int i);
+  void import_matmul_constant(int i, const Value& a, const Constant& b);
   void import_activation(int i, Activation act);
   void import_gelu(int i);
   void import_erf(int i);
@@ -51,6 +66,13 @@ class OnnxImporter {
   void import_squeeze(int i, bool unsqueeze);
   void import_identity(int i);
   void import_constant_node(int i);
+  // Data movement (onnx_movement.cpp, onnx_movement_ops.cpp).
+  void import_slice(int i);
+  void import_gather(int i);
+  void import_resize(int i);
+  void import_split(int i);
+  void import_shape(int i);
+  void import_cast(int i);
 
  private:
   using Node = onnx::NodeProto;
@@ -66,8 +88,7 @@ class OnnxImporter {
   void finish_outputs();
 
   // Operand access: an activation, a constant, or an error (returns null and records it).
-  // `folded_ok`: the caller folds a pending Pad (Conv) or Transpose (MatMul's B) into itself.
-  const Value* activation(int i, int input_index, bool folded_ok = false);
+  const Value* activation(int i, int input_index);
   const Constant* constant(int i, int input_index, const std::string& role);
   const Constant* optional_constant(int i, int input_index, const std::string& role);
   bool is_constant(const std::string& name) const { return constants_.count(name) != 0; }
@@ -81,13 +102,41 @@ class OnnxImporter {
   int ir_readers(const std::string& ir_name);
   // Outputs beyond the first must be unused (e.g. MaxPool's indices).
   bool extra_outputs_unused(int i);
+  // An operator must work along the batch axis of a batched value: reports `message` and asks
+  // import_onnx to retry in whole-tensor mode (docs/onnx.md "Rank mapping").
+  void batch_axis_needed(int i, const std::string& message);
 
   // Helpers of the translators.
-  void fold_constant(int i, const Value& x, const Constant& c, OpKind kind);
+  // Folds x + c / x * c into the Conv / Gemm / MatMul producing x when c is a scalar or one
+  // value per channel; false (nothing done) otherwise.
+  bool fold_constant(int i, const Value& x, const Constant& c, OpKind kind);
+  // `output`: the IR / ONNX name of the result (default: the node's first output).
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
-                    const Constant* c, float beta);
+                    const Constant* c, float beta, const std::string& output = "");
   void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
+  void reduce_mean_rows(int i, const Value& x, std::vector<int64_t> axes, bool given);
   bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
+  // Operands 0 .. count-1 (all when count < 0) of a data-movement node; false after reporting.
+  bool move_operands(int i, std::vector<MoveOperand>& ops, int count = -1);
+  // The node's output `out` as the map `spec` over `ops`: a constant when every operand is one,
+  // otherwise a move layer (a free reshape when the map keeps the IR's element order).
+  void emit_move(int i, const std::string& out, const char* op, const std::vector<MoveOperand>& ops,
+                 const MoveSpec& spec);
+  void import_concat_move(int i);
+  void reshape_move(int i, const MoveOperand& x, const std::vector<int64_t>& per_sample);
+  // A move layer named `name` that holds value v in the layout `channels_first` (graph outputs).
+  void add_relayout(const Value& v, bool channels_first, const std::string& name,
+                    const std::string& where);
+  // onnx_affine.cpp: c broadcast (numpy rules) to x's per-sample ONNX shape, in ONNX order;
+  // returns an error message, empty when fine (a constant that differs along the batch axis
+  // asks for the whole-tensor mode, as batch_axis_needed).
+  std::string broadcast_to(const Value& x, const Constant& c, std::vector<float>& out);
+  // y = x * scale + shift per element (ONNX order, one sample) as a depthwise 1x1 conv.
+  // `output`: the result's name (default: the node's first output).
+  void import_affine(int i, const Value& x, std::vector<float> scale, std::vector<float> shift,
+                     const std::string& output = "");
+  void import_binary_constant(int i, const Value& x, const Constant& c, bool constant_first,
+                              char op);
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
@@ -106,6 +155,8 @@ class OnnxImporter {
   std::map<int, std::string> gelu_input_at_;  // last node of a GELU pattern -> its input x
   int64_t file_batch_ = 0;
   int opset_ = kMaxOpset;
+  bool whole_tensor_ = false;
+  bool needs_whole_tensor_ = false;
 };
 
 }  // namespace npusim::onnx_frontend

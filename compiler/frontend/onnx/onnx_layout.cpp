@@ -9,6 +9,15 @@
 
 namespace npusim::onnx_frontend {
 
+int64_t onnx_rank(const Value& v) { return int64_t(v.dims.size()) + (v.batched ? 1 : 0); }
+
+int sample_axis(const Value& v, int64_t onnx_axis) {
+  const int64_t rank = onnx_rank(v);
+  const int64_t a = onnx_axis < 0 ? onnx_axis + rank : onnx_axis;
+  if (a < 0 || a >= rank) return -2;
+  return static_cast<int>(v.batched ? a - 1 : a);
+}
+
 std::vector<int> ir_dims(const Value& v) {
   std::vector<int> out;
   if (v.channels_first) {

@@ -1,6 +1,6 @@
 // Layout between ONNX and the IR: ONNX tensors are channels first (NCHW / NCDHW), the IR is
-// channels last. A Value is an ONNX run-time tensor as the importer tracks it: its ONNX shape,
-// the IR tensor holding it, and the Pad or Transpose still to be folded into its reader.
+// channels last. A Value is an ONNX run-time tensor as the importer tracks it: its ONNX shape and
+// the IR tensor holding it.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -20,13 +20,16 @@ struct Value {
   std::vector<int64_t> flat_from;  // set when this is a flattened channels-first map [C,(D,)H,W]
                                    // with C > 1 and H*W > 1: the IR holds (D,)H,W,C order
   int layer = -1;                  // producing IR layer; -1 for the graph input
-  // Set on the output of a Pad: zero padding (begins, then ends, per spatial axis) that the Conv
-  // reading it adds to its own pads. The IR tensor is the unpadded one; `dims` are padded.
-  std::vector<int64_t> pending_pads;
-  // Set on the output of a Transpose of the last two axes: the MatMul reading it as its second
-  // input multiplies by the transpose of the IR tensor (which is the untransposed one).
-  bool pending_transpose = false;
+  // docs/onnx.md "Rank mapping": batched, ONNX axis 0 is the batch and `dims` are the rest; whole
+  // tensor (false), `dims` are the whole ONNX shape and the batch is 1.
+  bool batched = true;
 };
+
+// The ONNX rank of v: its dims plus the batch axis when batched.
+int64_t onnx_rank(const Value& v);
+// The sample axis (index into `dims`) of ONNX axis `onnx_axis` of v (negative: from the end);
+// -1 for the batch axis of a batched value, -2 when out of range.
+int sample_axis(const Value& v, int64_t onnx_axis);
 
 // The IR shape of a value: channels move last.
 std::vector<int> ir_dims(const Value& v);

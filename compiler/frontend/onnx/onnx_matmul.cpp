@@ -1,5 +1,6 @@
-// ONNX translators of the matrix family: Gemm and MatMul by a constant (dense layers),
-// MatMul of two run-time tensors, and Transpose folded into the MatMul that reads it.
+// ONNX translators of the matrix family: Gemm and MatMul by a constant (dense layers) and
+// MatMul of two run-time tensors (a Transpose of its second input folds into it in
+// compiler/passes/move_folding.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,32 +12,8 @@
 
 namespace npusim::onnx_frontend {
 
-// A Transpose of the last two axes of a (N, ..., rows, columns) tensor, folded into the MatMul
-// that reads it as its second input (attention's Q x K^T).
-void OnnxImporter::import_transpose(int i) {
-  const Node& n = g_.node(i);
-  const Value* x = activation(i, 0);
-  if (!x) return;
-  const size_t rank = x->dims.size() + 1;
-  std::vector<int64_t> swap_last(rank);
-  for (size_t a = 0; a < rank; ++a) swap_last[a] = static_cast<int64_t>(a);
-  if (rank >= 3) std::swap(swap_last[rank - 1], swap_last[rank - 2]);
-  const auto perm = attr_ints(n, "perm", {});
-  if (x->channels_first || rank < 3 || perm != swap_last || !x->flat_from.empty()) {
-    return fail(i, fmt::format("perm {} on input [N, {}]{}: npusim supports only swapping the last "
-                               "two axes of a (N, ..., rows, columns) tensor, perm {}, feeding a "
-                               "MatMul",
-                               dims_text(perm), fmt::join(x->dims, ", "),
-                               x->channels_first ? " (channels first)" : "", dims_text(swap_last)));
-  }
-  Value v = *x;
-  std::swap(v.dims[rank - 2], v.dims[rank - 3]);
-  v.pending_transpose = true;
-  alias(i, v);
-}
-
 void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
-                                const Constant* c, float beta) {
+                                const Constant* c, float beta, const std::string& output) {
   const Node& n = g_.node(i);
   if (a.channels_first) {
     return fail(i, fmt::format("input '{}' is a channels-first feature map [N, {}]; Flatten it "
@@ -61,8 +38,9 @@ void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool t
   }
   std::vector<int64_t> rows;
   if (!a.flat_from.empty()) rows = onnx_index_of_ir_index(a.flat_from);
-  const std::string out = n.output(0);
+  const std::string out = output.empty() ? n.output(0) : output;
   Value v;
+  v.batched = a.batched;
   v.dims = a.dims;
   v.dims.back() = units;
   Layer& l = add_layer(i, OpKind::kDense, {a.ir_name}, out);
@@ -90,16 +68,68 @@ void OnnxImporter::import_gemm(int i) {
   if (attr_int(n, "transA", 0) != 0) return fail(i, "transA 1 is not supported");
   const Value* a = activation(i, 0);
   if (!a) return;
-  if (a->dims.size() != 1) {
-    return fail(i,
-                fmt::format("input A [N, {}] must be 2-D (N, features)", fmt::join(a->dims, ", ")));
+  if (onnx_rank(*a) != 2) {
+    return fail(i, fmt::format("input A {} must be 2-D (rows, features)", dims_text(a->dims)));
   }
   const Constant* b = constant(i, 1, "B");
   if (!b) return;
   const Constant* c = optional_constant(i, 2, "C");
   if (n.input_size() > 2 && !n.input(2).empty() && !c) return;
-  import_dense(i, *a, *b, attr_int(n, "transB", 0) != 0, attr_float(n, "alpha", 1.0f), c,
-               attr_float(n, "beta", 1.0f));
+  const bool trans_b = attr_int(n, "transB", 0) != 0;
+  const float alpha = attr_float(n, "alpha", 1.0f), beta = attr_float(n, "beta", 1.0f);
+  const int64_t units = b->dims.size() == 2 ? b->dims[trans_b ? 0 : 1] : 0;
+  const bool row_bias =
+      !c || c->is_int || c->elements() == 1 ||
+      (c->elements() == static_cast<uint64_t>(units) && (c->dims.size() < 2 || c->dims[0] == 1));
+  if (row_bias) return import_dense(i, *a, *b, trans_b, alpha, c, beta);
+  // A bias that differs per row (C of shape (M, N) or (M, 1)): the product, then y + beta * C
+  // as a depthwise 1x1 conv.
+  const std::string product_name = g_.node(i).output(0) + "_product";
+  import_dense(i, *a, *b, trans_b, alpha, nullptr, 1.0f, product_name);
+  auto it = values_.find(product_name);
+  if (it == values_.end()) return;
+  std::vector<float> shift;
+  if (std::string problem = broadcast_to(it->second, *c, shift); !problem.empty()) {
+    return fail(i, "C: " + problem);
+  }
+  for (float& s : shift) s *= beta;
+  std::vector<float> ones(shift.size(), 1.0f);
+  import_affine(i, it->second, std::move(ones), std::move(shift));
+}
+
+// MatMul by a constant B: a dense layer over A's last axis. B of rank 1 (K) is a (K, 1) matrix
+// whose unit axis the result drops; B of rank 3 or 4 must repeat one matrix (leading axes of
+// size 1) and have no more axes than A.
+void OnnxImporter::import_matmul_constant(int i, const Value& a, const Constant& b) {
+  const std::string out = g_.node(i).output(0);
+  if (b.dims.size() > 2) {
+    const bool one_matrix =
+        std::all_of(b.dims.begin(), b.dims.end() - 2, [](int64_t d) { return d == 1; });
+    if (!one_matrix || static_cast<int64_t>(b.dims.size()) > onnx_rank(a)) {
+      return fail(i, fmt::format("weights '{}' {}: npusim multiplies by one matrix (leading axes "
+                                 "of size 1, no more axes than input A {}); a different matrix "
+                                 "per leading index is not supported",
+                                 g_.node(i).input(1), dims_text(b.dims), dims_text(a.dims)));
+    }
+    Constant matrix = b;
+    matrix.dims.assign(b.dims.end() - 2, b.dims.end());
+    return import_dense(i, a, matrix, false, 1.0f, nullptr, 1.0f);
+  }
+  if (b.dims.size() != 1) return import_dense(i, a, b, false, 1.0f, nullptr, 1.0f);
+  if (a.dims.size() < 2) {
+    return fail(i, fmt::format("A {} times a vector would leave no axis besides the batch",
+                               dims_text(a.dims)));
+  }
+  Constant column = b;
+  column.dims = {b.dims[0], 1};
+  const std::string column_out = out + "_column";
+  import_dense(i, a, column, false, 1.0f, nullptr, 1.0f, column_out);
+  auto it = values_.find(column_out);
+  if (it == values_.end()) return;
+  Value v = it->second;
+  v.dims.pop_back();
+  add_layer(i, OpKind::kReshape, {column_out}, out).reshape_to = ir_dims(v);
+  set_value(out, std::move(v));
 }
 
 void OnnxImporter::import_matmul(int i) {
@@ -108,16 +138,11 @@ void OnnxImporter::import_matmul(int i) {
   if (is_constant(n.input(1))) {
     const Value* a = activation(i, 0);
     if (!a) return;
-    return import_dense(i, *a, constants_.at(n.input(1)), false, 1.0f, nullptr, 1.0f);
+    return import_matmul_constant(i, *a, constants_.at(n.input(1)));
   }
   const Value* a = activation(i, 0);
-  const Value* b = activation(i, 1, true);
+  const Value* b = activation(i, 1);
   if (!a || !b) return;
-  if (!b->pending_pads.empty()) {
-    return fail(i, fmt::format("input 1 ('{}') comes from a Pad; npusim supports Pad only as "
-                               "zero padding folded into the Conv that reads it",
-                               n.input(1)));
-  }
   if (a->channels_first || b->channels_first || a->dims.size() < 2 ||
       a->dims.size() != b->dims.size()) {
     return fail(i, fmt::format("MatMul of two run-time tensors needs two (N, ..., rows, columns) "
@@ -133,7 +158,7 @@ void OnnxImporter::import_matmul(int i) {
   const std::string out = n.output(0);
   Value v = *a;
   v.dims.back() = b->dims.back();
-  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out).transpose_b = b->pending_transpose;
+  add_layer(i, OpKind::kMatMul, {a->ir_name, b->ir_name}, out);
   set_value(out, std::move(v));
 }
 

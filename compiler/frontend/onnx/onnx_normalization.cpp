@@ -15,32 +15,44 @@ void OnnxImporter::import_softmax(int i) {
   const Value* x = activation(i, 0);
   if (!x) return;
   const int opset = opset_;
-  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;  // with the batch
-  int64_t axis = attr_int(n, "axis", opset >= 13 ? -1 : 1);
-  if (axis < 0) axis += rank;
-  // Before opset 13 Softmax normalises over every axis from `axis` on; that matches the IR's
-  // softmax over the last (plain) or channel (channels first) axis when the extra axes have
-  // size 1.
-  bool ok = false;
-  if (axis >= 1 && axis < rank) {
-    const size_t a = static_cast<size_t>(axis - 1);  // per-sample index
-    if (x->channels_first) {
-      ok = a == 0 && (opset >= 13 || product(x->dims, 1) == 1);
-    } else {
-      ok = opset >= 13 ? a + 1 == x->dims.size() : product(x->dims, a) == x->dims.back();
-    }
-  }
-  if (!ok) {
-    return fail(
-        i, fmt::format("axis {} on input [N, {}]{}: npusim's softmax runs over the "
-                       "{} axis only (axis {})",
-                       attr_int(n, "axis", opset >= 13 ? -1 : 1), fmt::join(x->dims, ", "),
-                       x->channels_first ? " (channels first)" : "",
-                       x->channels_first ? "channel" : "last", x->channels_first ? 1 : rank - 1));
-  }
+  const int64_t given = attr_int(n, "axis", opset >= 13 ? -1 : 1);
+  const int a = sample_axis(*x, given);
+  const std::string what = fmt::format("axis {} on input {}", given, dims_text(x->dims));
+  if (a == -2) return fail(i, what + ": out of range");
+  if (a == -1) return batch_axis_needed(i, what + ": softmax along axis 0");
+  const auto ua = static_cast<size_t>(a);
   const std::string out = n.output(0);
+  if (x->channels_first) {
+    // The IR's softmax on a channels-last map runs over the channel axis.
+    if (a != 0 || (opset < 13 && product(x->dims, 1) != 1)) {
+      return fail(i, fmt::format("{} (channels first): npusim's softmax runs over the channel "
+                                 "axis of a feature map only (axis 1)",
+                                 what));
+    }
+    Value v = *x;
+    add_layer(i, OpKind::kSoftmax, {x->ir_name}, out);
+    return set_value(out, std::move(v));
+  }
+  // Softmax over the elements from axis a on (before opset 13), or over axis a when the axes
+  // after it have size 1: a softmax over the last axis of the tensor viewed as [outer, inner].
+  const int64_t inner =
+      opset < 13 ? product(x->dims, ua) : (product(x->dims, ua + 1) == 1 ? x->dims[ua] : 0);
+  if (inner == 0) {
+    return fail(i, what +
+                       ": npusim's softmax runs over the last axis, or an axis followed only "
+                       "by axes of size 1 (a softmax over any other axis needs a transpose)");
+  }
+  const std::vector<int> dims = ir_dims(*x);
+  const std::vector<int> view{static_cast<int>(product(x->dims) / inner), static_cast<int>(inner)};
+  const bool reshape = dims.back() != inner;
+  std::string in = x->ir_name;
+  if (reshape) {
+    in = out + "_rows";
+    add_layer(i, OpKind::kReshape, {x->ir_name}, in).reshape_to = view;
+  }
+  add_layer(i, OpKind::kSoftmax, {in}, reshape ? out + "_softmax" : out);
+  if (reshape) add_layer(i, OpKind::kReshape, {out + "_softmax"}, out).reshape_to = dims;
   Value v = *x;
-  add_layer(i, OpKind::kSoftmax, {x->ir_name}, out);
   set_value(out, std::move(v));
 }
 
@@ -53,30 +65,46 @@ void OnnxImporter::import_layer_norm(int i) {
   if (!scale) return;
   const Constant* bias = optional_constant(i, 2, "bias");
   if (n.input_size() > 2 && !n.input(2).empty() && !bias) return;
-  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
-  int64_t axis = attr_int(n, "axis", -1);
-  if (axis < 0) axis += rank;
-  if (x->channels_first || axis != rank - 1) {
-    return fail(i, fmt::format("axis {} on input [N, {}]{}: npusim normalises over the last axis "
-                               "of a (N, features) or (N, rows, features) tensor only",
-                               attr_int(n, "axis", -1), fmt::join(x->dims, ", "),
-                               x->channels_first ? " (channels first)" : ""));
+  const int64_t given = attr_int(n, "axis", -1);
+  const int a = sample_axis(*x, given);
+  const std::string what = fmt::format("axis {} on input {}", given, dims_text(x->dims));
+  if (a == -2) return fail(i, what + ": out of range");
+  if (a == -1) return batch_axis_needed(i, what + ": a normalization over axis 0");
+  if (x->channels_first) {
+    return fail(i, what +
+                       " (channels first): npusim normalises tensors in ONNX order, not the "
+                       "channels of a feature map");
   }
-  const int64_t f = x->dims.back();
-  for (const Constant* c : {scale, bias}) {
-    if (c && (c->is_int || c->elements() != static_cast<uint64_t>(f))) {
-      return fail(i, fmt::format("scale and bias must have {} floats, got shape {}", f,
-                                 dims_text(c->dims)));
-    }
+  // Over the axes from `a` on: the tensor viewed as [outer, inner] when they are not just the last.
+  const std::vector<int64_t> normalized(x->dims.begin() + a, x->dims.end());
+  const int64_t inner = product(normalized);
+  if (!x->flat_from.empty() && static_cast<size_t>(a) + 1 != x->dims.size()) {
+    return fail(i, what + ": the input is a flattened channels-first feature map");
   }
+  Value params_shape;  // scale and bias broadcast to the normalized axes
+  params_shape.batched = false;
+  params_shape.dims = normalized;
+  std::vector<float> gamma, beta(static_cast<size_t>(inner), 0.0f);
+  std::string problem = broadcast_to(params_shape, *scale, gamma);
+  if (problem.empty() && bias) problem = broadcast_to(params_shape, *bias, beta);
+  if (!problem.empty()) return fail(i, "scale / bias: " + problem);
   std::vector<int64_t> map;
   if (!x->flat_from.empty()) map = onnx_index_of_ir_index(x->flat_from);
   const std::string out = n.output(0);
-  Value v = *x;
-  Layer& l = add_layer(i, OpKind::kLayerNorm, {x->ir_name}, out);
+  const std::vector<int> dims = ir_dims(*x);
+  const bool reshape = normalized.size() > 1;
+  std::string in = x->ir_name;
+  if (reshape) {
+    in = out + "_rows";
+    add_layer(i, OpKind::kReshape, {x->ir_name}, in).reshape_to = {
+        static_cast<int>(product(x->dims) / inner), static_cast<int>(inner)};
+  }
+  Layer& l = add_layer(i, OpKind::kLayerNorm, {in}, reshape ? out + "_normalized" : out);
   l.epsilon = attr_float(n, "epsilon", 1e-5f);
-  l.gamma = permuted(scale->values, map);
-  l.beta = bias ? permuted(bias->values, map) : std::vector<float>(static_cast<size_t>(f), 0.0f);
+  l.gamma = permuted(gamma, map);
+  l.beta = permuted(beta, map);
+  if (reshape) add_layer(i, OpKind::kReshape, {out + "_normalized"}, out).reshape_to = dims;
+  Value v = *x;
   set_value(out, std::move(v));
 }
 
@@ -88,12 +116,12 @@ void OnnxImporter::import_batch_norm(int i) {
   if (attr_int(n, "training_mode", 0) != 0) {
     return fail(i, "training_mode 1 is not supported (inference only)");
   }
-  if (!x->channels_first && x->dims.size() != 1) {
-    return fail(i, fmt::format("input [N, {}]: npusim normalises the channels of a feature map or "
-                               "the features of an (N, features) tensor",
-                               fmt::join(x->dims, ", ")));
+  // The channel axis is ONNX axis 1.
+  const int ca = sample_axis(*x, 1);
+  if (ca < 0) {
+    return fail(i, fmt::format("input {} has no channel axis 1", dims_text(x->dims)));
   }
-  const int64_t channels = x->dims[0];
+  const int64_t channels = x->dims[static_cast<size_t>(ca)];
   const char* roles[4] = {"scale", "bias", "mean", "variance"};
   const Constant* params[4];
   for (int k = 0; k < 4; ++k) {
@@ -105,10 +133,28 @@ void OnnxImporter::import_batch_norm(int i) {
     }
   }
   const Layer* producer = x->layer >= 0 ? &graph_.layers[static_cast<size_t>(x->layer)] : nullptr;
-  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1) {
-    return fail(i, fmt::format("input '{}' must come from a Conv, Gemm or MatMul whose output "
-                               "nothing else reads: npusim folds batch normalization into it",
-                               n.input(0)));
+  // Folding scales the producer's output channels: the channel axis must be its last IR axis.
+  const bool channels_last_in_ir =
+      x->channels_first || static_cast<size_t>(ca) + 1 == x->dims.size();
+  if (!producer || !producer->has_weights() || ir_readers(x->ir_name) != 1 ||
+      !channels_last_in_ir) {
+    // Nothing to fold into: y = x * gamma / sqrt(var + eps) + (beta - mean * that), per channel,
+    // as a depthwise 1x1 conv.
+    const float eps = attr_float(n, "epsilon", 1e-5f);
+    Constant scale, shift;
+    scale.dims.assign(static_cast<size_t>(onnx_rank(*x) - 1), 1);  // (C, 1, ..., 1)
+    scale.dims[0] = channels;
+    shift.dims = scale.dims;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float s = params[0]->values[c] / std::sqrt(params[3]->values[c] + eps);
+      scale.values.push_back(s);
+      shift.values.push_back(params[1]->values[c] - params[2]->values[c] * s);
+    }
+    std::vector<float> s, b;
+    std::string problem = broadcast_to(*x, scale, s);
+    if (problem.empty()) problem = broadcast_to(*x, shift, b);
+    if (!problem.empty()) return fail(i, problem);
+    return import_affine(i, *x, std::move(s), std::move(b));
   }
   std::vector<int64_t> map;
   if (!x->flat_from.empty()) map = onnx_index_of_ir_index(x->flat_from);

@@ -88,18 +88,13 @@ void OnnxImporter::find_gelu_patterns() {
 
 // Add(x, constant) right after a Conv / Gemm / MatMul is that layer's bias; Mul(x, constant)
 // scales its output channels, so it scales the weights and the bias.
-void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKind kind) {
+bool OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKind kind) {
   const Node& n = g_.node(i);
   const bool add = kind == OpKind::kAdd;
   Layer* producer = x.layer >= 0 ? &graph_.layers[static_cast<size_t>(x.layer)] : nullptr;
   const bool foldable = producer && producer->has_weights() && ir_readers(x.ir_name) == 1 &&
                         producer->output == x.ir_name;
-  if (!foldable) {
-    return fail(i, fmt::format("{} of a constant is supported only as the {} of the Conv, Gemm "
-                               "or MatMul right before it, whose output nothing else reads",
-                               add ? "Add" : "Mul", add ? "bias" : "per-channel scale"));
-  }
-  if (c.is_int) return fail(i, "the constant must be float");
+  if (!foldable || c.is_int) return false;
   // Accepted broadcast shapes: a scalar, or one value per output channel / unit.
   const auto first = std::find_if(c.dims.begin(), c.dims.end(), [](int64_t d) { return d != 1; });
   const std::vector<int64_t> dims(first, c.dims.end());
@@ -112,11 +107,7 @@ void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   } else {
     per_unit = dims == std::vector<int64_t>{units};
   }
-  if (!per_unit && c.elements() != 1) {
-    return fail(i, fmt::format("the constant {} is not {} {} {}", dims_text(c.dims),
-                               add ? "a bias of" : "a scale of", units,
-                               producer->kind == OpKind::kConv ? "channels" : "units"));
-  }
+  if (!per_unit && c.elements() != 1) return false;
   auto value = [&](size_t u) { return c.values[per_unit ? u : 0]; };
   // Weights are [..][out] in both layouts: the output channel is the fastest index.
   if (!add) {
@@ -132,11 +123,10 @@ void OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   Value v = x;
   v.ir_name = n.output(0);
   values_[n.output(0)] = std::move(v);
+  return true;
 }
 
-// An Erf that find_gelu_patterns did not take into a GELU.
-void OnnxImporter::import_erf(int i) {
-  fail(i, "Erf is supported only inside the GELU pattern x * 0.5 * (1 + erf(x / sqrt(2)))");
-}
+// An Erf that find_gelu_patterns did not take into a GELU: the erf activation (a table in int8).
+void OnnxImporter::import_erf(int i) { import_activation(i, Activation::kErf); }
 
 }  // namespace npusim::onnx_frontend

@@ -11,8 +11,14 @@
 
 namespace npusim::onnx_frontend {
 
+// A concatenation of run-time tensors of one layout along their channel axis is a `concat`
+// layer; any other (another axis, mixed layouts, constants) is a move (onnx_movement.cpp).
 void OnnxImporter::import_concat(int i) {
   const Node& n = g_.node(i);
+  if (std::any_of(n.input().begin(), n.input().end(),
+                  [&](const std::string& in) { return is_constant(in); })) {
+    return import_concat_move(i);
+  }
   if (n.input_size() < 2) return fail(i, "expects 2 or more inputs");
   std::vector<const Value*> xs;
   for (int k = 0; k < n.input_size(); ++k) {
@@ -21,18 +27,19 @@ void OnnxImporter::import_concat(int i) {
     xs.push_back(x);
   }
   const Value& first = *xs[0];
+  if (!first.batched) return import_concat_move(i);  // a whole tensor (docs/onnx.md)
   const int64_t rank = static_cast<int64_t>(first.dims.size()) + 1;
   const auto* axis_attr = find_attr(n, "axis");
   if (!axis_attr) return fail(i, "attribute 'axis' is required");
   int64_t axis = axis_attr->i();
   if (axis < 0) axis += rank;
   const int64_t channel_axis = first.channels_first ? 1 : rank - 1;
-  if (axis != channel_axis) {
-    return fail(i, fmt::format("axis {} on inputs of rank {}: npusim concatenates along the {} "
-                               "axis only (axis {})",
-                               axis_attr->i(), rank, first.channels_first ? "channel" : "last",
-                               channel_axis));
+  bool channels = axis == channel_axis;
+  for (const Value* x : xs) {
+    channels = channels && x->channels_first == first.channels_first && x->flat_from.empty() &&
+               x->dims.size() == first.dims.size();
   }
+  if (!channels) return import_concat_move(i);
   const size_t ax = static_cast<size_t>(axis - 1);
   Value v = first;
   v.dims[ax] = 0;
@@ -46,12 +53,6 @@ void OnnxImporter::import_concat(int i) {
                               "concatenation axis",
                               x->ir_name, fmt::join(x->dims, ", "), fmt::join(first.dims, ", ")));
     }
-    if (!x->flat_from.empty()) {
-      return fail(i, fmt::format("input '{}' is a flattened feature map, whose element order in "
-                                 "npusim (H, W, C) differs from ONNX's; concatenate before "
-                                 "flattening",
-                                 x->ir_name));
-    }
     v.dims[ax] += x->dims[ax];
     inputs.push_back(x->ir_name);
   }
@@ -62,15 +63,29 @@ void OnnxImporter::import_concat(int i) {
 
 void OnnxImporter::import_flatten(int i) {
   const Node& n = g_.node(i);
+  if (is_constant(n.input(0))) {
+    const Constant& c = constants_.at(n.input(0));
+    std::vector<int64_t> axis{attr_int(n, "axis", 1)};
+    const auto rank = int64_t(c.dims.size());
+    if (axis[0] < -rank || axis[0] > rank) return fail(i, "axis is out of range");
+    if (axis[0] < 0) axis[0] += rank;
+    MoveOperand x{nullptr, &c, c.dims};
+    const std::vector<int64_t> head(c.dims.begin(), c.dims.begin() + axis[0]);
+    return reshape_move(i, x, {product(head), product(c.dims, size_t(axis[0]))});
+  }
   const Value* x = activation(i, 0);
   if (!x) return;
-  const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
+  const int64_t rank = onnx_rank(*x);
   int64_t axis = attr_int(n, "axis", 1);
   if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) return fail(i, fmt::format("axis {} is out of range", axis));
+  if (!x->batched) {  // a whole tensor: [product of the axes before, product of the rest]
+    const std::vector<int64_t> head(x->dims.begin(), x->dims.begin() + axis);
+    return reshape_value(i, *x, {product(head), product(x->dims, size_t(axis))});
+  }
   if (axis != 1) {
-    return fail(i, fmt::format("axis {}: only axis 1 (keep the batch, flatten the rest) is "
-                               "supported",
-                               attr_int(n, "axis", 1)));
+    return batch_axis_needed(
+        i, fmt::format("axis {}: a flatten that does not keep the batch", attr_int(n, "axis", 1)));
   }
   if (x->dims.size() == 1) return alias(i, *x);
   const std::string out = n.output(0);
@@ -80,8 +95,57 @@ void OnnxImporter::import_flatten(int i) {
   set_value(out, std::move(v));
 }
 
+namespace {
+
+// ONNX Reshape of a whole tensor `in` to `target` (0 copies unless allowzero, -1 infers); an
+// error message, empty when `out` is set.
+std::string reshape_target(const std::vector<int64_t>& in, std::vector<int64_t> target,
+                           bool allow_zero, std::vector<int64_t>& out) {
+  int64_t known = 1, inferred = -1;
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k] == 0 && !allow_zero && k < in.size()) target[k] = in[k];
+    if (target[k] == -1 && inferred < 0) {
+      inferred = int64_t(k);
+    } else if (target[k] < 0) {
+      return fmt::format("shape {} has a negative size", dims_text(target));
+    } else {
+      known *= target[k];
+    }
+  }
+  if (inferred >= 0 && known > 0) target[size_t(inferred)] = product(in) / known;
+  if (product(target) != product(in)) {
+    return fmt::format("shape {} does not hold the {} elements of {}", dims_text(target),
+                       product(in), dims_text(in));
+  }
+  out = std::move(target);
+  return "";
+}
+
+}  // namespace
+
 void OnnxImporter::import_reshape(int i) {
   const Node& n = g_.node(i);
+  const bool allow = attr_int(n, "allowzero", 0) != 0;
+  if (is_activation(n.input(0)) && !values_.at(n.input(0)).batched && n.input_size() > 1 &&
+      is_constant(n.input(1))) {
+    // docs/onnx.md "Rank mapping": a whole tensor reshapes like a constant.
+    const Value* x = activation(i, 0);
+    if (!x) return;
+    std::vector<int64_t> dims;
+    if (auto e = reshape_target(x->dims, constants_.at(n.input(1)).ints, allow, dims); !e.empty()) {
+      return fail(i, e);
+    }
+    return reshape_value(i, *x, dims);
+  }
+  if (is_constant(n.input(0)) && n.input_size() > 1 && is_constant(n.input(1))) {
+    // A constant (shape arithmetic, weights).
+    const Constant& c = constants_.at(n.input(0));
+    std::vector<int64_t> dims;
+    if (auto e = reshape_target(c.dims, constants_.at(n.input(1)).ints, allow, dims); !e.empty()) {
+      return fail(i, e);
+    }
+    return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
+  }
   const Value* x = activation(i, 0);
   if (!x) return;
   if (n.input_size() < 2 || !is_constant(n.input(1))) {
@@ -99,9 +163,9 @@ void OnnxImporter::import_reshape(int i) {
   const int64_t t0 = target[0];
   if (!((t0 == 0 && !allow_zero) || t0 == -1 || t0 == graph_.batch ||
         (file_batch_ > 0 && t0 == file_batch_))) {
-    return fail(i, fmt::format("shape {} changes the batch dimension (its first entry must be 0, "
-                               "-1 or the batch size {})",
-                               dims_text(target), graph_.batch));
+    return batch_axis_needed(i, fmt::format("shape {} changes the batch dimension (its first "
+                                            "entry must be 0, -1 or the batch size {})",
+                                            dims_text(target), graph_.batch));
   }
   std::vector<int64_t> per_sample(target.begin() + 1, target.end());
   int inferred = -1;
@@ -129,9 +193,9 @@ void OnnxImporter::import_reshape(int i) {
     known = elements;
   }
   if (per_sample.empty() || known != elements) {
-    return fail(i, fmt::format("shape {} does not hold the {} elements per sample of the input "
-                               "[N, {}]",
-                               dims_text(target), elements, fmt::join(x->dims, ", ")));
+    return batch_axis_needed(i, fmt::format("shape {} does not hold the {} elements per sample "
+                                            "of the input [N, {}]",
+                                            dims_text(target), elements, fmt::join(x->dims, ", ")));
   }
   reshape_value(i, *x, per_sample);
 }
@@ -143,6 +207,7 @@ void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_
   if (per_sample.size() == 1) {
     Value v;
     flatten_value(x, v);
+    v.batched = x.batched;
     add_layer(i, OpKind::kReshape, {x.ir_name}, out);
     return set_value(out, std::move(v));
   }
@@ -150,17 +215,21 @@ void OnnxImporter::reshape_value(int i, const Value& x, const std::vector<int64_
   // order only when its channel or its spatial extent is 1.
   const bool x_order_ok =
       x.flat_from.empty() && (!x.channels_first || x.dims[0] == 1 || product(x.dims, 1) == 1);
-  const bool out_channels_first = per_sample.size() >= 3;
+  const bool out_channels_first = !whole_tensor_ && per_sample.size() >= 3;
   const bool out_order_ok =
       !out_channels_first || per_sample[0] == 1 || product(per_sample, 1) == 1;
   if (!x_order_ok || !out_order_ok || per_sample.size() > 4) {
-    return fail(i, fmt::format("reshaping [N, {}] to [N, {}] would reorder elements between "
-                               "ONNX's channels-first layout and npusim's channels-last layout; "
-                               "only flattening a feature map and reshaping (N, features) / (N, "
-                               "rows, features) tensors are supported",
-                               fmt::join(x.dims, ", "), fmt::join(per_sample, ", ")));
+    // The elements move between the layouts (onnx_movement.cpp).
+    MoveOperand op{&x, nullptr, x.dims};
+    std::vector<int64_t> dims = per_sample;
+    if (x.batched) {
+      op.dims.insert(op.dims.begin(), 1);
+      dims.insert(dims.begin(), 1);
+    }
+    return reshape_move(i, op, dims);
   }
   Value v;
+  v.batched = x.batched;
   v.dims = per_sample;
   v.channels_first = out_channels_first;
   add_layer(i, OpKind::kReshape, {x.ir_name}, out).reshape_to = ir_dims(v);
@@ -192,10 +261,45 @@ bool OnnxImporter::read_axes(int i, int input_from_opset, std::vector<int64_t>& 
 }
 
 void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
-  const Value* x = activation(i, 0);
-  if (!x) return;
   std::vector<int64_t> axes;
   bool given;
+  const std::string& in = g_.node(i).input(0);
+  if (is_constant(in) || (is_activation(in) && !values_.at(in).batched)) {
+    // A constant (shape arithmetic) or a whole tensor: every axis counts, none is a batch.
+    const std::vector<int64_t>& full =
+        is_constant(in) ? constants_.at(in).dims : values_.at(in).dims;
+    if (!read_axes(i, 13, axes, given)) return;
+    if (unsqueeze && !given) return fail(i, "axes are required");
+    const auto out_rank = int64_t(full.size() + (unsqueeze ? axes.size() : 0));
+    std::vector<int64_t> dims;
+    for (int64_t& a : axes) {
+      if (a < -out_rank || a >= out_rank) return fail(i, fmt::format("axis {} is out of range", a));
+      if (a < 0) a += out_rank;
+    }
+    auto listed = [&](int64_t a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); };
+    for (int64_t a = 0, k = 0; a < out_rank; ++a) {
+      if (unsqueeze && listed(a)) {
+        dims.push_back(1);
+      } else if (!unsqueeze && (given ? listed(a) : full[size_t(a)] == 1)) {
+        if (full[size_t(a)] != 1) {
+          return fail(i, fmt::format("axis {} has size {}, not 1", a, full[size_t(a)]));
+        }
+      } else {
+        dims.push_back(full[size_t(unsqueeze ? k : a)]);
+      }
+      if (unsqueeze && !listed(a)) ++k;
+    }
+    if (is_constant(in)) {
+      const Constant& c = constants_.at(in);
+      return reshape_move(i, MoveOperand{nullptr, &c, c.dims}, dims);
+    }
+    if (dims.empty()) return fail(i, "the result would be a scalar");
+    const Value* x = activation(i, 0);
+    if (x) reshape_value(i, *x, dims);
+    return;
+  }
+  const Value* x = activation(i, 0);
+  if (!x) return;
   if (!read_axes(i, 13, axes, given)) return;
   const int64_t rank = static_cast<int64_t>(x->dims.size()) + 1;
   if (unsqueeze && !given) return fail(i, "axes are required");
@@ -205,6 +309,12 @@ void OnnxImporter::import_squeeze(int i, bool unsqueeze) {
     }
   }
   const int64_t out_rank = unsqueeze ? rank + static_cast<int64_t>(axes.size()) : rank;
+  for (int64_t a : axes) {
+    if (a == 0 || a == -out_rank) {
+      return batch_axis_needed(i, fmt::format("axes {}: {} axis 0", dims_text(axes),
+                                              unsqueeze ? "unsqueezing" : "squeezing"));
+    }
+  }
   if (auto problem = normalize_axes(axes, out_rank); !problem.empty()) return fail(i, problem);
   std::vector<int64_t> dims;
   if (unsqueeze) {

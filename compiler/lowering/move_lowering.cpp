@@ -1,0 +1,178 @@
+// Data movement (OpKind::kMove) on the DMA queues. The per-element source table is compressed
+// into strided boxes: runs of consecutive output elements that copy consecutive elements of one
+// input, then runs of equal length at a constant distance (a 2-D box), then such boxes at a
+// constant distance (a 3-D box). Each box is one load DRAM -> unified buffer (packed) and one
+// store buffer -> DRAM with the output's strides; between them the vector unit rescales int8
+// values when an input's scale differs from the output's (a concatenation of differently scaled
+// tensors). Constant elements (padding, constant operands) come from a block in DRAM that holds
+// them in output order.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "arch/activation.hpp"
+#include "arch/quant.hpp"
+#include "compiler/lowering/lowering_context.hpp"
+#include "support/error.hpp"
+
+namespace npusim::lowering {
+
+namespace {
+
+// count[2] boxes of count[1] runs of `len` elements; strides in elements.
+struct MoveBox {
+  int input = -1;  // -1: the constant block
+  uint64_t in_start = 0, out_start = 0, len = 0;
+  uint64_t count[2] = {1, 1};
+  uint64_t in_stride[2] = {0, 0}, out_stride[2] = {0, 0};
+  uint64_t elements() const { return len * count[0] * count[1]; }
+};
+
+// Runs no longer than max_len, in output order. The constants copied are appended to `block` in
+// output order, so constant runs are consecutive in it.
+std::vector<MoveBox> runs(const Layer& l, uint64_t max_len, std::vector<float>& block) {
+  std::vector<MoveBox> out;
+  for (uint64_t j = 0; j < l.move_from.size(); ++j) {
+    const MoveSource& s = l.move_from[j];
+    const uint64_t at = s.input < 0 ? block.size() : uint64_t(s.element);
+    if (s.input < 0) block.push_back(l.move_constants[size_t(s.element)]);
+    if (!out.empty()) {
+      MoveBox& r = out.back();
+      if (r.input == s.input && at == r.in_start + r.len && r.len < max_len) {
+        ++r.len;
+        continue;
+      }
+    }
+    MoveBox r;
+    r.input = s.input;
+    r.in_start = at;
+    r.out_start = j;
+    r.len = 1;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Merges consecutive boxes along level `level` (0: runs into 2-D boxes, 1: 2-D into 3-D boxes)
+// while the box stays within max_elements.
+std::vector<MoveBox> group(const std::vector<MoveBox>& in, int level, uint64_t max_elements) {
+  std::vector<MoveBox> out;
+  for (const MoveBox& b : in) {
+    if (!out.empty()) {
+      MoveBox& g = out.back();
+      bool same = g.input == b.input && g.len == b.len &&
+                  g.elements() + b.elements() <= max_elements && b.out_start > g.out_start &&
+                  b.in_start >= g.in_start;
+      if (level == 1) {
+        same = same && g.count[0] == b.count[0] && g.in_stride[0] == b.in_stride[0] &&
+               g.out_stride[0] == b.out_stride[0];
+      }
+      if (same) {
+        const uint64_t din = b.in_start - g.in_start, dout = b.out_start - g.out_start;
+        if (g.count[level] == 1) {
+          g.in_stride[level] = din;
+          g.out_stride[level] = dout;
+          ++g.count[level];
+          continue;
+        }
+        if (din == g.count[level] * g.in_stride[level] &&
+            dout == g.count[level] * g.out_stride[level]) {
+          ++g.count[level];
+          continue;
+        }
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Lowering::dma_box(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr,
+                       const uint32_t (&count)[3], const uint64_t (&stride)[2]) {
+  DmaOp d;
+  d.buffer = BufferId::kUnified;
+  d.buffer_addr = ub_addr;
+  d.dram_addr = dram_addr;
+  std::copy(count, count + 3, d.count);
+  std::copy(stride, stride + 2, d.dram_stride);
+  d.transpose_element_bytes = es_;
+  const bool load = unit == UnitKind::kDmaLoad;
+  const uint64_t dram_end =
+      dram_addr + (count[2] - 1) * stride[1] + (count[1] - 1) * stride[0] + count[0];
+  emit(unit, 0, d,
+       {{BufferId::kDram, dram_addr, dram_end, !load},
+        {BufferId::kUnified, ub_addr, ub_addr + d.bytes(), load}});
+  (load ? current_->dram_read_bytes : current_->dram_write_bytes) += d.bytes();
+}
+
+bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
+  // Two slots for loaded boxes and two for rescaled ones.
+  const uint64_t slot = ub_capacity() / 4 / kAlign * kAlign;
+  if (slot < uint64_t(es_)) {
+    return fail(fmt::format("layer '{}' does not fit: the unified buffer ({} bytes) is too small",
+                            l.name, ub_capacity()));
+  }
+  const uint64_t max_elements = slot / es_;
+  std::vector<float> constants;
+  std::vector<MoveBox> boxes =
+      group(group(runs(l, max_elements, constants), 0, max_elements), 1, max_elements);
+  uint64_t constants_dram = 0;
+  if (!constants.empty()) {
+    // The constants on the output's scale (int8) or in bf16.
+    std::vector<uint8_t> bytes(constants.size() * es_);
+    for (size_t i = 0; i < constants.size(); ++i) {
+      if (es_ == 1) {
+        bytes[i] = static_cast<uint8_t>(saturate_round(constants[i] / l.out_scale));
+      } else {
+        const uint16_t bits = float_to_bf16_bits(constants[i]);
+        std::memcpy(&bytes[i * 2], &bits, 2);
+      }
+    }
+    constants_dram = dram_param(bytes.data(), bytes.size());
+    program_.dram_bytes = std::max(program_.dram_bytes, dram_top_);
+  }
+  rec.tiling = fmt::format("{} strided boxes per sample", boxes.size());
+  const uint64_t out_elements = l.out_shape.elements();
+  int n = 0;
+  for (int img = 0; img < graph_.batch; ++img) {
+    for (const MoveBox& b : boxes) {
+      const auto k = static_cast<size_t>(b.input);
+      const uint64_t src_dram =
+          b.input < 0 ? constants_dram + b.in_start * es_
+                      : tensor_addr_.at(l.inputs[k]) +
+                            (uint64_t(img) * l.in_shapes[k].elements() + b.in_start) * es_;
+      const uint64_t dst_dram =
+          tensor_addr_.at(l.output) + (img * out_elements + b.out_start) * es_;
+      const uint32_t count[3] = {static_cast<uint32_t>(b.len * es_),
+                                 static_cast<uint32_t>(b.count[0]),
+                                 static_cast<uint32_t>(b.count[1])};
+      const uint64_t in_stride[2] = {b.in_stride[0] * es_, b.in_stride[1] * es_};
+      const uint64_t out_stride[2] = {b.out_stride[0] * es_, b.out_stride[1] * es_};
+      const uint64_t bytes = b.elements() * es_;
+      uint64_t ub = (n % 2) * slot;
+      dma_box(UnitKind::kDmaLoad, ub, src_dram, count, in_stride);
+      const float ratio = b.input < 0 || l.input_ratios.empty() ? 1.0f : l.input_ratios[k];
+      if (es_ == 1 && ratio != 1.0f) {
+        const uint64_t scaled = (2 + n % 2) * slot;
+        EltwiseOp e;
+        e.kind = EltwiseKind::kRescale;
+        e.a_ub_addr = ub, e.out_ub_addr = scaled;
+        e.rows = 1, e.cols = static_cast<int>(b.elements());
+        e.a_ld = e.out_ld = e.cols;
+        e.ra = ratio;
+        emit(UnitKind::kVector, 0, e,
+             {{BufferId::kUnified, ub, ub + bytes, false},
+              {BufferId::kUnified, scaled, scaled + bytes, true}});
+        ub = scaled;
+      }
+      dma_box(UnitKind::kDmaStore, ub, dst_dram, count, out_stride);
+      ++n;
+    }
+  }
+  return true;
+}
+
+}  // namespace npusim::lowering

@@ -74,26 +74,32 @@ struct Compiled {
   Graph graph;
   Program program;
   std::vector<uint8_t> input;  // stored bytes of the input batch (int8 or bf16)
+  // int8 with values: every tensor of the reference on `input`, from the calibration.
+  std::map<std::string, Tensor8> reference;
 };
 
+// `values` false: a timing-only run's compilation (quantize_graph_for_timing, no reference).
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
-                          std::optional<DataType> dtype) {
+                          std::optional<DataType> dtype, bool values = true) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
   c.graph.dtype = dtype.value_or(c.hw.data_types.activation);
   c.input = input_npy.empty() ? random_input_bytes(c.graph, seed)
                               : read_input_npy(input_npy, c.graph, batch.has_value());
-  materialize_parameters(c.graph, seed);
+  // Generated weights are drawn when quantized, never all at once (VGG-16's are 553 MB).
+  materialize_parameters(c.graph, seed, WeightStorage::kOnDemand);
   optimize_graph(c.graph);
   if (c.graph.dtype == DataType::kBf16) {
     prepare_bf16(c.graph);
+  } else if (values) {
+    quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), &c.reference);
   } else {
-    quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()));
-    // From here on the int8 weights stand for the float ones (VGG-16's are 553 MB).
-    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
+    quantize_graph_for_timing(c.graph);
   }
+  // From here on the int8 or bf16 weights stand for the given float ones.
+  for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
   CompileResult result = compile(c.graph, c.hw);
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
@@ -113,7 +119,8 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
                           batch_option(vm), vm["seed"].as<uint64_t>(),
-                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm));
+                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
+                          !vm.count("values") || vm["values"].as<std::string>() == "on");
 }
 
 void add_target_options(po::options_description& o) {
@@ -209,7 +216,8 @@ int command_run(const std::vector<std::string>& args) {
                            values == "on"};
   const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);
   SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
-                                {timeline.get(), traces.vcd_path()});
+                                {timeline.get(), traces.vcd_path()},
+                                c.reference.empty() ? nullptr : &c.reference);
   if (timeline) traces.write(*timeline, c.hw, c.program, r.stats);
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {

@@ -104,6 +104,11 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
+  // The program holds the int8 weights now; only the reference reads the graph's copy, and it
+  // has run already (the calibration's tensors) or will not run (timing only).
+  if (c.graph.dtype == DataType::kInt8) {
+    for (Layer& l : c.graph.layers) std::vector<int8_t>().swap(l.qweights);
+  }
   return c;
 }
 
@@ -215,9 +220,9 @@ int command_run(const std::vector<std::string>& args) {
   const RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed,
                            values == "on"};
   const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
-                                {timeline.get(), traces.vcd_path()},
-                                c.reference.empty() ? nullptr : &c.reference);
+  SimulationResult r =
+      simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
+               {timeline.get(), traces.vcd_path()}, c.reference.empty() ? nullptr : &c.reference);
   if (timeline) traces.write(*timeline, c.hw, c.program, r.stats);
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {

@@ -167,6 +167,17 @@ void for_each_weight_row(const Layer& l, const std::function<void(size_t, const 
   }
 }
 
+bool draw_weights(Layer& l, uint64_t max_values) {
+  const size_t n = size_t(l.filters);
+  if (!l.weight_draw.pending || l.reduction() * n > max_values) return false;
+  std::vector<float> w(l.reduction() * n);
+  for_each_weight_row(
+      l, [&](size_t r, const float* row) { std::copy(row, row + n, w.begin() + long(r * n)); });
+  l.weights = std::move(w);
+  l.weight_draw = {};
+  return true;
+}
+
 void scale_weight_columns(Layer& l, const std::vector<float>& factor) {
   const size_t n = size_t(l.filters);
   NPUSIM_CHECK(factor.size() == n, "layer {}: {} channel factors for {} channels", l.name,

@@ -21,6 +21,9 @@ void materialize_parameters(Graph& graph, uint64_t seed,
 // in order: the stored weights, or the generated ones drawn again (the buffer is reused between
 // calls).
 void for_each_weight_row(const Layer& layer, const std::function<void(size_t, const float*)>& f);
+// Draws a layer's pending weights into `weights` if they are at most `max_values` (the
+// for_each_weight_row values); true if it did.
+bool draw_weights(Layer& layer, uint64_t max_values);
 // Scales output channel j of the layer's weights by factor[j] (a folded batch norm), stored or
 // drawn on demand.
 void scale_weight_columns(Layer& layer, const std::vector<float>& factor);

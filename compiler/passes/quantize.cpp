@@ -104,7 +104,9 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]));
   } else if (l.has_weights()) {
     // Row by row (channel j is the column): one pass in memory order for the per-channel
-    // maxima, one for the quantized weights (weights drawn on demand are drawn twice).
+    // maxima, one for the quantized weights. Generated weights are drawn here, once, and freed
+    // after; those of a layer over 256 MiB as floats (VGG-16's fc6) are drawn once per pass.
+    const bool drawn = draw_weights(l, uint64_t{64} << 20);
     std::vector<float> sw(n, 0.0f);
     for_each_weight_row(l, [&](size_t, const float* w) {
       for (int j = 0; j < n; ++j) sw[j] = std::max(sw[j], std::fabs(w[j]));
@@ -118,6 +120,7 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
       int8_t* q = l.qweights.data() + r * n;
       for (int j = 0; j < n; ++j) q[j] = saturate_round(w[j] / sw[j]);
     });
+    if (drawn) std::vector<float>().swap(l.weights);
   } else {
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]) * l.in_scales[1]);
   }

@@ -42,6 +42,7 @@ void split_into_bursts(uint64_t addr, uint64_t len, uint64_t burst_bytes, F&& f)
 struct DmaParams {
   uint64_t burst_bytes = 0;  // 0: one transaction per row
   int max_outstanding = 0;   // bursts in flight; 0: no limit
+  bool values = true;        // false (timing-only runs): the engine moves no bytes
 };
 
 struct DmaBurst {

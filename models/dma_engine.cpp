@@ -100,14 +100,14 @@ void DmaEngine::execute(const Instruction& instr) {
   op_ = op;
   instr_ = &instr;
   load_ = load;
-  if (op->transpose) staging_.resize(op->bytes());
-  local_ = op->transpose ? staging_.data() : local;
+  if (op->transpose && params_.values) staging_.resize(op->bytes());
+  local_ = op->transpose && params_.values ? staging_.data() : local;
   transfer_.emplace(*op, params_, start);
   conflicts_ = 0;
   pump();
   if (!transfer_->finished()) wait(done_event_);
   NPUSIM_CHECK(transfer_->finished(), "{}: instruction {} woke unfinished", name(), instr.id);
-  if (op->transpose) {  // row i1 of the box becomes column i1 of the buffer, element by element
+  if (op->transpose && params_.values) {  // row i1 of the box becomes column i1 of the buffer
     const uint32_t eb = static_cast<uint32_t>(op->transpose_element_bytes);
     for (uint32_t i1 = 0; i1 < op->count[1]; ++i1) {
       for (uint32_t j = 0; j < op->count[0] / eb; ++j) {

@@ -116,8 +116,8 @@ void DramMemory::admit_waiting() {
     while (!fifo.empty()) {
       const InFlight& f = in_flight_[fifo.front()];
       // The channel's own check first: a full queue costs no address decode.
-      if (!memory_.channel(int(ch)).will_accept(f.payload->is_write())) break;
-      memory_.add_request(f.payload->get_address(), f.payload->is_write(), fifo.front());
+      if (!memory_.channel(int(ch)).will_accept(f.is_write)) break;
+      memory_.add_request(f.address, f.is_write, fifo.front());
       fifo.pop_front();
       --waiting_count_;
     }
@@ -180,8 +180,9 @@ void DramMemory::admit_arrivals(uint64_t c) {
       slot = static_cast<uint32_t>(in_flight_.size());
       in_flight_.emplace_back();
     }
-    in_flight_[slot] = {a.payload, a.initiator};
-    waiting_[memory_.mapper().map(a.payload->get_address()).channel].push_back(slot);
+    const dram::DramAddress address = memory_.mapper().map(a.payload->get_address());
+    in_flight_[slot] = {a.payload, a.initiator, address, a.payload->is_write()};
+    waiting_[address.channel].push_back(slot);
     ++waiting_count_;
   }
   admit_waiting();

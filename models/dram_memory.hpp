@@ -97,6 +97,8 @@ class DramMemory : public OffChipMemoryInterface {
   struct InFlight {
     tlm::tlm_generic_payload* payload = nullptr;
     int initiator = 0;
+    dram::DramAddress address;  // decoded once, on arrival
+    bool is_write = false;
   };
 
   tlm::tlm_sync_enum nb_transport_fw(int initiator, tlm::tlm_generic_payload& payload,

@@ -21,10 +21,10 @@ void OffChipMemoryInterface::move_bytes(tlm::tlm_generic_payload& payload) {
                "{}: access [{:#x}, {:#x}) beyond the {} bytes in use", name(), addr, addr + len,
                data_.size());
   if (payload.is_read()) {
-    std::memcpy(payload.get_data_ptr(), data_.data() + addr, len);
+    if (moves_bytes_) std::memcpy(payload.get_data_ptr(), data_.data() + addr, len);
     bytes_read_ += len;
   } else {
-    std::memcpy(data_.data() + addr, payload.get_data_ptr(), len);
+    if (moves_bytes_) std::memcpy(data_.data() + addr, payload.get_data_ptr(), len);
     bytes_written_ += len;
   }
 }

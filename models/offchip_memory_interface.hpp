@@ -24,6 +24,7 @@
 #include "models/clock.hpp"
 #include "support/stats.hpp"
 #include "support/timeline.hpp"
+#include "support/zeroed_bytes.hpp"
 
 namespace npusim {
 
@@ -31,7 +32,9 @@ class OffChipMemoryInterface : public sc_core::sc_module {
  public:
   tlm_utils::multi_passthrough_target_socket<OffChipMemoryInterface> socket;
 
-  std::vector<uint8_t>& contents() { return data_; }
+  ZeroedBytes& contents() { return data_; }
+  // false (timing-only runs): accesses are checked and counted but no byte moves.
+  void set_moves_bytes(bool moves) { moves_bytes_ = moves; }
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t bytes_written() const { return bytes_written_; }
   // Bytes of one burst: the DMA cuts its rows at multiples of it; 0 keeps each row whole.
@@ -60,8 +63,9 @@ class OffChipMemoryInterface : public sc_core::sc_module {
   // Checks that the payload lies inside the contents, then copies and counts its bytes.
   void move_bytes(tlm::tlm_generic_payload& payload);
 
-  std::vector<uint8_t> data_;
+  ZeroedBytes data_;
   const CoreClock& clock_;
+  bool moves_bytes_ = true;
 
  private:
   tlm::tlm_sync_enum transport_fw(int initiator, tlm::tlm_generic_payload& payload,

@@ -8,7 +8,7 @@
 namespace npusim {
 
 namespace {
-void init(std::vector<uint8_t>& data, uint64_t& bank_bytes, int& banks, const BufferConfig& c) {
+void init(ZeroedBytes& data, uint64_t& bank_bytes, int& banks, const BufferConfig& c) {
   data.resize(c.capacity_bytes);
   banks = c.banks;
   bank_bytes = c.bank_bytes();

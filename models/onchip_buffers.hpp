@@ -23,6 +23,7 @@
 #include "arch/isa.hpp"
 #include "arch/program.hpp"
 #include "models/clock.hpp"
+#include "support/zeroed_bytes.hpp"
 
 namespace npusim {
 
@@ -53,7 +54,7 @@ class OnChipBuffers {
     uint32_t first_bank, last_bank;
   };
   struct Buffer {
-    std::vector<uint8_t> data;
+    ZeroedBytes data;
     uint64_t bank_bytes = 1;
     int banks = 1;
     std::deque<Use> uses;  // compute instructions that may still hold banks

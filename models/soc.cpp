@@ -17,9 +17,9 @@ std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int 
   return ids;
 }
 
-DmaParams Soc::dma_params(const HwConfig& hw) const {
+DmaParams Soc::dma_params(const HwConfig& hw, bool values) const {
   // A memory that completes every request at once (the simple one) never fills the window.
-  return DmaParams{memory->burst_bytes(), hw.memory.max_outstanding_bursts};
+  return DmaParams{memory->burst_bytes(), hw.memory.max_outstanding_bursts, values};
 }
 
 Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
@@ -30,13 +30,13 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
       scoreboard("scoreboard", program.instructions.size(), clock),
       memory(make_offchip_memory(hw, program.dram_bytes, clock)),
       dma_load(to_string(UnitKind::kDmaLoad), program, stream_of(program, UnitKind::kDmaLoad, 0),
-               scoreboard, clock, buffers, dma_params(hw)),
+               scoreboard, clock, buffers, dma_params(hw, compute_values)),
       dma_store(to_string(UnitKind::kDmaStore), program, stream_of(program, UnitKind::kDmaStore, 0),
-                scoreboard, clock, buffers, dma_params(hw)),
+                scoreboard, clock, buffers, dma_params(hw, compute_values)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
                   clock, buffers, hw.vector_unit, compute_values) {
-  add_queues(hw, program, UnitKind::kDmaLoad, dma_load, load_queues);
-  add_queues(hw, program, UnitKind::kDmaStore, dma_store, store_queues);
+  add_queues(dma_params(hw, compute_values), program, UnitKind::kDmaLoad, dma_load, load_queues);
+  add_queues(dma_params(hw, compute_values), program, UnitKind::kDmaStore, dma_store, store_queues);
   buffers.track_conflicts(&program, &scoreboard, &clock);
   systolic::ArrayParams array;
   array.rows = hw.matrix_unit.rows;
@@ -51,14 +51,18 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
         scoreboard, clock, buffers, array, fidelity, compute_values));
   }
   for (ExecutionUnit* u : mutable_units()) u->set_buffer_ports(buffer_ports(hw, program.dtype));
+  // Timing only: no byte moves, so the memory image stays untouched.
+  memory->set_moves_bytes(compute_values);
   for (const auto& segment : program.dram_init) {
-    std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),
-                segment.bytes.size());
+    if (compute_values) {
+      std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),
+                  segment.bytes.size());
+    }
   }
 }
 
-void Soc::add_queues(const HwConfig& hw, const Program& program, UnitKind kind, DmaEngine& first,
-                     std::vector<DmaEngine*>& queues) {
+void Soc::add_queues(const DmaParams& params, const Program& program, UnitKind kind,
+                     DmaEngine& first, std::vector<DmaEngine*>& queues) {
   int count = 1;
   for (const auto& instr : program.instructions) {
     if (instr.unit == kind) count = std::max(count, instr.unit_index + 1);
@@ -67,7 +71,7 @@ void Soc::add_queues(const HwConfig& hw, const Program& program, UnitKind kind, 
   for (int i = 1; i < count; ++i) {
     extra_queues_.push_back(std::make_unique<DmaEngine>(
         fmt::format("{}{}", to_string(kind), i).c_str(), program, stream_of(program, kind, i),
-        scoreboard, clock, buffers, dma_params(hw)));
+        scoreboard, clock, buffers, params));
     queues.push_back(extra_queues_.back().get());
   }
   // Binding order is the initiator order of the memory's socket (simultaneous requests: loads

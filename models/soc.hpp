@@ -29,7 +29,7 @@ class Soc : public sc_core::sc_module {
       systolic::Fidelity fidelity, bool compute_values = true);
 
   // Functional bytes of off-chip memory.
-  std::vector<uint8_t>& memory_contents() { return memory->contents(); }
+  ZeroedBytes& memory_contents() { return memory->contents(); }
   uint64_t memory_bytes_read() const { return memory->bytes_read(); }
   uint64_t memory_bytes_written() const { return memory->bytes_written(); }
   // Brings the memory model to `end_cycle` (the run's last cycle) and registers the figures of
@@ -59,8 +59,8 @@ class Soc : public sc_core::sc_module {
  private:
   std::vector<ExecutionUnit*> mutable_units();
   static std::vector<uint32_t> stream_of(const Program& program, UnitKind kind, int index);
-  DmaParams dma_params(const HwConfig& hw) const;
-  void add_queues(const HwConfig& hw, const Program& program, UnitKind kind, DmaEngine& first,
+  DmaParams dma_params(const HwConfig& hw, bool values) const;
+  void add_queues(const DmaParams& params, const Program& program, UnitKind kind, DmaEngine& first,
                   std::vector<DmaEngine*>& queues);
 
   std::vector<std::unique_ptr<DmaEngine>> extra_queues_;

@@ -80,13 +80,17 @@ struct Compiled {
   std::string calibration = "none";  // what int8 scales were calibrated on (stats.json)
   int calibration_samples = 0;
   CalibrationOptions calibration_options;
+  // int8 calibrated on the run's own input: every tensor of the reference on `input`, from the
+  // calibration, so the check need not run the reference again.
+  std::map<std::string, Tensor8> reference;
 };
 
 // `keep_real_weights`: keep the float weights of an int8 graph for the float32 reference.
+// `values` false: a timing-only run's compilation (quantize_graph_for_timing, no reference).
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
                           std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
-                          bool keep_real_weights = false) {
+                          bool keep_real_weights = false, bool values = true) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
@@ -98,8 +102,10 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                     calibration.file));
   }
   // Before any file may set the input scale: generated weights depend on the seed and the graph
-  // only, so runs that calibrate differently run the same network.
-  materialize_parameters(c.graph, seed);
+  // only, so runs that calibrate differently run the same network. They are drawn when quantized,
+  // never all at once (VGG-16's are 553 MB), unless the float32 reference needs them.
+  materialize_parameters(c.graph, seed,
+                         keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
   std::optional<CalibrationBatch> separate;
   if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
   InputBatch in = input_npy.empty() ? random_input(c.graph, seed)
@@ -111,25 +117,32 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   optimize_graph(c.graph);
   if (!int8) {
     prepare_bf16(c.graph);
-  } else {
+  } else if (values) {
     if (separate) {
       quantize_graph(c.graph, separate->codes, separate->samples, calibration.options);
     } else {
       quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,
-                     calibration.options);
+                     calibration.options, &c.reference);
     }
     c.calibration = calibration_source(calibration);
     c.calibration_samples = separate ? separate->samples : c.graph.batch;
     c.calibration_options = calibration.options;
-    // From here on the int8 weights stand for the float ones (VGG-16's are 553 MB).
-    if (!keep_real_weights) {
-      for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
-    }
+  } else {
+    quantize_graph_for_timing(c.graph);  // calibrates nothing: quantization.calibration "none"
+  }
+  // From here on the int8 or bf16 weights stand for the given float ones.
+  if (!keep_real_weights) {
+    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
   }
   CompileResult result = compile(c.graph, c.hw);
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
+  // The program holds the int8 weights now; only the reference reads the graph's copy, and it
+  // has run already (the calibration's tensors) or will not run (timing only).
+  if (int8 && (!values || !c.reference.empty())) {
+    for (Layer& l : c.graph.layers) std::vector<int8_t>().swap(l.qweights);
+  }
   return c;
 }
 
@@ -146,7 +159,8 @@ Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
                           batch_option(vm), vm["seed"].as<uint64_t>(),
                           vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
-                          calibration_request(vm), vm.count("save-float-outputs") > 0);
+                          calibration_request(vm), vm.count("save-float-outputs") > 0,
+                          !vm.count("values") || vm["values"].as<std::string>() == "on");
 }
 
 void add_target_options(po::options_description& o) {
@@ -273,8 +287,9 @@ int command_run(const std::vector<std::string>& args) {
     }
   }
   const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
-                                {timeline.get(), traces.vcd_path()});
+  SimulationResult r =
+      simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
+               {timeline.get(), traces.vcd_path()}, c.reference.empty() ? nullptr : &c.reference);
   if (timeline) traces.write(*timeline, c.hw, c.program, r.stats);
   if (!save_dir.empty()) {
     for (size_t i = 0; i < c.program.outputs.size(); ++i) {

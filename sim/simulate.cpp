@@ -136,7 +136,8 @@ void check_tensor(const std::string& layer, const uint8_t* sim_bytes, uint64_t e
 // Every layer's output tensor in simulated off-chip memory against the reference (the graph's
 // outputs are among them).
 void check_tensors(const Program& program, const Graph& graph, const std::vector<uint8_t>& input,
-                   const uint8_t* memory, SimulationResult& r) {
+                   const uint8_t* memory, const std::map<std::string, Tensor8>* reference,
+                   SimulationResult& r) {
   FunctionalCheck& c = r.check;
   c.checked = true;
   c.within_tolerance = true;
@@ -144,16 +145,17 @@ void check_tensors(const Program& program, const Graph& graph, const std::vector
   c.tolerance = int8 ? 0.0 : kBf16Tolerance;
   std::map<std::string, Tensor8> ref8;
   std::map<std::string, TensorF> ref16;
-  if (int8) {
+  if (int8 && reference == nullptr) {
     ref8 = run_reference(graph, Tensor8(input.begin(), input.end()));
-  } else {
+    reference = &ref8;
+  } else if (!int8) {
     ref16 = run_reference_bf16(graph, decode_tensor(input, 2, 1.0f));
   }
   std::map<std::string, std::string> producer;
   for (const Layer& l : graph.layers) producer[l.output] = l.name;
   for (const TensorPlacement& t : program.tensors) {
     const std::string& layer = producer.count(t.name) ? producer.at(t.name) : t.name;
-    check_tensor(layer, memory + t.dram_addr, t.elements(), int8 ? &ref8.at(t.name) : nullptr,
+    check_tensor(layer, memory + t.dram_addr, t.elements(), int8 ? &reference->at(t.name) : nullptr,
                  int8 ? nullptr : &ref16.at(t.name), c);
   }
   c.bit_exact = c.mismatches == 0;
@@ -452,7 +454,8 @@ void restore_main_stack_bounds() {}
 
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
                           const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
-                          const RunDescription& run, bool all_tensors, const Recording& recording) {
+                          const RunDescription& run, bool all_tensors, const Recording& recording,
+                          const std::map<std::string, Tensor8>* reference) {
   const auto wall_start = std::chrono::steady_clock::now();
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
@@ -492,7 +495,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     const uint8_t* base = soc.memory_contents().data() + out.dram_addr;
     r.outputs.emplace_back(base, base + out.bytes());
   }
-  if (run.values) check_tensors(program, graph, input, soc.memory_contents().data(), r);
+  if (run.values) check_tensors(program, graph, input, soc.memory_contents().data(), reference, r);
   for (size_t i = 0; all_tensors && run.values && i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
     const uint8_t* base = soc.memory_contents().data() + t.dram_addr;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "compiler/ir/graph.hpp"
+#include "compiler/reference/reference.hpp"
 #include "models/systolic/array_model.hpp"
 #include "support/stats.hpp"
 #include "support/timeline.hpp"
@@ -83,11 +85,14 @@ struct Recording {
   std::string vcd_path;
 };
 
-// `all_tensors`: also read every layer's output back from simulated memory.
+// `all_tensors`: also read every layer's output back from simulated memory. `reference`: the
+// int8 reference's tensors of this input if the caller has them (quantize_graph's calibration on
+// the same input computes them), else the check runs the reference.
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
                           const std::vector<uint8_t>& input, systolic::Fidelity fidelity,
                           const RunDescription& run, bool all_tensors = false,
-                          const Recording& recording = {});
+                          const Recording& recording = {},
+                          const std::map<std::string, Tensor8>* reference = nullptr);
 
 // The human summary (also report.txt), from a run's stats.json: no host figure, so the same input
 // gives the same text.

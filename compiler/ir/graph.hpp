@@ -101,6 +101,15 @@ struct Layer {
   std::vector<float> bias;            // cout values
   std::vector<float> gamma, beta;     // layernorm (last dim); batchnorm (channels)
   std::vector<float> mean, variance;  // batchnorm
+  // Generated weights not stored (materialize_parameters with WeightStorage::kOnDemand):
+  // `weights` stays empty and for_each_weight_row (compiler/passes/parameters.hpp) draws them
+  // row by row, the same values as stored ones, with the folded batch norms' factors applied.
+  struct WeightDraw {
+    bool pending = false;
+    uint64_t rng_state = 0;  // the layer's generator before its first weight
+    float bound = 0.0f;      // uniform in [-bound, bound)
+    std::vector<std::vector<float>> column_factors;  // per output channel, in folding order
+  } weight_draw;
 
   // Given by the user (JSON "output_scale") instead of calibrated; 0 = calibrate.
   float fixed_output_scale = 0.0f;

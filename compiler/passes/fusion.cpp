@@ -7,6 +7,7 @@
 
 #include "compiler/ir/op_table.hpp"
 #include "compiler/passes/move_folding.hpp"
+#include "compiler/passes/parameters.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -31,11 +32,12 @@ Layer* producer_of(Graph& g, const std::string& tensor) {
 // y = gamma (x - mean) / sqrt(var + eps) + beta folded into the weights and bias of the producer.
 void fold_batch_norm(Layer& conv, const Layer& bn) {
   const int n = conv.filters;
+  std::vector<float> factor(n);
   for (int j = 0; j < n; ++j) {
-    const float f = bn.gamma[j] / std::sqrt(bn.variance[j] + bn.epsilon);
-    for (size_t i = j; i < conv.weights.size(); i += n) conv.weights[i] *= f;
-    conv.bias[j] = (conv.bias[j] - bn.mean[j]) * f + bn.beta[j];
+    factor[j] = bn.gamma[j] / std::sqrt(bn.variance[j] + bn.epsilon);
+    conv.bias[j] = (conv.bias[j] - bn.mean[j]) * factor[j] + bn.beta[j];
   }
+  scale_weight_columns(conv, factor);
   conv.use_bias = true;
 }
 

@@ -5,15 +5,19 @@
 #include <map>
 #include <numbers>
 
+#include "support/error.hpp"
+
 namespace npusim {
 
 namespace {
+
+constexpr uint64_t kSplitMixGamma = 0x9E3779B97F4A7C15ull;
 
 // splitmix64: a tiny, portable generator, so values are identical on every platform.
 struct SplitMix64 {
   uint64_t state;
   uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (state += kSplitMixGamma);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -67,7 +71,7 @@ double activation_moment(Activation a, double m) {
 // through the graph (an analytic form of layer-sequential unit-variance initialization, Mishkin &
 // Matas 2016). Residual networks without batch norm then keep their activations, and the logits
 // that reach a softmax, in a realistic range. Given weights (ONNX) are kept as they are.
-void materialize_parameters(Graph& graph, uint64_t seed) {
+void materialize_parameters(Graph& graph, uint64_t seed, WeightStorage storage) {
   std::map<std::string, double> moment{{graph.input_name, 0.0}};
   {  // make_random_input: uniform int8 codes times the input scale
     const double s = graph.input_scale;
@@ -82,7 +86,13 @@ void materialize_parameters(Graph& graph, uint64_t seed) {
       if (l.weights.empty()) {
         // Uniform(-a, a) has variance a^2 / 3: fan_in * m_in * a^2 / 3 = 1.
         const auto bound = static_cast<float>(std::sqrt(3.0 / (fan_in * m_in)));
-        fill(l.weights, l.reduction() * l.filters, rng, -bound, bound);
+        const uint64_t n = l.reduction() * l.filters;
+        if (storage == WeightStorage::kOnDemand) {
+          l.weight_draw = {true, rng.state, bound, {}};
+          rng.state += n * kSplitMixGamma;  // the draws the weights would have taken
+        } else {
+          fill(l.weights, n, rng, -bound, bound);
+        }
         m_out = 1.0;
       } else {
         double w2 = 0.0;
@@ -137,6 +147,50 @@ void materialize_parameters(Graph& graph, uint64_t seed) {
         break;
     }
     moment[l.output] = m_out;
+  }
+}
+
+void for_each_weight_row(const Layer& l, const std::function<void(size_t, const float*)>& f) {
+  const size_t n = size_t(l.filters), rows = l.reduction();
+  if (!l.weight_draw.pending) {
+    NPUSIM_CHECK(l.weights.size() == rows * n, "layer {}: {} weights, expected {}", l.name,
+                 l.weights.size(), rows * n);
+    for (size_t r = 0; r < rows; ++r) f(r, l.weights.data() + r * n);
+    return;
+  }
+  SplitMix64 rng{l.weight_draw.rng_state};
+  const float lo = -l.weight_draw.bound, hi = l.weight_draw.bound;
+  std::vector<float> row(n);
+  for (size_t r = 0; r < rows; ++r) {
+    for (float& w : row) w = rng.uniform(lo, hi);
+    for (const auto& factor : l.weight_draw.column_factors) {
+      for (size_t j = 0; j < n; ++j) row[j] *= factor[j];
+    }
+    f(r, row.data());
+  }
+}
+
+bool draw_weights(Layer& l, uint64_t max_values) {
+  const size_t n = size_t(l.filters);
+  if (!l.weight_draw.pending || l.reduction() * n > max_values) return false;
+  std::vector<float> w(l.reduction() * n);
+  for_each_weight_row(
+      l, [&](size_t r, const float* row) { std::copy(row, row + n, w.begin() + long(r * n)); });
+  l.weights = std::move(w);
+  l.weight_draw = {};
+  return true;
+}
+
+void scale_weight_columns(Layer& l, const std::vector<float>& factor) {
+  const size_t n = size_t(l.filters);
+  NPUSIM_CHECK(factor.size() == n, "layer {}: {} channel factors for {} channels", l.name,
+               factor.size(), n);
+  if (l.weight_draw.pending) {
+    l.weight_draw.column_factors.push_back(factor);
+    return;
+  }
+  for (size_t i = 0; i < l.weights.size(); i += n) {
+    for (size_t j = 0; j < n; ++j) l.weights[i + j] *= factor[j];
   }
 }
 

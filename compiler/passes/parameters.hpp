@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "compiler/ir/graph.hpp"
@@ -11,7 +12,21 @@ namespace npusim {
 // Deterministic pseudo-random real-valued weights and biases for layers that have none (He-style
 // uniform, so activations keep their spread through deep networks). Each layer's values depend
 // only on the seed and the layer's name.
-void materialize_parameters(Graph& graph, uint64_t seed);
+// kOnDemand keeps generated weights out of memory (VGG-16's are 553 MB as floats):
+// for_each_weight_row draws them when a pass needs them, the same values as kStored.
+enum class WeightStorage { kStored, kOnDemand };
+void materialize_parameters(Graph& graph, uint64_t seed,
+                            WeightStorage storage = WeightStorage::kStored);
+// Calls f(row, values) for each of the layer's reduction() rows of `filters` real-valued weights,
+// in order: the stored weights, or the generated ones drawn again (the buffer is reused between
+// calls).
+void for_each_weight_row(const Layer& layer, const std::function<void(size_t, const float*)>& f);
+// Draws a layer's pending weights into `weights` if they are at most `max_values` (the
+// for_each_weight_row values); true if it did.
+bool draw_weights(Layer& layer, uint64_t max_values);
+// Scales output channel j of the layer's weights by factor[j] (a folded batch norm), stored or
+// drawn on demand.
+void scale_weight_columns(Layer& layer, const std::vector<float>& factor);
 // A deterministic pseudo-random int8 input batch (batch x elements, row-major).
 std::vector<int8_t> make_random_input(const Graph& graph, uint64_t seed);
 

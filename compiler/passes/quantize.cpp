@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "compiler/passes/parameters.hpp"
 #include "compiler/reference/reference.hpp"
 #include "support/error.hpp"
 
@@ -106,24 +107,33 @@ QuantMultiplier multiplier(double m) {
 
 // Conv / dense / matmul: weights per output channel, bias on the accumulator's scale, output
 // scale calibrated on the real accumulator values.
+// Without calibration (timing only) the weights are zeros and nothing is computed.
 Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tensor8*>& in,
-                              const CalibrationOptions& options) {
+                              const CalibrationOptions& options, bool calibrate) {
   const int n = l.out_shape.last();
   std::vector<double> acc_scale(n);
-  if (l.has_weights()) {
+  if (l.has_weights() && !calibrate) {
+    l.qweights.assign(l.reduction() * n, 0);
+    std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]));
+  } else if (l.has_weights()) {
     // Row by row (channel j is the column): one pass in memory order for the per-channel
-    // maxima, one for the quantized weights.
-    const size_t size = l.weights.size();
+    // maxima, one for the quantized weights. Generated weights are drawn here, once, and freed
+    // after; those of a layer over 256 MiB as floats (VGG-16's fc6) are drawn once per pass.
+    const bool drawn = draw_weights(l, uint64_t{64} << 20);
     std::vector<float> sw(n, 0.0f);
-    for (size_t r = 0; r < size; r += n)
-      for (int j = 0; j < n; ++j) sw[j] = std::max(sw[j], std::fabs(l.weights[r + j]));
+    for_each_weight_row(l, [&](size_t, const float* w) {
+      for (int j = 0; j < n; ++j) sw[j] = std::max(sw[j], std::fabs(w[j]));
+    });
     for (int j = 0; j < n; ++j) {
       sw[j] = sw[j] > 0.0f ? sw[j] / 127.0f : 1.0f;
       acc_scale[j] = double(l.in_scales[0]) * sw[j];
     }
-    l.qweights.resize(size);
-    for (size_t r = 0; r < size; r += n)
-      for (int j = 0; j < n; ++j) l.qweights[r + j] = saturate_round(l.weights[r + j] / sw[j]);
+    l.qweights.resize(l.reduction() * n);
+    for_each_weight_row(l, [&](size_t r, const float* w) {
+      int8_t* q = l.qweights.data() + r * n;
+      for (int j = 0; j < n; ++j) q[j] = saturate_round(w[j] / sw[j]);
+    });
+    if (drawn) std::vector<float>().swap(l.weights);
   } else {
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]) * l.in_scales[1]);
   }
@@ -131,7 +141,8 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
   for (int j = 0; j < n && !l.bias.empty(); ++j) {
     l.qbias[j] = static_cast<int32_t>(std::clamp(std::round(l.bias[j] / acc_scale[j]), -2e9, 2e9));
   }
-  const std::vector<int32_t> acc = reference_accumulate(l, batch, in);
+  const std::vector<int32_t> acc =
+      calibrate ? reference_accumulate(l, batch, in) : std::vector<int32_t>();
   std::vector<float> real(acc.size());
   for (size_t r = 0; r < acc.size(); r += n) {  // row by row: no division per element
     for (int j = 0; j < n; ++j) {
@@ -141,7 +152,103 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
   const float requant_scale = set_output_quantization(l, real, options);
   l.requant.resize(n);
   for (int j = 0; j < n; ++j) l.requant[j] = multiplier(acc_scale[j] / requant_scale);
-  return reference_epilogue(l, acc);
+  return calibrate ? reference_epilogue(l, acc) : Tensor8();
+}
+
+// With no calibration batch (timing only) every tensor is empty: each scale is the one of a
+// tensor of zeros.
+std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* calibration_batch,
+                                        int samples, const CalibrationOptions& options) {
+  NPUSIM_CHECK(!g.quantized, "graph {} quantized twice", g.name);
+  const bool calibrate = calibration_batch != nullptr;
+  NPUSIM_CHECK(!calibrate || (samples >= 1 &&
+                              calibration_batch->size() == g.input_shape.elements() * samples),
+               "calibration batch of {} bytes for {} samples of {} elements",
+               calibrate ? calibration_batch->size() : 0, samples, g.input_shape.elements());
+  std::map<std::string, Tensor8> tensors{
+      {g.input_name, calibrate ? *calibration_batch : Tensor8()}};
+  const auto layer_values = [&](const Layer& l, const std::vector<const Tensor8*>& in) {
+    return calibrate ? reference_layer(l, samples, in) : Tensor8();
+  };
+  std::map<std::string, float> scales{{g.input_name, g.input_scale}};
+  for (auto& l : g.layers) {
+    std::vector<const Tensor8*> in;
+    l.in_scales.clear();
+    for (const auto& name : l.inputs) {
+      in.push_back(&tensors.at(name));
+      l.in_scales.push_back(scales.at(name));
+    }
+    Tensor8 y;
+    switch (l.kind) {
+      case OpKind::kConv:
+      case OpKind::kDense:
+      case OpKind::kMatMul:
+        y = quantize_matrix_layer(l, samples, in, options, calibrate);
+        break;
+      case OpKind::kAdd:
+      case OpKind::kMul: {
+        const Tensor8 &a = *in[0], &b = *in[1];
+        std::vector<float> real(a.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          real[i] = l.kind == OpKind::kAdd ? a[i] * l.in_scales[0] + b[i] * l.in_scales[1]
+                                           : a[i] * l.in_scales[0] * b[i] * l.in_scales[1];
+        }
+        const float s = set_output_quantization(l, real, options);
+        l.input_ratios = l.kind == OpKind::kAdd
+                             ? std::vector<float>{l.in_scales[0] / s, l.in_scales[1] / s}
+                             : std::vector<float>{l.in_scales[0] * l.in_scales[1] / s};
+        y = layer_values(l, in);
+        break;
+      }
+      case OpKind::kConcat:
+      case OpKind::kMove: {
+        // A move's constants must be representable too (a Pad value, a constant operand).
+        float largest = 0.0f;
+        for (float c : l.move_constants) largest = std::max(largest, std::fabs(c));
+        l.out_scale = l.fixed_output_scale > 0.0f
+                          ? l.fixed_output_scale
+                          : std::max(*std::max_element(l.in_scales.begin(), l.in_scales.end()),
+                                     largest / 127.0f);
+        l.input_ratios.clear();
+        for (float s : l.in_scales) l.input_ratios.push_back(s / l.out_scale);
+        y = layer_values(l, in);
+        break;
+      }
+      case OpKind::kActivation:
+        l.out_scale = lut_output_scale(l, l.in_scales[0]);
+        l.lut = make_lut(l, l.in_scales[0], l.out_scale);
+        y = layer_values(l, in);
+        break;
+      case OpKind::kSoftmax:
+        l.out_scale = kSoftmaxOutputScale;
+        y = layer_values(l, in);
+        break;
+      case OpKind::kLayerNorm: {
+        const Tensor8& x = *in[0];
+        const int n = l.out_shape.last();
+        std::vector<float> real(x.size());
+        for (size_t r = 0; r < x.size(); r += n) {
+          layernorm_row(&x[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
+                        &real[r]);
+        }
+        l.out_scale = choose_scale(calibration_magnitude(real, options), l);
+        y = layer_values(l, in);
+        break;
+      }
+      case OpKind::kMaxPool:
+      case OpKind::kAvgPool:
+      case OpKind::kReshape:
+        l.out_scale = l.in_scales[0];
+        y = layer_values(l, in);
+        break;
+      case OpKind::kBatchNorm:
+        NPUSIM_CHECK(false, "batch norm {} left after optimize_graph", l.name);
+    }
+    scales[l.output] = l.out_scale;
+    tensors[l.output] = std::move(y);
+  }
+  g.quantized = true;
+  return tensors;
 }
 
 }  // namespace
@@ -167,91 +274,12 @@ void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_input) {
 }
 
 void quantize_graph(Graph& g, const std::vector<int8_t>& calibration_batch, int samples,
-                    const CalibrationOptions& options) {
-  NPUSIM_CHECK(!g.quantized, "graph {} quantized twice", g.name);
-  NPUSIM_CHECK(samples >= 1 && calibration_batch.size() == g.input_shape.elements() * samples,
-               "calibration batch of {} bytes for {} samples of {} elements",
-               calibration_batch.size(), samples, g.input_shape.elements());
-  std::map<std::string, Tensor8> tensors{{g.input_name, calibration_batch}};
-  std::map<std::string, float> scales{{g.input_name, g.input_scale}};
-  for (auto& l : g.layers) {
-    std::vector<const Tensor8*> in;
-    l.in_scales.clear();
-    for (const auto& name : l.inputs) {
-      in.push_back(&tensors.at(name));
-      l.in_scales.push_back(scales.at(name));
-    }
-    Tensor8 y;
-    switch (l.kind) {
-      case OpKind::kConv:
-      case OpKind::kDense:
-      case OpKind::kMatMul:
-        y = quantize_matrix_layer(l, samples, in, options);
-        break;
-      case OpKind::kAdd:
-      case OpKind::kMul: {
-        const Tensor8 &a = *in[0], &b = *in[1];
-        std::vector<float> real(a.size());
-        for (size_t i = 0; i < a.size(); ++i) {
-          real[i] = l.kind == OpKind::kAdd ? a[i] * l.in_scales[0] + b[i] * l.in_scales[1]
-                                           : a[i] * l.in_scales[0] * b[i] * l.in_scales[1];
-        }
-        const float s = set_output_quantization(l, real, options);
-        l.input_ratios = l.kind == OpKind::kAdd
-                             ? std::vector<float>{l.in_scales[0] / s, l.in_scales[1] / s}
-                             : std::vector<float>{l.in_scales[0] * l.in_scales[1] / s};
-        y = reference_layer(l, samples, in);
-        break;
-      }
-      case OpKind::kConcat:
-      case OpKind::kMove: {
-        // A move's constants must be representable too (a Pad value, a constant operand).
-        float largest = 0.0f;
-        for (float c : l.move_constants) largest = std::max(largest, std::fabs(c));
-        l.out_scale = l.fixed_output_scale > 0.0f
-                          ? l.fixed_output_scale
-                          : std::max(*std::max_element(l.in_scales.begin(), l.in_scales.end()),
-                                     largest / 127.0f);
-        l.input_ratios.clear();
-        for (float s : l.in_scales) l.input_ratios.push_back(s / l.out_scale);
-        y = reference_layer(l, samples, in);
-        break;
-      }
-      case OpKind::kActivation:
-        l.out_scale = lut_output_scale(l, l.in_scales[0]);
-        l.lut = make_lut(l, l.in_scales[0], l.out_scale);
-        y = reference_layer(l, samples, in);
-        break;
-      case OpKind::kSoftmax:
-        l.out_scale = kSoftmaxOutputScale;
-        y = reference_layer(l, samples, in);
-        break;
-      case OpKind::kLayerNorm: {
-        const Tensor8& x = *in[0];
-        const int n = l.out_shape.last();
-        std::vector<float> real(x.size());
-        for (size_t r = 0; r < x.size(); r += n) {
-          layernorm_row(&x[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
-                        &real[r]);
-        }
-        l.out_scale = choose_scale(calibration_magnitude(real, options), l);
-        y = reference_layer(l, samples, in);
-        break;
-      }
-      case OpKind::kMaxPool:
-      case OpKind::kAvgPool:
-      case OpKind::kReshape:
-        l.out_scale = l.in_scales[0];
-        y = reference_layer(l, samples, in);
-        break;
-      case OpKind::kBatchNorm:
-        NPUSIM_CHECK(false, "batch norm {} left after optimize_graph", l.name);
-    }
-    scales[l.output] = l.out_scale;
-    tensors[l.output] = std::move(y);
-  }
-  g.quantized = true;
+                    const CalibrationOptions& options, std::map<std::string, Tensor8>* tensors) {
+  std::map<std::string, Tensor8> all = quantize(g, &calibration_batch, samples, options);
+  if (tensors != nullptr) *tensors = std::move(all);
 }
+
+void quantize_graph_for_timing(Graph& g) { quantize(g, nullptr, g.batch, CalibrationOptions{}); }
 
 }  // namespace npusim
 
@@ -261,9 +289,13 @@ void prepare_bf16(Graph& g) {
   NPUSIM_CHECK(!g.quantized, "graph {} prepared twice", g.name);
   for (auto& l : g.layers) {
     NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
-    l.bf16_weights.resize(l.weights.size());
-    for (size_t i = 0; i < l.weights.size(); ++i)
-      l.bf16_weights[i] = float_to_bf16_bits(l.weights[i]);
+    if (l.has_weights()) {
+      const size_t n = size_t(l.filters);
+      l.bf16_weights.resize(l.reduction() * n);
+      for_each_weight_row(l, [&](size_t r, const float* w) {
+        for (size_t j = 0; j < n; ++j) l.bf16_weights[r * n + j] = float_to_bf16_bits(w[j]);
+      });
+    }
     l.in_scales.assign(l.inputs.size(), 1.0f);
     l.out_scale = 1.0f;
   }

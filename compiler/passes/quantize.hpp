@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "compiler/ir/graph.hpp"
+#include "compiler/reference/reference.hpp"
 
 namespace npusim {
 
@@ -27,10 +30,17 @@ float calibration_magnitude(const std::vector<float>& values, const CalibrationO
 
 // The calibration batch: `samples` inputs (samples x input elements, int8 on graph.input_scale),
 // which need not be the batch the graph runs on.
+// `tensors`, if given, receives every tensor of the calibration batch by name: the quantized
+// graph's reference values on it (run_reference on the same batch gives the same).
 void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_batch, int samples,
-                    const CalibrationOptions& options);
+                    const CalibrationOptions& options,
+                    std::map<std::string, Tensor8>* tensors = nullptr);
 // Calibrates on the run's own input (graph.batch samples), with the largest magnitude.
 void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
+// For timing-only runs (npusim run --values off): the same layers, tables and instruction shapes
+// without running the reference, every scale chosen as for a tensor of zeros and every int8
+// weight zero. Timing never depends on values (docs/performance.md).
+void quantize_graph_for_timing(Graph& graph);
 // The bf16 path instead of int8: weights rounded to bf16 (nearest even), biases and the vector
 // unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1).
 void prepare_bf16(Graph& graph);

@@ -34,6 +34,9 @@ Tensor8 pool_int8(const Layer& l, int batch, const Tensor8& x) {
 
 std::vector<int32_t> reference_accumulate(const Layer& l, int batch,
                                           const std::vector<const Tensor8*>& in) {
+  NPUSIM_CHECK(!l.has_weights() || l.qweights.size() == l.reduction() * l.filters,
+               "layer {}: {} int8 weights, expected {}", l.name, l.qweights.size(),
+               l.reduction() * l.filters);
   switch (l.kind) {
     case OpKind::kConv:
       return conv_acc(l, batch, *in[0]);

@@ -57,6 +57,10 @@ class MemorySystem {
     return channels_[mapper_.map(addr).channel]->will_accept(is_write);
   }
   void add_request(uint64_t addr, bool is_write, uint64_t id);
+  // The same for an address decoded by mapper() already.
+  void add_request(const DramAddress& a, bool is_write, uint64_t id) {
+    channels_[a.channel]->add(a, is_write, id, now_);
+  }
   // will_accept() and add_request() in one address decode; false (and nothing queued) when full.
   bool try_add_request(uint64_t addr, bool is_write, uint64_t id) {
     const DramAddress a = mapper_.map(addr);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "compiler/frontend/json_graph.hpp"
@@ -88,6 +89,87 @@ TEST(Passes, CalibrationKeepsEveryTensorInformative) {
   for (const auto& [name, t] : run_reference(g, x)) {
     std::set<int8_t> distinct(t.begin(), t.end());
     EXPECT_GE(distinct.size(), std::min<size_t>(t.size() / 4, 8)) << name;
+  }
+}
+
+// A conv with a batch norm folded into it and the operator-coverage network: the weights drawn
+// on demand are the stored ones and quantize to the same bytes.
+TEST(Passes, WeightsDrawnOnDemandEqualStoredOnes) {
+  const Graph bn = graph_of(R"({"schema_version": 1, "input": {"shape": [6, 6, 5]},
+    "layers": [{"name": "c", "op": "conv2d", "filters": 7, "kernel": [3, 3]},
+               {"name": "bn", "op": "batchnorm"}, {"name": "r", "op": "relu"},
+               {"name": "d", "op": "dense", "units": 9, "activation": "sigmoid"}]})");
+  const Graph ops = parse_workload(parse_json_file(std::string(NPUSIM_E2E_DATA) + "/all_ops.json"),
+                                   "all_ops.json");
+  for (const Graph& original : {bn, ops}) {
+    Graph stored = original, on_demand = original;
+    materialize_parameters(stored, 11);
+    materialize_parameters(on_demand, 11, WeightStorage::kOnDemand);
+    optimize_graph(stored);
+    optimize_graph(on_demand);
+    int drawn = 0;
+    for (size_t i = 0; i < stored.layers.size(); ++i) {
+      const Layer &a = stored.layers[i], &b = on_demand.layers[i];
+      if (!a.has_weights()) continue;
+      drawn += b.weight_draw.pending;
+      std::vector<float> rows;
+      for_each_weight_row(
+          b, [&](size_t, const float* w) { rows.insert(rows.end(), w, w + b.filters); });
+      EXPECT_EQ(rows, a.weights) << a.name;
+    }
+    EXPECT_GE(drawn, 2) << original.name;
+    Graph stored16 = stored, on_demand16 = on_demand;
+    const Tensor8 x = make_random_input(stored, 2);
+    quantize_graph(stored, x);
+    quantize_graph(on_demand, x);
+    prepare_bf16(stored16);
+    prepare_bf16(on_demand16);
+    ASSERT_EQ(stored.layers.size(), on_demand.layers.size());
+    for (size_t i = 0; i < stored.layers.size(); ++i) {
+      const Layer &a = stored.layers[i], &b = on_demand.layers[i];
+      EXPECT_TRUE(b.weights.empty()) << b.name;
+      EXPECT_EQ(a.qweights, b.qweights) << a.name;
+      EXPECT_EQ(a.qbias, b.qbias) << a.name;
+      EXPECT_EQ(a.out_scale, b.out_scale) << a.name;
+      EXPECT_EQ(stored16.layers[i].bf16_weights, on_demand16.layers[i].bf16_weights) << a.name;
+    }
+  }
+}
+
+// The calibration's tensors are the reference's: the run's check reuses them.
+TEST(Passes, CalibrationTensorsAreTheReferenceTensors) {
+  Graph g = parse_workload(parse_json_file(std::string(NPUSIM_E2E_DATA) + "/all_ops.json"),
+                           "all_ops.json");
+  materialize_parameters(g, 4, WeightStorage::kOnDemand);
+  optimize_graph(g);
+  const Tensor8 x = make_random_input(g, 4);
+  std::map<std::string, Tensor8> calibration;
+  quantize_graph(g, x, g.batch, CalibrationOptions{}, &calibration);
+  const std::map<std::string, Tensor8> reference = run_reference(g, x);
+  EXPECT_EQ(calibration, reference);
+  EXPECT_EQ(calibration.size(), g.layers.size() + 1);
+}
+
+// Timing-only quantization runs no reference but gives every layer the same shape of
+// parameters (the lowering emits the same instructions; tests/e2e/values_off_test.cpp runs them).
+TEST(Passes, TimingOnlyQuantizationKeepsTheParametersShapes) {
+  Graph g = parse_workload(parse_json_file(std::string(NPUSIM_E2E_DATA) + "/all_ops.json"),
+                           "all_ops.json");
+  materialize_parameters(g, 1, WeightStorage::kOnDemand);
+  optimize_graph(g);
+  Graph timing = g;
+  quantize_graph(g, make_random_input(g, 1));
+  quantize_graph_for_timing(timing);
+  EXPECT_TRUE(timing.quantized);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const Layer &a = g.layers[i], &b = timing.layers[i];
+    EXPECT_EQ(a.qweights.size(), b.qweights.size()) << a.name;
+    EXPECT_EQ(a.qbias.size(), b.qbias.size()) << a.name;
+    EXPECT_EQ(a.requant.size(), b.requant.size()) << a.name;
+    EXPECT_EQ(a.lut.size(), b.lut.size()) << a.name;
+    EXPECT_EQ(a.input_ratios.size(), b.input_ratios.size()) << a.name;
+    EXPECT_EQ(a.in_scales.size(), b.in_scales.size()) << a.name;
+    EXPECT_GT(b.out_scale, 0.0f) << a.name;
   }
 }
 

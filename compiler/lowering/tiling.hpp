@@ -44,6 +44,17 @@ struct ConvGeometry {
 
 ConvGeometry conv_geometry(const Layer& layer, int batch, int element_bytes = 1);
 
+// Where a conv / dense / matmul layer's activations are: an operand resident in the unified buffer
+// is read (written) in place and needs no slabs (output blocks) in the layer's scratch range.
+struct ConvOperands {
+  uint64_t scratch_bytes = 0;  // the layer's contiguous scratch range in the unified buffer
+  bool input_resident = false;
+  bool output_resident = false;
+};
+
+// The least scratch the layer can run in: one output row of the narrowest channel block.
+uint64_t conv_scratch_min(const HwConfig& hw, const ConvGeometry& g, const ConvOperands& where);
+
 // Chooses tiles, or explains which buffer is too small, by how much, and what to change.
 struct TilingResult {
   bool ok = false;
@@ -51,6 +62,6 @@ struct TilingResult {
   std::string reason;
 };
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
-                                const std::string& layer_name);
+                                const std::string& layer_name, const ConvOperands& where);
 
 }  // namespace npusim

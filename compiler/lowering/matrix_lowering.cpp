@@ -43,9 +43,16 @@ class Lowering::MatrixLayer {
   void load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0, int n_cb);
   void load_slab(int bi);
   void set_window(int origin_z, int origin_y);
-  void block(int bi, int nb);
+  // Spatial blocks [bi, bi + count) (whole images of a resident input) x channel block nb; the
+  // images share each streamed weight chunk.
+  void block(int bi, int count, int nb);
   // Points `target` at the weights of K chunk [kc0, kc0 + k_cb), loading them when they stream.
   void place_weights(TileTarget& target, int img);
+  // The j-th image of a block of several: its own accumulators after the earlier images'.
+  TileTarget at_image(TileTarget target, int j) const {
+    target.acc += uint64_t(j) * target.m_blk * target.n_tb * 4;
+    return target;
+  }
   // One group's channels [c_lo, c_hi) of the channel block, split into array tiles per dataflow.
   void emit_group_tiles(const TileTarget& target, int grp, int c_lo, int c_hi);
   void emit_tile(const TileTarget& target, int grp, int c_lo, int m_off, int m, int k_off, int kk,
@@ -121,11 +128,12 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
 
 std::string Lowering::MatrixLayer::describe() const {
   return fmt::format(
-      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels, "
+      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels{}, "
       "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B; loop order: {} outside (estimated {} "
       "B off-chip, other order {} B)",
       g_.images, g_.d, g_.h, g_.w, g_.c, g_.out_d, g_.out_h, g_.out_w, g_.n, k_,
       g_.groups > 1 ? fmt::format(", {} groups", g_.groups) : "", t_.out_rows, t_.n_tile,
+      t_.images_per_block > 1 ? fmt::format(" x {} images", t_.images_per_block) : "",
       t_.weights_resident ? "resident" : "streamed", t_.k_chunk, t_.ub_bytes, t_.wb_bytes,
       t_.acc_bytes, t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
       t_.dram_bytes_other_order);
@@ -157,12 +165,13 @@ void Lowering::MatrixLayer::load_bias_and_resident_weights() {
 void Lowering::MatrixLayer::emit_all_blocks() {
   const int n_blocks = ceil_div(g_.n, t_.n_tile);
   const int n_spatial = static_cast<int>(blocks_.size());
+  const int step = t_.images_per_block;
   if (t_.channels_outside) {
     for (int nb = 0; nb < n_blocks; ++nb)
-      for (int bi = 0; bi < n_spatial; ++bi) block(bi, nb);
+      for (int bi = 0; bi < n_spatial; ++bi) block(bi, 1, nb);
   } else {
-    for (int bi = 0; bi < n_spatial; ++bi)
-      for (int nb = 0; nb < n_blocks; ++nb) block(bi, nb);
+    for (int bi = 0; bi < n_spatial; bi += step)
+      for (int nb = 0; nb < n_blocks; ++nb) block(bi, std::min(step, n_spatial - bi), nb);
   }
 }
 
@@ -223,7 +232,7 @@ void Lowering::MatrixLayer::set_window(int origin_z, int origin_y) {
 
 // Spatial block bi x channel block nb: slab and weights in, tiles per K chunk and group, then the
 // epilogue and the store.
-void Lowering::MatrixLayer::block(int bi, int nb) {
+void Lowering::MatrixLayer::block(int bi, int count, int nb) {
   const SpatialBlock& sb = blocks_[bi];
   if (t_.weights_resident && matmul_ && loaded_image_ != sb.img) {
     resident_wb_ = lo_.weight_half_ * wb_half_;
@@ -251,12 +260,16 @@ void Lowering::MatrixLayer::block(int bi, int nb) {
     target.k_cb = std::min(t_.k_chunk, k_ - kc0);
     place_weights(target, sb.img);
     const int n0 = target.n0, n_end = target.n0 + target.n_tb;
-    for (int grp = n0 / cout_g; grp * cout_g < n_end; ++grp) {
-      emit_group_tiles(target, grp, std::max(n0, grp * cout_g),
-                       std::min(n_end, (grp + 1) * cout_g));
+    for (int j = 0; j < count; ++j) {
+      if (loaded_block_ != bi + j) load_slab(bi + j);
+      const TileTarget image = at_image(target, j);
+      for (int grp = n0 / cout_g; grp * cout_g < n_end; ++grp) {
+        emit_group_tiles(image, grp, std::max(n0, grp * cout_g),
+                         std::min(n_end, (grp + 1) * cout_g));
+      }
     }
   }
-  emit_epilogue(target, sb);
+  for (int j = 0; j < count; ++j) emit_epilogue(at_image(target, j), blocks_[bi + j]);
 }
 
 void Lowering::MatrixLayer::place_weights(TileTarget& target, int img) {

@@ -33,6 +33,7 @@ ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
     g.h = g.out_h = m;
     g.c = in.last();
     g.n = l.out_shape.last();
+    g.shared_weights = false;
     return g;
   }
   g.images = batch;
@@ -93,9 +94,9 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   // weights are read once when they fit half the weight buffer, every slab once per channel block.
   // A resident input costs no slab bytes.
   const uint64_t weight_bytes = k * g.n * es;
-  auto traffic = [&](int rows, int n_tile, bool channels_outside) {
+  auto traffic = [&](int rows, int n_tile, bool channels_outside, int images_per_block) {
     const uint64_t row_blocks = static_cast<uint64_t>(ceil_div(g.out_h, rows));
-    const uint64_t blocks = uint64_t(g.images) * g.out_d * row_blocks;
+    const uint64_t blocks = uint64_t(ceil_div(g.images, images_per_block)) * g.out_d * row_blocks;
     uint64_t slabs = 0;
     for (int oh0 = 0; oh0 < g.out_h; oh0 += rows) {
       const int r = std::min(rows, g.out_h - oh0);
@@ -123,9 +124,18 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
     if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
     const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
+    // A batch over a resident input: whole images share each streamed weight chunk, as many as
+    // the accumulators hold, so the weights are read once per that many images.
+    int images = 1;
+    if (!resident && g.shared_weights && where.input_resident && g.images > 1 && g.out_d == 1 &&
+        rows == g.out_h) {
+      images = static_cast<int>(
+          std::min<uint64_t>(g.images, acc_half / (uint64_t(g.out_h) * g.out_w * n_tile * 4)));
+    }
     for (bool channels_outside : {false, true}) {
       if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
-      const uint64_t bytes = traffic(rows, n_tile, channels_outside);
+      const int ib = channels_outside ? 1 : images;
+      const uint64_t bytes = traffic(rows, n_tile, channels_outside, ib);
       if (best.ok && bytes >= best.tiling.dram_bytes) continue;
       best.ok = true;
       best.tiling.out_rows = rows;
@@ -133,11 +143,13 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
       best.tiling.k_chunk = static_cast<int>(k_chunk);
       best.tiling.weights_resident = resident;
       best.tiling.channels_outside = channels_outside;
+      best.tiling.images_per_block = ib;
       best.tiling.dram_bytes = bytes;
-      best.tiling.dram_bytes_other_order = traffic(rows, n_tile, !channels_outside);
+      best.tiling.dram_bytes_other_order =
+          traffic(rows, n_tile, !channels_outside, channels_outside ? images : 1);
       best.tiling.ub_bytes = ub_need(rows, n_tile);
       best.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
-      best.tiling.acc_bytes = 2ull * rows * g.out_w * n_tile * 4 * mu.count;
+      best.tiling.acc_bytes = 2ull * ib * rows * g.out_w * n_tile * 4 * mu.count;
     }
   }
   if (best.ok) return best;

@@ -57,6 +57,17 @@ TEST(MemoryPlan, Resnet50ReadsLittleMoreThanItsParametersAndWritesOnlyItsOutput)
   EXPECT_EQ(layers_written, written);
 }
 
+TEST(MemoryPlan, WeightsAreReadOncePerBatch) {
+  // Batch 4: the images of a layer share each streamed weight chunk, so the reads are the
+  // parameters once plus each 224x224x3 input image (and a little slab overlap in conv1).
+  json s = run_stats("--hw tpu-v1 --workload resnet50 --batch 4 --values off", "plan-batch4");
+  ASSERT_TRUE(s.contains("dram"));
+  const uint64_t params = s["dram"]["parameter_bytes"].get<uint64_t>();
+  const uint64_t inputs = 4u * 224 * 224 * 3;
+  EXPECT_LE(double(s["dram"]["read_bytes"].get<uint64_t>()), double(params) + 1.05 * inputs);
+  EXPECT_EQ(s["dram"]["write_bytes"].get<uint64_t>(), 4000u);
+}
+
 TEST(MemoryPlan, Resnet50WithAOneMebibyteUnifiedBufferSpillsAndStaysBitExact) {
   const std::string hw = tpu_v1_with_ub(1 << 20, "tpu-v1-ub1m");
   json s = run_stats("--hw " + hw + " --workload resnet50", "plan-resnet50-1m");

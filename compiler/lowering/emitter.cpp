@@ -34,11 +34,7 @@ void Lowering::dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_
   d.transpose_element_bytes = es_;
   const bool load = unit == UnitKind::kDmaLoad;
   const uint64_t dram_end = dram_addr + (count1 - 1) * stride0 + count0;
-  // Weights come through a load queue of their own (TPU v1's weight FIFO is fed from off-chip
-  // memory apart from the unified buffer's traffic), so the next layer's weights prefetch while
-  // the loads of this layer's unified-buffer operands wait for space.
-  const int queue = load && buffer == BufferId::kWeight ? kWeightLoadQueue : 0;
-  emit(unit, queue, d,
+  emit(unit, 0, d,
        {{BufferId::kDram, dram_addr, dram_end, !load},
         {buffer, buffer_addr, buffer_addr + d.bytes(), load}});
   (load ? current_->dram_read_bytes : current_->dram_write_bytes) += d.bytes();

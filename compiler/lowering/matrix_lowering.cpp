@@ -22,7 +22,7 @@ class Lowering::MatrixLayer {
     table_ = requant;
     table_lut_ = lut;
   }
-  void load_bias_and_resident_weights();
+  void load_resident_weights();
   void emit_all_blocks();
 
  private:
@@ -81,6 +81,7 @@ class Lowering::MatrixLayer {
   int table_ = -1, table_lut_ = -1;
   std::vector<SpatialBlock> blocks_;
   bool block_weights_fit_ = false;
+  bool bias_loaded_ = false;
 
   int slab_parity_ = 0, chunk_index_ = 0, out_index_ = 0;
   int loaded_block_ = -1, loaded_image_ = -1, loaded_n_block_ = -1;
@@ -151,10 +152,7 @@ void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc
   }
 }
 
-void Lowering::MatrixLayer::load_bias_and_resident_weights() {
-  if (!matmul_) {
-    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_, params_.bias, 4ull * g_.n, 1, 0);
-  }
+void Lowering::MatrixLayer::load_resident_weights() {
   if (t_.weights_resident && !matmul_) {
     resident_wb_ = lo_.weight_half_ * wb_half_;
     lo_.weight_half_ ^= 1;
@@ -269,6 +267,13 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
       }
     }
   }
+  if (!matmul_ && !bias_loaded_) {
+    // The biases come just before the first REQUANT needs them: loaded earlier, the DMA load
+    // queue (in order) would hold this layer's weights back until its scratch range is free of
+    // the previous layer's operands, and the weights could not prefetch.
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_, params_.bias, 4ull * g_.n, 1, 0);
+    bias_loaded_ = true;
+  }
   for (int j = 0; j < count; ++j) emit_epilogue(at_image(target, j), blocks_[bi + j]);
 }
 
@@ -380,7 +385,7 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   rec.tiling = layer.describe();
   const int table = l.requant.empty() ? -1 : requant_table(l.requant);
   layer.set_tables(table, lut(l.lut));
-  layer.load_bias_and_resident_weights();
+  layer.load_resident_weights();
   layer.emit_all_blocks();
   return true;
 }

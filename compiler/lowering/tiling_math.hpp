@@ -15,9 +15,6 @@ inline constexpr uint64_t kEltwiseMinChunk = 4096;
 inline uint64_t align_up(uint64_t x, uint64_t a = kAlign) { return (x + a - 1) / a * a; }
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// The DMA load queue (unit_index) of weight-buffer loads; unified-buffer loads use queue 0.
-inline constexpr int kWeightLoadQueue = 1;
-
 inline int unit_key(UnitKind kind, int index) { return static_cast<int>(kind) * 256 + index; }
 
 // The largest n in [1, hi] with fits(n), given fits(1) and fits growing false with n.

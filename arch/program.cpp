@@ -11,6 +11,22 @@ std::string describe_instruction(const Program& p, uint32_t id) {
                      i.unit_index, layer);
 }
 
+std::string memory_plan(const Program& p) {
+  auto layer = [&](int i) { return i < 0 ? std::string("input") : p.layers.at(i).name; };
+  std::string out =
+      "; memory plan: tensor, where it lives, live from the layer writing it to the last "
+      "reading it\n";
+  for (const auto& t : p.tensors) {
+    const std::string where =
+        t.buffer == BufferId::kUnified
+            ? fmt::format("ub[{:#x}, {:#x})", t.ub_addr, t.ub_addr + t.bytes())
+            : fmt::format("dram[{:#x}, {:#x})", t.dram_addr, t.dram_addr + t.bytes());
+    out += fmt::format(";   {:<24} {:>10} B  {:<28} layers {} .. {}\n", t.name, t.bytes(), where,
+                       layer(t.first_layer), layer(t.last_layer));
+  }
+  return out;
+}
+
 std::string to_assembly(const Program& p) {
   auto shape = [](const TensorPlacement& t) {
     std::string s = std::to_string(t.batch);
@@ -29,6 +45,7 @@ std::string to_assembly(const Program& p) {
     out += fmt::format("; output {} at dram[{:#x}] {} int8 scale {:.6g}\n", o.name, o.dram_addr,
                        shape(o), o.scale);
   }
+  out += memory_plan(p);
   for (const auto& layer : p.layers) {
     out += fmt::format(
         "\n; ---- layer {} ({}{}): {} MACs, dram read {} B, write {} B (bound {} B)\n", layer.name,

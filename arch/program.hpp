@@ -11,10 +11,15 @@
 
 namespace npusim {
 
-// A tensor of `batch` channels-last samples in off-chip memory, int8 with a real-value scale.
+// A tensor of `batch` channels-last samples, int8 (or bf16) with a real-value scale, in off-chip
+// memory or resident in the unified buffer for its live range.
 struct TensorPlacement {
   std::string name;
+  BufferId buffer = BufferId::kDram;  // kUnified: at ub_addr from first_layer to last_layer
   uint64_t dram_addr = 0;
+  uint64_t ub_addr = 0;
+  // Live range: the layer that writes it (-1: the graph input) to the last layer that reads it.
+  int first_layer = -1, last_layer = -1;
   int batch = 1;
   std::vector<int> dims;  // one sample
   float scale = 1.0f;
@@ -65,7 +70,9 @@ struct Program {
   uint64_t total_macs = 0;
 };
 
-// The whole program as readable assembly with one section per layer.
+// Per tensor: where it lives (unified-buffer or off-chip range) and its live range, one line each.
+std::string memory_plan(const Program& program);
+// The whole program as readable assembly: the memory plan, then one section per layer.
 std::string to_assembly(const Program& program);
 // "instruction 17 (MATMUL on matrix0, layer conv1)": how messages name an instruction.
 std::string describe_instruction(const Program& p, uint32_t id);

@@ -41,6 +41,8 @@ class OnChipBuffers {
   // A checked view of [addr, addr + size) of `id` (not kDram), accessed by `instruction`.
   uint8_t* bytes(BufferId id, uint64_t addr, uint64_t size, uint32_t instruction);
   uint64_t capacity(BufferId id) const;
+  // All of `id`'s bytes, unchecked and untracked (for copies outside the timed model).
+  const uint8_t* contents(BufferId id) const { return slot(id).data.data(); }
   int banks(BufferId id) const;
   // Extra cycles for a DMA write of [addr, addr + size) of `id` landing at `cycle` (the rule
   // above); counts them per buffer.

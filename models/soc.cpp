@@ -34,7 +34,9 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
       dma_store(to_string(UnitKind::kDmaStore), program, stream_of(program, UnitKind::kDmaStore, 0),
                 scoreboard, clock, buffers, dma_params(hw, compute_values)),
       vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
-                  clock, buffers, hw.vector_unit, compute_values) {
+                  clock, buffers, hw.vector_unit, compute_values),
+      shadows(program) {
+  vector_unit.capture_into(&shadows);
   add_queues(dma_params(hw, compute_values), program, UnitKind::kDmaLoad, dma_load, load_queues);
   add_queues(dma_params(hw, compute_values), program, UnitKind::kDmaStore, dma_store, store_queues);
   buffers.track_conflicts(&program, &scoreboard, &clock);

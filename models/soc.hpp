@@ -55,6 +55,9 @@ class Soc : public sc_core::sc_module {
   std::vector<DmaEngine*> load_queues, store_queues;
   std::vector<std::unique_ptr<MatrixUnit>> matrix_units;
   VectorUnit vector_unit;
+  // The values of the tensors resident in the unified buffer, captured as they are written
+  // (values on only).
+  TensorShadows shadows;
 
  private:
   std::vector<ExecutionUnit*> mutable_units();

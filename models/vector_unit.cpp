@@ -16,6 +16,9 @@ void VectorUnit::execute(const Instruction& instr) {
   const uint64_t start = clock_.now();
   const uint64_t cycles = vector_cycles(config_, instr.op);
   elements_ += vector_execute(buffers_, program_, instr, compute_values_);
+  if (shadows_ != nullptr && compute_values_) {
+    shadows_->capture(instr, buffers_.contents(BufferId::kUnified));
+  }
   add_busy(instr, cycles);
   wait(clock_.cycles(cycles));
   complete(instr, start, start + cycles);

@@ -6,6 +6,7 @@
 #include "arch/hw_config.hpp"
 #include "models/execution_unit.hpp"
 #include "models/onchip_buffers.hpp"
+#include "models/tensor_shadows.hpp"
 
 namespace npusim {
 
@@ -16,6 +17,8 @@ class VectorUnit : public ExecutionUnit {
              const VectorUnitConfig& config, bool compute_values = true);
 
   uint64_t elements() const { return elements_; }
+  // Copies what each instruction writes into resident tensors (with compute_values only).
+  void capture_into(TensorShadows* shadows) { shadows_ = shadows; }
 
  protected:
   void execute(const Instruction& instr) override;
@@ -25,6 +28,7 @@ class VectorUnit : public ExecutionUnit {
   VectorUnitConfig config_;
   bool compute_values_;
   uint64_t elements_ = 0;
+  TensorShadows* shadows_ = nullptr;
 };
 
 }  // namespace npusim

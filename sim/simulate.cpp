@@ -133,11 +133,18 @@ void check_tensor(const std::string& layer, const uint8_t* sim_bytes, uint64_t e
   c.within_tolerance = c.within_tolerance && within;
 }
 
-// Every layer's output tensor in simulated off-chip memory against the reference (the graph's
-// outputs are among them).
+// The simulated bytes of program.tensors[i]: from off-chip memory, or the copy captured while it
+// was written for a tensor resident in the unified buffer (models/tensor_shadows.hpp).
+const uint8_t* tensor_bytes(const Program& program, Soc& soc, size_t i) {
+  const TensorPlacement& t = program.tensors[i];
+  if (t.buffer == BufferId::kUnified) return soc.shadows.bytes(i);
+  return soc.memory_contents().data() + t.dram_addr;
+}
+
+// Every layer's output tensor, as simulated, against the reference (the graph's outputs are among
+// them).
 void check_tensors(const Program& program, const Graph& graph, const std::vector<uint8_t>& input,
-                   const uint8_t* memory, const std::map<std::string, Tensor8>* reference,
-                   SimulationResult& r) {
+                   Soc& soc, const std::map<std::string, Tensor8>* reference, SimulationResult& r) {
   FunctionalCheck& c = r.check;
   c.checked = true;
   c.within_tolerance = true;
@@ -153,10 +160,11 @@ void check_tensors(const Program& program, const Graph& graph, const std::vector
   }
   std::map<std::string, std::string> producer;
   for (const Layer& l : graph.layers) producer[l.output] = l.name;
-  for (const TensorPlacement& t : program.tensors) {
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    const TensorPlacement& t = program.tensors[i];
     const std::string& layer = producer.count(t.name) ? producer.at(t.name) : t.name;
-    check_tensor(layer, memory + t.dram_addr, t.elements(), int8 ? &reference->at(t.name) : nullptr,
-                 int8 ? nullptr : &ref16.at(t.name), c);
+    check_tensor(layer, tensor_bytes(program, soc, i), t.elements(),
+                 int8 ? &reference->at(t.name) : nullptr, int8 ? nullptr : &ref16.at(t.name), c);
   }
   c.bit_exact = c.mismatches == 0;
 }
@@ -269,6 +277,11 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("dram.read_bytes", "bytes", "bytes read from off-chip memory", soc.memory_bytes_read());
   reg.value("dram.write_bytes", "bytes", "bytes written to off-chip memory",
             soc.memory_bytes_written());
+  uint64_t parameter_bytes = 0;
+  for (const auto& segment : program.dram_init) parameter_bytes += segment.bytes.size();
+  reg.value("dram.parameter_bytes", "bytes",
+            "weights, biases and normalization parameters the program keeps in off-chip memory",
+            parameter_bytes);
 
   std::vector<const DmaEngine*> queues(soc.load_queues.begin(), soc.load_queues.end());
   queues.insert(queues.end(), soc.store_queues.begin(), soc.store_queues.end());
@@ -298,7 +311,8 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("functional_check.bit_exact", "",
             "every value of every layer's output tensor equals the reference", c.bit_exact);
   reg.value("functional_check.tensors", "count",
-            "tensors compared: every layer's output in simulated off-chip memory", c.tensors);
+            "tensors compared: every layer's output (off chip, or captured in the unified buffer)",
+            c.tensors);
   reg.value("functional_check.first_mismatch", "",
             "the first layer (in program order) whose output is outside the tolerance, or empty",
             c.first_mismatch);
@@ -495,10 +509,10 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     const uint8_t* base = soc.memory_contents().data() + out.dram_addr;
     r.outputs.emplace_back(base, base + out.bytes());
   }
-  if (run.values) check_tensors(program, graph, input, soc.memory_contents().data(), reference, r);
+  if (run.values) check_tensors(program, graph, input, soc, reference, r);
   for (size_t i = 0; all_tensors && run.values && i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
-    const uint8_t* base = soc.memory_contents().data() + t.dram_addr;
+    const uint8_t* base = tensor_bytes(program, soc, i);
     r.tensors.emplace_back(base, base + t.bytes());
   }
 

@@ -45,6 +45,7 @@ CompileResult Lowering::run() {
   if (!plan_memory()) return {false, {}, reason_};
 
   for (const auto& l : graph_.layers) {
+    layer_index_ = static_cast<int>(program_.layers.size());
     LayerRecord rec;
     rec.name = l.name;
     rec.op = to_string(l.kind);
@@ -54,10 +55,12 @@ CompileResult Lowering::run() {
     for (const auto& f : l.fused) rec.fused += (rec.fused.empty() ? "" : ",") + f;
     rec.macs = l.macs(graph_.batch);
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());
-    uint64_t bound =
-        (l.out_shape.elements() * graph_.batch + l.qweights.size() + l.bf16_weights.size()) * es_ +
-        4 * l.bias.size();
-    for (const auto& s : l.in_shapes) bound += s.elements() * graph_.batch * es_;
+    // Operands resident in the unified buffer cost no off-chip bytes.
+    uint64_t bound = (l.qweights.size() + l.bf16_weights.size()) * es_ + 4 * l.bias.size();
+    if (!resident(l.output)) bound += l.out_shape.elements() * graph_.batch * es_;
+    for (size_t i = 0; i < l.inputs.size(); ++i) {
+      if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
+    }
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "compiler/lowering/hazards.hpp"
 #include "compiler/lowering/lowering.hpp"
 #include "compiler/lowering/tiling_math.hpp"
+#include "compiler/lowering/ub_allocator.hpp"
 
 namespace npusim::lowering {
 
@@ -59,9 +61,18 @@ class Lowering {
     if (reason_.empty()) reason_ = std::move(reason);
     return false;
   }
-  uint64_t ub_capacity() const { return hw_.unified_buffer.capacity_bytes; }
+  // The current layer's scratch range of the unified buffer (compiler/lowering/memory_plan.cpp).
+  uint64_t ub_capacity() const { return scratch_.at(layer_index_).bytes(); }
+  uint64_t scratch_base() const { return scratch_.at(layer_index_).begin; }
+  // Whether a tensor stays in the unified buffer, and where (ub_addr) or off chip (dram_addr).
+  bool resident(const std::string& name) const { return ub_addr_.count(name) > 0; }
+  uint64_t ub_addr(const std::string& name) const { return ub_addr_.at(name); }
+  uint64_t dram_addr(const std::string& name) const { return tensor_addr_.at(name); }
 
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
+  void plan_unified_buffer();
+  // Scratch the layer needs at least, given which tensors are resident.
+  uint64_t scratch_min(const Layer& l, const std::function<bool(const std::string&)>& res) const;
   TensorPlacement placement(const std::string& name) const;
   bool lower_layer(const Layer& l);
   class MatrixLayer;  // compiler/lowering/matrix_lowering.cpp
@@ -79,7 +90,11 @@ class Lowering {
   HazardTracker hazards_;
   LayerRecord* current_ = nullptr;
   uint64_t dram_top_ = 0;
-  std::map<std::string, uint64_t> tensor_addr_;
+  std::map<std::string, uint64_t> tensor_addr_;      // tensors off chip
+  std::map<std::string, uint64_t> ub_addr_;          // tensors resident in the unified buffer
+  std::map<std::string, std::pair<int, int>> live_;  // per tensor: first and last layer
+  std::vector<UbRange> scratch_;                     // per layer
+  int layer_index_ = 0;
   struct Params {
     uint64_t weights = 0, bias = 0, norm = 0;
   };

@@ -22,7 +22,7 @@ class Lowering::MatrixLayer {
     table_ = requant;
     table_lut_ = lut;
   }
-  void load_bias_and_resident_weights();
+  void load_resident_weights();
   void emit_all_blocks();
 
  private:
@@ -42,9 +42,17 @@ class Lowering::MatrixLayer {
 
   void load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0, int n_cb);
   void load_slab(int bi);
-  void block(int bi, int nb);
+  void set_window(int origin_z, int origin_y);
+  // Spatial blocks [bi, bi + count) (whole images of a resident input) x channel block nb; the
+  // images share each streamed weight chunk.
+  void block(int bi, int count, int nb);
   // Points `target` at the weights of K chunk [kc0, kc0 + k_cb), loading them when they stream.
   void place_weights(TileTarget& target, int img);
+  // The j-th image of a block of several: its own accumulators after the earlier images'.
+  TileTarget at_image(TileTarget target, int j) const {
+    target.acc += uint64_t(j) * target.m_blk * target.n_tb * 4;
+    return target;
+  }
   // One group's channels [c_lo, c_hi) of the channel block, split into array tiles per dataflow.
   void emit_group_tiles(const TileTarget& target, int grp, int c_lo, int c_hi);
   void emit_tile(const TileTarget& target, int grp, int c_lo, int m_off, int m, int k_off, int kk,
@@ -60,16 +68,20 @@ class Lowering::MatrixLayer {
   const int es_;
   const int k_;
   const bool matmul_;  // the weights are the second input, per image
-  const uint64_t in_dram_, out_dram_;
+  // An operand resident in the unified buffer is read (written) in place; else it streams through
+  // slabs (output blocks) in the layer's scratch range.
+  const bool in_resident_, out_resident_;
+  const uint64_t in_addr_, out_addr_;  // unified-buffer or off-chip address of the tensors
   const Params params_;
   const uint64_t weights_per_image_;
-  // Unified buffer: two input slabs, two output blocks, the bias.
+  // Scratch: two input slabs, two output blocks (each pair unless resident), the bias.
   const uint64_t pixel_bytes_, plane_bytes_, slab_bytes_, out_bytes_;
-  const uint64_t bias_ub_;
+  const uint64_t scratch_, out_ub_, bias_ub_;
   const uint64_t wb_half_, acc_unit_, acc_block_;
   int table_ = -1, table_lut_ = -1;
   std::vector<SpatialBlock> blocks_;
   bool block_weights_fit_ = false;
+  bool bias_loaded_ = false;
 
   int slab_parity_ = 0, chunk_index_ = 0, out_index_ = 0;
   int loaded_block_ = -1, loaded_image_ = -1, loaded_n_block_ = -1;
@@ -89,16 +101,21 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
       es_(lo.es_),
       k_(static_cast<int>(g.k())),
       matmul_(l.kind == OpKind::kMatMul),
-      in_dram_(lo.tensor_addr_.at(l.inputs[0])),
-      out_dram_(lo.tensor_addr_.at(l.output)),
-      params_(matmul_ ? Params{lo.tensor_addr_.at(l.inputs[1]), 0, 0} : lo.params_.at(l.name)),
+      in_resident_(lo.resident(l.inputs[0])),
+      out_resident_(lo.resident(l.output)),
+      in_addr_(in_resident_ ? lo.ub_addr(l.inputs[0]) : lo.dram_addr(l.inputs[0])),
+      out_addr_(out_resident_ ? lo.ub_addr(l.output) : lo.dram_addr(l.output)),
+      params_(matmul_ ? Params{lo.dram_addr(l.inputs[1]), 0, 0} : lo.params_.at(l.name)),
       weights_per_image_(matmul_ ? uint64_t(k_) * g.n * es_ : 0),
       pixel_bytes_(uint64_t(g.c) * es_),
       plane_bytes_(uint64_t(g.h) * g.w * pixel_bytes_),
-      slab_bytes_(
-          align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) * g.w * pixel_bytes_)),
-      out_bytes_(align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
-      bias_ub_(2 * slab_bytes_ + 2 * out_bytes_),
+      slab_bytes_(in_resident_ ? 0
+                               : align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) *
+                                          g.w * pixel_bytes_)),
+      out_bytes_(out_resident_ ? 0 : align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
+      scratch_(lo.scratch_base()),
+      out_ub_(scratch_ + 2 * slab_bytes_),
+      bias_ub_(out_ub_ + 2 * out_bytes_),
       wb_half_(lo.hw_.weight_buffer.capacity_bytes / 2),
       acc_unit_(lo.hw_.accumulators.capacity_bytes / mu_.count / 8 * 8),  // as tiling's acc_half
       acc_block_(uint64_t(t.out_rows) * g.out_w * t.n_tile * 4),
@@ -112,11 +129,12 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
 
 std::string Lowering::MatrixLayer::describe() const {
   return fmt::format(
-      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels, "
+      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels{}, "
       "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B; loop order: {} outside (estimated {} "
       "B off-chip, other order {} B)",
       g_.images, g_.d, g_.h, g_.w, g_.c, g_.out_d, g_.out_h, g_.out_w, g_.n, k_,
       g_.groups > 1 ? fmt::format(", {} groups", g_.groups) : "", t_.out_rows, t_.n_tile,
+      t_.images_per_block > 1 ? fmt::format(" x {} images", t_.images_per_block) : "",
       t_.weights_resident ? "resident" : "streamed", t_.k_chunk, t_.ub_bytes, t_.wb_bytes,
       t_.acc_bytes, t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
       t_.dram_bytes_other_order);
@@ -134,10 +152,7 @@ void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc
   }
 }
 
-void Lowering::MatrixLayer::load_bias_and_resident_weights() {
-  if (!matmul_) {
-    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_, params_.bias, 4ull * g_.n, 1, 0);
-  }
+void Lowering::MatrixLayer::load_resident_weights() {
   if (t_.weights_resident && !matmul_) {
     resident_wb_ = lo_.weight_half_ * wb_half_;
     lo_.weight_half_ ^= 1;
@@ -148,12 +163,13 @@ void Lowering::MatrixLayer::load_bias_and_resident_weights() {
 void Lowering::MatrixLayer::emit_all_blocks() {
   const int n_blocks = ceil_div(g_.n, t_.n_tile);
   const int n_spatial = static_cast<int>(blocks_.size());
+  const int step = t_.images_per_block;
   if (t_.channels_outside) {
     for (int nb = 0; nb < n_blocks; ++nb)
-      for (int bi = 0; bi < n_spatial; ++bi) block(bi, nb);
+      for (int bi = 0; bi < n_spatial; ++bi) block(bi, 1, nb);
   } else {
-    for (int bi = 0; bi < n_spatial; ++bi)
-      for (int nb = 0; nb < n_blocks; ++nb) block(bi, nb);
+    for (int bi = 0; bi < n_spatial; bi += step)
+      for (int nb = 0; nb < n_blocks; ++nb) block(bi, std::min(step, n_spatial - bi), nb);
   }
 }
 
@@ -162,6 +178,16 @@ void Lowering::MatrixLayer::emit_all_blocks() {
 void Lowering::MatrixLayer::load_slab(int bi) {
   const SpatialBlock& sb = blocks_[bi];
   loaded_block_ = bi;
+  if (in_resident_) {  // the whole image is the slab, in place
+    view_ = ActivationView{};
+    view_.ub_addr = in_addr_ + uint64_t(sb.img) * g_.d * plane_bytes_;
+    view_.slab_d = g_.d;
+    view_.slab_h = g_.h;
+    set_window(sb.od * g_.stride_d - g_.pad_front, sb.oh0 * g_.stride_h - g_.pad_top);
+    slab_ = view_.ub_addr;
+    slab_end_ = slab_ + uint64_t(g_.d) * plane_bytes_;
+    return;
+  }
   const int front = sb.od * g_.stride_d - g_.pad_front;
   const int iz_lo = std::max(0, front);
   const int iz_hi = std::min(g_.d, front + g_.dilation_d * (g_.kernel_d - 1) + 1);
@@ -169,36 +195,42 @@ void Lowering::MatrixLayer::load_slab(int bi) {
   const int ih_lo = std::max(0, top);
   const int ih_hi = std::min(g_.h, (sb.oh0 + sb.rows - 1) * g_.stride_h - g_.pad_top +
                                        g_.dilation_h * (g_.kernel_h - 1) + 1);
-  slab_ = slab_parity_ == 0 ? 0 : slab_bytes_;
+  slab_ = scratch_ + (slab_parity_ == 0 ? 0 : slab_bytes_);
   slab_parity_ ^= 1;
   const int planes = std::max(iz_hi - iz_lo, 0), slab_h = std::max(ih_hi - ih_lo, 0);
   const uint64_t row_bytes = uint64_t(slab_h) * g_.w * pixel_bytes_;
   if (planes > 0 && slab_h > 0) {
     lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, slab_,
-            in_dram_ + ((uint64_t(sb.img) * g_.d + iz_lo) * g_.h + ih_lo) * g_.w * pixel_bytes_,
+            in_addr_ + ((uint64_t(sb.img) * g_.d + iz_lo) * g_.h + ih_lo) * g_.w * pixel_bytes_,
             row_bytes, planes, plane_bytes_);
   }
   view_ = ActivationView{};
   view_.ub_addr = slab_;
   view_.slab_d = planes;
   view_.slab_h = slab_h;
+  set_window(front - iz_lo, top - ih_lo);
+  slab_end_ = slab_ + uint64_t(planes) * row_bytes;
+}
+
+// The view's geometry: the slab's width and channels, the window, and where output pixel 0's
+// window starts in the slab (z, y; x is the left padding).
+void Lowering::MatrixLayer::set_window(int origin_z, int origin_y) {
   view_.slab_w = g_.w;
   view_.slab_c = g_.c;
   view_.kernel_d = g_.kernel_d, view_.kernel_h = g_.kernel_h, view_.kernel_w = g_.kernel_w;
   view_.stride_h = g_.stride_h, view_.stride_w = g_.stride_w;
   view_.dilation_d = g_.dilation_d, view_.dilation_h = g_.dilation_h;
   view_.dilation_w = g_.dilation_w;
-  view_.origin_z = front - iz_lo;
-  view_.origin_y = top - ih_lo;
+  view_.origin_z = origin_z;
+  view_.origin_y = origin_y;
   view_.origin_x = -g_.pad_left;
   view_.out_w = g_.out_w;
   view_.window_c = g_.cin_g();
-  slab_end_ = slab_ + uint64_t(planes) * row_bytes;
 }
 
 // Spatial block bi x channel block nb: slab and weights in, tiles per K chunk and group, then the
 // epilogue and the store.
-void Lowering::MatrixLayer::block(int bi, int nb) {
+void Lowering::MatrixLayer::block(int bi, int count, int nb) {
   const SpatialBlock& sb = blocks_[bi];
   if (t_.weights_resident && matmul_ && loaded_image_ != sb.img) {
     resident_wb_ = lo_.weight_half_ * wb_half_;
@@ -226,12 +258,23 @@ void Lowering::MatrixLayer::block(int bi, int nb) {
     target.k_cb = std::min(t_.k_chunk, k_ - kc0);
     place_weights(target, sb.img);
     const int n0 = target.n0, n_end = target.n0 + target.n_tb;
-    for (int grp = n0 / cout_g; grp * cout_g < n_end; ++grp) {
-      emit_group_tiles(target, grp, std::max(n0, grp * cout_g),
-                       std::min(n_end, (grp + 1) * cout_g));
+    for (int j = 0; j < count; ++j) {
+      if (loaded_block_ != bi + j) load_slab(bi + j);
+      const TileTarget image = at_image(target, j);
+      for (int grp = n0 / cout_g; grp * cout_g < n_end; ++grp) {
+        emit_group_tiles(image, grp, std::max(n0, grp * cout_g),
+                         std::min(n_end, (grp + 1) * cout_g));
+      }
     }
   }
-  emit_epilogue(target, sb);
+  if (!matmul_ && !bias_loaded_) {
+    // The biases come just before the first REQUANT needs them: loaded earlier, the DMA load
+    // queue (in order) would hold this layer's weights back until its scratch range is free of
+    // the previous layer's operands, and the weights could not prefetch.
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_, params_.bias, 4ull * g_.n, 1, 0);
+    bias_loaded_ = true;
+  }
+  for (int j = 0; j < count; ++j) emit_epilogue(at_image(target, j), blocks_[bi + j]);
 }
 
 void Lowering::MatrixLayer::place_weights(TileTarget& target, int img) {
@@ -298,14 +341,19 @@ void Lowering::MatrixLayer::emit_tile(const TileTarget& target, int grp, int c_l
 
 void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const SpatialBlock& sb) {
   const int m_blk = target.m_blk, n0 = target.n0, n_tb = target.n_tb;
-  const uint64_t out = 2 * slab_bytes_ + (out_index_++ % 2) * out_bytes_;
+  const uint64_t out_pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
+  // A resident output is written in place (rows of the block's channels, g.n apart); else the
+  // block goes to an output buffer in the scratch and from there off chip.
+  const uint64_t out = out_resident_ ? out_addr_ + (out_pixel * g_.n + n0) * es_
+                                     : out_ub_ + (out_index_++ % 2) * out_bytes_;
+  const int out_ld = out_resident_ ? g_.n : n_tb;
   RequantOp rq;
   rq.acc_addr = target.acc;
   rq.acc_ld = n_tb;
   rq.has_bias = !matmul_;
   rq.bias_ub_addr = bias_ub_ + uint64_t(n0) * 4;
   rq.out_ub_addr = out;
-  rq.out_ld = n_tb;
+  rq.out_ld = out_ld;
   rq.m = m_blk;
   rq.n = n_tb;
   rq.table = table_;
@@ -317,26 +365,27 @@ void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const Spatia
   rq.clip_min = l_.clip_min, rq.clip_max = l_.clip_max;
   std::vector<BufferAccess> accesses = {
       {BufferId::kAccumulator, target.acc, target.acc + uint64_t(m_blk) * n_tb * 4, false},
-      {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
+      {BufferId::kUnified, out, out + (uint64_t(m_blk - 1) * out_ld + n_tb) * es_, true}};
   if (rq.has_bias) {
     accesses.push_back(
         {BufferId::kUnified, rq.bias_ub_addr, rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
   }
   lo_.emit(UnitKind::kVector, 0, rq, accesses);
-  const uint64_t out_pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
-  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram_ + (out_pixel * g_.n + n0) * es_,
+  if (out_resident_) return;
+  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_addr_ + (out_pixel * g_.n + n0) * es_,
           n_tb * es_, m_blk, uint64_t(g_.n) * es_);
 }
 
 bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   const ConvGeometry g = conv_geometry(l, graph_.batch, es_);
-  const TilingResult tr = choose_conv_tiling(hw_, g, l.name);
+  const TilingResult tr = choose_conv_tiling(
+      hw_, g, l.name, ConvOperands{ub_capacity(), resident(l.inputs[0]), resident(l.output)});
   if (!tr.ok) return fail(tr.reason);
   MatrixLayer layer(*this, l, g, tr.tiling);
   rec.tiling = layer.describe();
   const int table = l.requant.empty() ? -1 : requant_table(l.requant);
   layer.set_tables(table, lut(l.lut));
-  layer.load_bias_and_resident_weights();
+  layer.load_resident_weights();
   layer.emit_all_blocks();
   return true;
 }

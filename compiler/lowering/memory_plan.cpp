@@ -1,6 +1,13 @@
-// The off-chip memory plan: parameters first, then the input, then every layer's output, each
-// 4 KiB-aligned; a free op's output shares its input's bytes.
+// The memory plan. Unified buffer (plan_unified_buffer): every activation tensor stays on chip for
+// its live range when it fits (compiler/lowering/ub_allocator.hpp), except the graph's input and
+// outputs and the second operand of a matmul of two activations (it streams through the weight
+// buffer, which the DMA fills from off-chip memory); each layer gets a scratch range for its own
+// blocks. Off-chip memory: parameters first, then the input, then every tensor not resident, each
+// 4 KiB-aligned. A free op's output shares its input's bytes, on or off chip.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
 
 #include "compiler/ir/op_table.hpp"
 #include "compiler/lowering/lowering_context.hpp"
@@ -29,9 +36,11 @@ bool Lowering::plan_memory() {
     }
     params_[l.name] = p;
   }
+  plan_unified_buffer();
   tensor_addr_[graph_.input_name] = dram_alloc(graph_.input_shape.elements() * graph_.batch * es_);
   program_.input = placement(graph_.input_name);
   for (const auto& l : graph_.layers) {
+    if (ub_addr_.count(l.output)) continue;
     // A free op (reshape) keeps its input's bytes: the row-major element order does not change.
     tensor_addr_[l.output] = op_info(l.kind).lowering == OpLowering::kFree
                                  ? tensor_addr_.at(l.inputs[0])
@@ -49,11 +58,115 @@ bool Lowering::plan_memory() {
   return true;
 }
 
+void Lowering::plan_unified_buffer() {
+  // One allocator buffer per tensor, shared by the outputs of free ops with their input.
+  std::map<std::string, int> buffer_of;
+  std::vector<UbBuffer> buffers;
+  std::vector<int> consumers;
+  std::vector<std::string> names;  // of each buffer's producing tensor
+  auto new_buffer = [&](const std::string& name, uint64_t elements, int step) {
+    buffer_of[name] = static_cast<int>(buffers.size());
+    buffers.push_back({elements * graph_.batch * es_, step, step, true, 0});
+    consumers.push_back(0);
+    names.push_back(name);
+  };
+  new_buffer(graph_.input_name, graph_.input_shape.elements(), 0);
+  buffers[0].may_reside = false;
+  const int steps = static_cast<int>(graph_.layers.size());
+  for (int i = 0; i < steps; ++i) {
+    const Layer& l = graph_.layers[i];
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      const int b = buffer_of.at(l.inputs[k]);
+      buffers[b].last = std::max(buffers[b].last, i);
+      ++consumers[b];
+      if (l.kind == OpKind::kMatMul && k == 1) buffers[b].may_reside = false;
+      // A move's boxes are DMA copies between off-chip tensors (move_lowering.cpp).
+      if (op_info(l.kind).lowering == OpLowering::kMove) buffers[b].may_reside = false;
+    }
+    if (op_info(l.kind).lowering == OpLowering::kFree) {
+      buffer_of[l.output] = buffer_of.at(l.inputs[0]);
+    } else {
+      new_buffer(l.output, l.out_shape.elements(), i);
+      if (op_info(l.kind).lowering == OpLowering::kMove) buffers.back().may_reside = false;
+    }
+  }
+  for (const auto& name : graph_.outputs) buffers[buffer_of.at(name)].may_reside = false;
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    // Resident, the producer's store and each consumer's load of the tensor disappear.
+    buffers[b].traffic_saved = buffers[b].bytes * (1 + consumers[b]);
+  }
+  auto need = [&](int step, const std::vector<bool>& resident) {
+    return scratch_min(graph_.layers[step],
+                       [&](const std::string& name) { return resident[buffer_of.at(name)]; });
+  };
+  const uint64_t capacity = hw_.unified_buffer.capacity_bytes;
+  UbPlan plan = npusim::lowering::plan_unified_buffer(capacity, steps, buffers, need, kAlign);
+  if (!plan.ok) {
+    // Not even one layer's least scratch fits: everything off chip, every layer gets the whole
+    // buffer, and the tiler of the layer that cannot fit explains what to change.
+    plan.offset.assign(buffers.size(), std::nullopt);
+    plan.scratch.assign(steps, UbRange{0, capacity});
+  }
+  const std::string violation = check_ub_plan(capacity, buffers, plan);
+  NPUSIM_CHECK(violation.empty(), "unified-buffer plan of {}: {}", graph_.name, violation);
+  scratch_ = plan.scratch;
+  for (const auto& [name, b] : buffer_of) {
+    live_[name] = {name == graph_.input_name ? -1 : buffers[b].first, buffers[b].last};
+    if (plan.offset[b]) ub_addr_[name] = *plan.offset[b];
+  }
+}
+
+uint64_t Lowering::scratch_min(const Layer& l,
+                               const std::function<bool(const std::string&)>& res) const {
+  const bool in = res(l.inputs[0]), out = res(l.output);
+  auto twice = [](uint64_t bytes) { return 2 * align_up(bytes); };
+  switch (op_info(l.kind).lowering) {
+    case OpLowering::kMatrix:
+      return conv_scratch_min(hw_, conv_geometry(l, graph_.batch, es_), ConvOperands{0, in, out});
+    case OpLowering::kPool: {
+      const TensorShape& s = l.in_shapes[0];
+      const uint64_t pixel = uint64_t(s.last()) * es_;
+      const uint64_t slab =
+          uint64_t(std::min(s.d(), l.kernel[0])) * std::min(s.h(), l.kernel[1]) * s.w() * pixel;
+      return (in ? 0 : twice(slab)) + (out ? 0 : twice(l.out_shape.w() * pixel));
+    }
+    case OpLowering::kRows: {
+      const uint64_t row = (l.kind == OpKind::kActivation ? 1 : uint64_t(l.out_shape.last())) * es_;
+      const uint64_t params =
+          l.kind == OpKind::kLayerNorm ? align_up(8ull * l.out_shape.last()) : 0;
+      return (in ? 0 : twice(row)) + (out ? 0 : twice(row)) + params;
+    }
+    case OpLowering::kEltwise: {
+      const int off_chip = !in + !res(l.inputs[1]) + !out;
+      return off_chip * twice(kEltwiseMinChunk);
+    }
+    case OpLowering::kConcat: {
+      uint64_t widest = 0;
+      for (size_t i = 0; i < l.inputs.size(); ++i) {
+        if (!res(l.inputs[i])) widest = std::max<uint64_t>(widest, l.in_shapes[i].last());
+      }
+      return (twice(widest * es_) + (out ? 0 : twice(uint64_t(l.out_shape.last()) * es_)));
+    }
+    case OpLowering::kMove:
+      return 4 * kAlign;  // two loaded and two rescaled boxes of at least one element
+    case OpLowering::kFree:
+    case OpLowering::kFolded:
+      break;
+  }
+  return 0;
+}
+
 TensorPlacement Lowering::placement(const std::string& name) const {
   TensorShape s = graph_.shape_of(name);
   TensorPlacement p;
   p.name = name;
-  p.dram_addr = tensor_addr_.at(name);
+  if (ub_addr_.count(name)) {
+    p.buffer = BufferId::kUnified;
+    p.ub_addr = ub_addr_.at(name);
+  } else {
+    p.dram_addr = tensor_addr_.at(name);
+  }
+  std::tie(p.first_layer, p.last_layer) = live_.at(name);
   p.batch = graph_.batch;
   p.dims = s.dims;
   p.scale = graph_.scale_of(name);

@@ -109,7 +109,8 @@ void Lowering::dma_box(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr,
 }
 
 bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
-  // Two slots for loaded boxes and two for rescaled ones.
+  // Two slots for loaded boxes and two for rescaled ones, in the layer's scratch range. A move's
+  // operands stay off chip (memory_plan.cpp): its boxes are DMA copies between off-chip tensors.
   const uint64_t slot = ub_capacity() / 4 / kAlign * kAlign;
   if (slot < uint64_t(es_)) {
     return fail(fmt::format("layer '{}' does not fit: the unified buffer ({} bytes) is too small",
@@ -152,11 +153,11 @@ bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
       const uint64_t in_stride[2] = {b.in_stride[0] * es_, b.in_stride[1] * es_};
       const uint64_t out_stride[2] = {b.out_stride[0] * es_, b.out_stride[1] * es_};
       const uint64_t bytes = b.elements() * es_;
-      uint64_t ub = (n % 2) * slot;
+      uint64_t ub = scratch_base() + (n % 2) * slot;
       dma_box(UnitKind::kDmaLoad, ub, src_dram, count, in_stride);
       const float ratio = b.input < 0 || l.input_ratios.empty() ? 1.0f : l.input_ratios[k];
       if (es_ == 1 && ratio != 1.0f) {
-        const uint64_t scaled = (2 + n % 2) * slot;
+        const uint64_t scaled = scratch_base() + (2 + n % 2) * slot;
         EltwiseOp e;
         e.kind = EltwiseKind::kRescale;
         e.a_ub_addr = ub, e.out_ub_addr = scaled;

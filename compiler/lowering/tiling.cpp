@@ -33,6 +33,7 @@ ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
     g.h = g.out_h = m;
     g.c = in.last();
     g.n = l.out_shape.last();
+    g.shared_weights = false;
     return g;
   }
   g.images = batch;
@@ -47,11 +48,30 @@ ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
   return g;
 }
 
+namespace {
+
+// Unified-buffer scratch of blocks of `rows` output rows x `n_tile` channels: two input slabs and
+// two output blocks (double-buffered) unless the operand is resident, and the bias.
+uint64_t conv_scratch(const ConvGeometry& g, const ConvOperands& where, int rows, int n_tile) {
+  const uint64_t es = g.element_bytes;
+  const uint64_t plane_bytes = uint64_t(slab_planes(g)) * g.w * g.c * es;
+  const uint64_t slabs = where.input_resident ? 0 : 2 * align_up(slab_rows(g, rows) * plane_bytes);
+  const uint64_t outs =
+      where.output_resident ? 0 : 2 * align_up(uint64_t(rows) * g.out_w * n_tile * es);
+  return slabs + outs + align_up(4ull * g.n);
+}
+
+}  // namespace
+
+uint64_t conv_scratch_min(const HwConfig& hw, const ConvGeometry& g, const ConvOperands& where) {
+  return conv_scratch(g, where, 1, std::min(g.n, hw.matrix_unit.cols));
+}
+
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
-                                const std::string& layer_name) {
+                                const std::string& layer_name, const ConvOperands& where) {
   const auto& mu = hw.matrix_unit;
   const uint64_t k = g.k();
-  const uint64_t ub = hw.unified_buffer.capacity_bytes;
+  const uint64_t ub = where.scratch_bytes;
   const uint64_t wb_half = hw.weight_buffer.capacity_bytes / 2;
   // Each unit's slice of the accumulators, whole 32-bit words in each half (count 3 splits
   // unevenly).
@@ -68,17 +88,15 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     if (t <= mu.cols) break;
     t = std::max(mu.cols, ceil_div(ceil_div(t, 2), mu.cols) * mu.cols);
   }
-  auto ub_need = [&](int rows, int n_tile) {
-    return 2 * align_up(slab_rows(g, rows) * plane_bytes) +
-           2 * align_up(uint64_t(rows) * g.out_w * n_tile * es) + bias_bytes;
-  };
+  auto ub_need = [&](int rows, int n_tile) { return conv_scratch(g, where, rows, n_tile); };
   // Off-chip bytes of a tiling in either loop order. Spatial blocks outside: each slab is read
   // once, streamed weights once per spatial block. Channel blocks outside: a channel block's
   // weights are read once when they fit half the weight buffer, every slab once per channel block.
+  // A resident input costs no slab bytes.
   const uint64_t weight_bytes = k * g.n * es;
-  auto traffic = [&](int rows, int n_tile, bool channels_outside) {
+  auto traffic = [&](int rows, int n_tile, bool channels_outside, int images_per_block) {
     const uint64_t row_blocks = static_cast<uint64_t>(ceil_div(g.out_h, rows));
-    const uint64_t blocks = uint64_t(g.images) * g.out_d * row_blocks;
+    const uint64_t blocks = uint64_t(ceil_div(g.images, images_per_block)) * g.out_d * row_blocks;
     uint64_t slabs = 0;
     for (int oh0 = 0; oh0 < g.out_h; oh0 += rows) {
       const int r = std::min(rows, g.out_h - oh0);
@@ -88,7 +106,7 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
           std::min(g.h, top + (r - 1) * g.stride_h + g.dilation_h * (g.kernel_h - 1) + 1);
       slabs += uint64_t(std::max(hi - lo, 0)) * plane_bytes;
     }
-    slabs *= uint64_t(g.images) * g.out_d;
+    slabs *= where.input_resident ? 0 : uint64_t(g.images) * g.out_d;
     const uint64_t n_blocks = static_cast<uint64_t>(ceil_div(g.n, n_tile));
     if (resident) return slabs + weight_bytes;
     if (!channels_outside) return slabs + blocks * weight_bytes;
@@ -106,9 +124,18 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
     if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
     const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
+    // A batch over a resident input: whole images share each streamed weight chunk, as many as
+    // the accumulators hold, so the weights are read once per that many images.
+    int images = 1;
+    if (!resident && g.shared_weights && where.input_resident && g.images > 1 && g.out_d == 1 &&
+        rows == g.out_h) {
+      images = static_cast<int>(
+          std::min<uint64_t>(g.images, acc_half / (uint64_t(g.out_h) * g.out_w * n_tile * 4)));
+    }
     for (bool channels_outside : {false, true}) {
       if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
-      const uint64_t bytes = traffic(rows, n_tile, channels_outside);
+      const int ib = channels_outside ? 1 : images;
+      const uint64_t bytes = traffic(rows, n_tile, channels_outside, ib);
       if (best.ok && bytes >= best.tiling.dram_bytes) continue;
       best.ok = true;
       best.tiling.out_rows = rows;
@@ -116,11 +143,13 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
       best.tiling.k_chunk = static_cast<int>(k_chunk);
       best.tiling.weights_resident = resident;
       best.tiling.channels_outside = channels_outside;
+      best.tiling.images_per_block = ib;
       best.tiling.dram_bytes = bytes;
-      best.tiling.dram_bytes_other_order = traffic(rows, n_tile, !channels_outside);
+      best.tiling.dram_bytes_other_order =
+          traffic(rows, n_tile, !channels_outside, channels_outside ? images : 1);
       best.tiling.ub_bytes = ub_need(rows, n_tile);
       best.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
-      best.tiling.acc_bytes = 2ull * rows * g.out_w * n_tile * 4 * mu.count;
+      best.tiling.acc_bytes = 2ull * ib * rows * g.out_w * n_tile * 4 * mu.count;
     }
   }
   if (best.ok) return best;

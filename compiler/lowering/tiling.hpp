@@ -18,7 +18,10 @@ struct ConvTiling {
   int k_chunk = 0;                // reduction elements per weight chunk in the weight buffer
   bool weights_resident = false;  // all of the layer's weights stay in the weight buffer
   bool channels_outside = false;  // loop over channel blocks outside the spatial blocks
-  uint64_t dram_bytes = 0;        // estimated off-chip traffic of the chosen order
+  // Whole images whose blocks share each streamed weight chunk (a batch over a resident input:
+  // the weights are read once per this many images).
+  int images_per_block = 1;
+  uint64_t dram_bytes = 0;  // estimated off-chip traffic of the chosen order
   uint64_t dram_bytes_other_order = 0;
   uint64_t ub_bytes = 0, wb_bytes = 0, acc_bytes = 0;  // peak use of each buffer
 };
@@ -36,13 +39,25 @@ struct ConvGeometry {
   int pad_front = 0, pad_top = 0, pad_left = 0;
   int out_d = 1, out_h = 1, out_w = 1, n = 1;
   int groups = 1;
-  int element_bytes = 1;  // activations and weights: 1 (int8) or 2 (bf16)
+  int element_bytes = 1;       // activations and weights: 1 (int8) or 2 (bf16)
+  bool shared_weights = true;  // false: each image has weights of its own (a matmul)
   int cin_g() const { return c / groups; }
   int cout_g() const { return n / groups; }
   uint64_t k() const { return uint64_t(kernel_d) * kernel_h * kernel_w * cin_g(); }
 };
 
 ConvGeometry conv_geometry(const Layer& layer, int batch, int element_bytes = 1);
+
+// Where a conv / dense / matmul layer's activations are: an operand resident in the unified buffer
+// is read (written) in place and needs no slabs (output blocks) in the layer's scratch range.
+struct ConvOperands {
+  uint64_t scratch_bytes = 0;  // the layer's contiguous scratch range in the unified buffer
+  bool input_resident = false;
+  bool output_resident = false;
+};
+
+// The least scratch the layer can run in: one output row of the narrowest channel block.
+uint64_t conv_scratch_min(const HwConfig& hw, const ConvGeometry& g, const ConvOperands& where);
 
 // Chooses tiles, or explains which buffer is too small, by how much, and what to change.
 struct TilingResult {
@@ -51,6 +66,6 @@ struct TilingResult {
   std::string reason;
 };
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
-                                const std::string& layer_name);
+                                const std::string& layer_name, const ConvOperands& where);
 
 }  // namespace npusim

@@ -10,6 +10,8 @@
 namespace npusim::lowering {
 
 inline constexpr uint64_t kAlign = 64;
+// The least chunk an elementwise layer streams an off-chip operand in.
+inline constexpr uint64_t kEltwiseMinChunk = 4096;
 inline uint64_t align_up(uint64_t x, uint64_t a = kAlign) { return (x + a - 1) / a * a; }
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 

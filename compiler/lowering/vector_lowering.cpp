@@ -1,5 +1,6 @@
 // Layers of the vector unit: pooling, row-wise ops (softmax, layer norm, table activations),
-// elementwise add / mul and concatenation, streamed through the unified buffer.
+// elementwise add / mul and concatenation. An operand resident in the unified buffer is read or
+// written in place; one off chip streams through double buffers in the layer's scratch range.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,10 +14,11 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
   const int D = in.d(), H = in.h(), W = in.w();
   const int C = in.last() * es_;  // bytes per pixel
   const int planes_max = std::min(D, l.kernel[0]);
+  const bool in_res = resident(l.inputs[0]), out_res = resident(l.output);
   auto rows_in = [&](int rows) { return std::min(H, (rows - 1) * l.strides[1] + l.kernel[1]); };
   auto need = [&](int rows) {
-    return 2 * align_up(uint64_t(planes_max) * rows_in(rows) * W * C) +
-           2 * align_up(uint64_t(rows) * out.w() * C);
+    return (in_res ? 0 : 2 * align_up(uint64_t(planes_max) * rows_in(rows) * W * C)) +
+           (out_res ? 0 : 2 * align_up(uint64_t(rows) * out.w() * C));
   };
   if (need(1) > ub_capacity()) {
     return fail(
@@ -27,9 +29,10 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
   }
   const int rows = largest_fitting(out.h(), [&](int r) { return need(r) <= ub_capacity(); });
   rec.tiling = fmt::format("blocks of {} output rows, ub {} B", rows, need(rows));
-  const uint64_t slab_bytes = align_up(uint64_t(planes_max) * rows_in(rows) * W * C);
+  const uint64_t slab_bytes = in_res ? 0 : align_up(uint64_t(planes_max) * rows_in(rows) * W * C);
   const uint64_t out_bytes = align_up(uint64_t(rows) * out.w() * C);
-  const uint64_t in_dram = tensor_addr_.at(l.inputs[0]), out_dram = tensor_addr_.at(l.output);
+  const uint64_t in_addr = in_res ? ub_addr(l.inputs[0]) : dram_addr(l.inputs[0]);
+  const uint64_t out_addr = out_res ? ub_addr(l.output) : dram_addr(l.output);
   const uint64_t plane = uint64_t(H) * W * C;
   int block = 0;
   for (int img = 0; img < graph_.batch; ++img) {
@@ -39,14 +42,20 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
       for (int oh0 = 0; oh0 < out.h(); oh0 += rows, ++block) {
         const int r = std::min(rows, out.h() - oh0);
         const int top = oh0 * l.strides[1] - l.pads_begin[1];
-        const int ih_lo = std::max(0, top);
-        const int ih_hi = std::min(H, (oh0 + r - 1) * l.strides[1] - l.pads_begin[1] + l.kernel[1]);
-        const uint64_t slab = (block % 2) * slab_bytes;
-        const uint64_t dst = 2 * slab_bytes + (block % 2) * out_bytes;
+        // A resident input is read in place: all its rows are the slab.
+        const int ih_lo = in_res ? 0 : std::max(0, top);
+        const int ih_hi =
+            in_res ? H : std::min(H, (oh0 + r - 1) * l.strides[1] - l.pads_begin[1] + l.kernel[1]);
+        const uint64_t in_off = ((uint64_t(img) * D + iz_lo) * H + ih_lo) * W * C;
+        const uint64_t out_off = ((uint64_t(img) * out.d() + od) * out.h() + oh0) * out.w() * C;
+        const uint64_t slab = in_res ? in_addr + in_off : scratch_base() + (block % 2) * slab_bytes;
+        const uint64_t dst = out_res ? out_addr + out_off
+                                     : scratch_base() + 2 * slab_bytes + (block % 2) * out_bytes;
         const uint64_t row_bytes = uint64_t(ih_hi - ih_lo) * W * C;
-        dma(UnitKind::kDmaLoad, BufferId::kUnified, slab,
-            in_dram + ((uint64_t(img) * D + iz_lo) * H + ih_lo) * W * C, row_bytes, iz_hi - iz_lo,
-            plane);
+        if (!in_res) {
+          dma(UnitKind::kDmaLoad, BufferId::kUnified, slab, in_addr + in_off, row_bytes,
+              iz_hi - iz_lo, plane);
+        }
         PoolOp p;
         p.average = l.kind == OpKind::kAvgPool;
         p.count_include_pad = l.count_include_pad;
@@ -61,9 +70,7 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
         emit(UnitKind::kVector, 0, p,
              {{BufferId::kUnified, slab, slab + uint64_t(p.slab_d) * row_bytes, false},
               {BufferId::kUnified, dst, dst + dst_bytes, true}});
-        dma_linear(UnitKind::kDmaStore, dst,
-                   out_dram + ((uint64_t(img) * out.d() + od) * out.h() + oh0) * out.w() * C,
-                   dst_bytes);
+        if (!out_res) dma_linear(UnitKind::kDmaStore, dst, out_addr + out_off, dst_bytes);
       }
     }
   }
@@ -79,8 +86,10 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
   const uint64_t row_bytes = length * es_;
   const uint64_t rows_total = elementwise ? total_rows * l.out_shape.last() : total_rows;
   const uint64_t params_bytes = l.kind == OpKind::kLayerNorm ? align_up(8 * length) : 0;
-  // Two input and two output blocks of rows, plus the layer-norm parameters.
-  auto need = [&](uint64_t rows) { return 4 * align_up(rows * row_bytes) + params_bytes; };
+  const bool in_res = resident(l.inputs[0]), out_res = resident(l.output);
+  // Two input and two output blocks of rows (unless resident), plus the layer-norm parameters.
+  const int streamed = 2 * (!in_res + !out_res);
+  auto need = [&](uint64_t rows) { return streamed * align_up(rows * row_bytes) + params_bytes; };
   if (need(1) > ub_capacity()) {
     return fail(
         fmt::format("layer '{}' does not fit: a row of {} values needs {} bytes of unified "
@@ -91,9 +100,10 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
       largest_fitting(static_cast<int>(std::min<uint64_t>(rows_total, 1u << 30)),
                       [&](int r) { return need(static_cast<uint64_t>(r)) <= ub_capacity(); }));
   rec.tiling = fmt::format("blocks of {} rows of {}", block_rows, length);
-  const uint64_t in_dram = tensor_addr_.at(l.inputs[0]), out_dram = tensor_addr_.at(l.output);
+  const uint64_t in_addr = in_res ? ub_addr(l.inputs[0]) : dram_addr(l.inputs[0]);
+  const uint64_t out_addr = out_res ? ub_addr(l.output) : dram_addr(l.output);
   const uint64_t block_bytes = align_up(block_rows * row_bytes);
-  const uint64_t params_ub = 4 * block_bytes;
+  const uint64_t params_ub = scratch_base() + streamed * block_bytes;
   if (l.kind == OpKind::kLayerNorm) {
     dma(UnitKind::kDmaLoad, BufferId::kUnified, params_ub, params_.at(l.name).norm, 8 * length, 1,
         0);
@@ -103,8 +113,11 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
   for (uint64_t r0 = 0; r0 < rows_total; r0 += block_rows, ++block) {
     const uint64_t r = std::min(block_rows, rows_total - r0);
     const uint64_t bytes = r * row_bytes;
-    const uint64_t src = (block % 2) * block_bytes, dst = (2 + block % 2) * block_bytes;
-    dma_linear(UnitKind::kDmaLoad, src, in_dram + r0 * row_bytes, bytes);
+    const uint64_t src =
+        in_res ? in_addr + r0 * row_bytes : scratch_base() + (block % 2) * block_bytes;
+    const uint64_t dst = out_res ? out_addr + r0 * row_bytes
+                                 : scratch_base() + (2 * !in_res + block % 2) * block_bytes;
+    if (!in_res) dma_linear(UnitKind::kDmaLoad, src, in_addr + r0 * row_bytes, bytes);
     Operation op;
     std::vector<BufferAccess> accesses = {{BufferId::kUnified, src, src + bytes, false},
                                           {BufferId::kUnified, dst, dst + bytes, true}};
@@ -124,25 +137,37 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
       op = LutOp{src, dst, r, table, l.activation, l.clip_min, l.clip_max};
     }
     emit(UnitKind::kVector, 0, op, accesses);
-    dma_linear(UnitKind::kDmaStore, dst, out_dram + r0 * row_bytes, bytes);
+    if (!out_res) dma_linear(UnitKind::kDmaStore, dst, out_addr + r0 * row_bytes, bytes);
   }
   return true;
 }
 
 bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
   const uint64_t total = uint64_t(graph_.batch) * l.out_shape.elements() * es_;
-  const uint64_t chunk = std::min<uint64_t>(total, ub_capacity() / 6 / kAlign * kAlign);
+  // Operands a, b, out: resident ones in place, the others in double-buffered chunks.
+  const std::string* names[3] = {&l.inputs[0], &l.inputs[1], &l.output};
+  int streamed = 0;
+  for (const std::string* n : names) streamed += !resident(*n);
+  const uint64_t chunk = std::min<uint64_t>(
+      {total, uint64_t(1) << 30,
+       streamed == 0 ? total : ub_capacity() / (2 * streamed) / kAlign * kAlign});
   rec.tiling = fmt::format("chunks of {} bytes", chunk);
-  const uint64_t a_dram = tensor_addr_.at(l.inputs[0]), b_dram = tensor_addr_.at(l.inputs[1]);
-  const uint64_t out_dram = tensor_addr_.at(l.output);
   const int table = lut(l.lut);
   int block = 0;
   for (uint64_t off = 0; off < total; off += chunk, ++block) {
     const uint64_t bytes = std::min(chunk, total - off);
-    const uint64_t base = (block % 2) * 3 * chunk;
-    const uint64_t a = base, b = base + chunk, out = base + 2 * chunk;
-    dma_linear(UnitKind::kDmaLoad, a, a_dram + off, bytes);
-    dma_linear(UnitKind::kDmaLoad, b, b_dram + off, bytes);
+    uint64_t at[3];
+    uint64_t slot = scratch_base() + (block % 2) * streamed * chunk;
+    for (int i = 0; i < 3; ++i) {
+      if (resident(*names[i])) {
+        at[i] = ub_addr(*names[i]) + off;
+      } else {
+        at[i] = slot;
+        slot += chunk;
+        if (i < 2) dma_linear(UnitKind::kDmaLoad, at[i], dram_addr(*names[i]) + off, bytes);
+      }
+    }
+    const uint64_t a = at[0], b = at[1], out = at[2];
     EltwiseOp e;
     e.kind = l.kind == OpKind::kAdd ? EltwiseKind::kAdd : EltwiseKind::kMul;
     e.a_ub_addr = a, e.b_ub_addr = b, e.out_ub_addr = out;
@@ -158,7 +183,7 @@ bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
          {{BufferId::kUnified, a, a + bytes, false},
           {BufferId::kUnified, b, b + bytes, false},
           {BufferId::kUnified, out, out + bytes, true}});
-    dma_linear(UnitKind::kDmaStore, out, out_dram + off, bytes);
+    if (!resident(l.output)) dma_linear(UnitKind::kDmaStore, out, dram_addr(l.output) + off, bytes);
   }
   return true;
 }
@@ -168,29 +193,39 @@ bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
 bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
   const uint64_t total_rows = uint64_t(graph_.batch) * l.out_shape.outer();
   const int C = l.out_shape.last();
+  // Resident inputs are rescaled in place, the others loaded a block at a time; a resident output
+  // is written in place.
   int widest = 0;
-  for (const auto& s : l.in_shapes) widest = std::max(widest, s.last());
-  const uint64_t per_row = (2 * uint64_t(widest) + 2 * uint64_t(C)) * es_;
+  for (size_t i = 0; i < l.inputs.size(); ++i) {
+    if (!resident(l.inputs[i])) widest = std::max(widest, l.in_shapes[i].last());
+  }
+  const bool out_res = resident(l.output);
+  const uint64_t per_row = (2 * uint64_t(widest) + (out_res ? 0 : 2 * uint64_t(C))) * es_;
   if (per_row > ub_capacity()) {
     return fail(
         fmt::format("layer '{}' does not fit: one row of the concatenation needs {} bytes "
                     "of unified buffer, the hardware has {}",
                     l.name, per_row, ub_capacity()));
   }
-  const uint64_t rows = std::min<uint64_t>(total_rows, ub_capacity() / per_row);
+  const uint64_t rows = std::min<uint64_t>(
+      {total_rows, uint64_t(1) << 30, per_row == 0 ? total_rows : ub_capacity() / per_row});
   rec.tiling = fmt::format("blocks of {} rows of {} channels", rows, C);
   const uint64_t in_block = align_up(rows * widest * es_), out_block = align_up(rows * C * es_);
-  const uint64_t out_dram = tensor_addr_.at(l.output);
   int block = 0, load = 0;
   for (uint64_t r0 = 0; r0 < total_rows; r0 += rows, ++block) {
     const uint64_t r = std::min(rows, total_rows - r0);
-    const uint64_t out = 2 * in_block + (block % 2) * out_block;
+    const uint64_t out = out_res ? ub_addr(l.output) + r0 * C * es_
+                                 : scratch_base() + 2 * in_block + (block % 2) * out_block;
     int offset = 0;
-    for (size_t i = 0; i < l.inputs.size(); ++i, ++load) {
+    for (size_t i = 0; i < l.inputs.size(); ++i) {
       const int ci = l.in_shapes[i].last();
-      const uint64_t src = (load % 2) * in_block;
-      dma_linear(UnitKind::kDmaLoad, src, tensor_addr_.at(l.inputs[i]) + r0 * ci * es_,
-                 r * ci * es_);
+      uint64_t src = 0;
+      if (resident(l.inputs[i])) {
+        src = ub_addr(l.inputs[i]) + r0 * ci * es_;
+      } else {
+        src = scratch_base() + (load++ % 2) * in_block;
+        dma_linear(UnitKind::kDmaLoad, src, dram_addr(l.inputs[i]) + r0 * ci * es_, r * ci * es_);
+      }
       EltwiseOp e;
       e.kind = EltwiseKind::kRescale;
       e.a_ub_addr = src, e.out_ub_addr = out + offset;
@@ -204,7 +239,8 @@ bool Lowering::lower_concat(const Layer& l, LayerRecord& rec) {
              true}});
       offset += ci;
     }
-    dma_linear(UnitKind::kDmaStore, out, out_dram + r0 * C * es_, r * C * es_);
+    if (!out_res)
+      dma_linear(UnitKind::kDmaStore, out, dram_addr(l.output) + r0 * C * es_, r * C * es_);
   }
   return true;
 }

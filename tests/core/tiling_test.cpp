@@ -85,7 +85,8 @@ TEST(Tiling, ConvLargerThanTheEdgeBuffersIsSplit) {
   HwConfig hw = load_hw_config("edge");
   Graph g = one_conv(56, 56, 64, 128, 3, 1, "same");
   ConvGeometry geo = conv_geometry(g.layers[0], 1);
-  TilingResult t = choose_conv_tiling(hw, geo, "conv");
+  TilingResult t =
+      choose_conv_tiling(hw, geo, "conv", ConvOperands{hw.unified_buffer.capacity_bytes});
   ASSERT_TRUE(t.ok) << t.reason;
   EXPECT_FALSE(t.tiling.weights_resident);
   EXPECT_LT(t.tiling.out_rows, 56);
@@ -113,7 +114,8 @@ TEST(Tiling, ChannelBlocksOutsideWhenWeightsDominate) {
   // loading each block's 18 KiB of weights once.
   HwConfig hw = load_hw_config("edge");
   Graph g = one_conv(56, 56, 64, 128, 3, 1, "same");
-  TilingResult t = choose_conv_tiling(hw, conv_geometry(g.layers[0], 1), "conv");
+  TilingResult t = choose_conv_tiling(hw, conv_geometry(g.layers[0], 1), "conv",
+                                      ConvOperands{hw.unified_buffer.capacity_bytes});
   ASSERT_TRUE(t.ok);
   EXPECT_TRUE(t.tiling.channels_outside);
   EXPECT_LT(t.tiling.dram_bytes, t.tiling.dram_bytes_other_order);

@@ -87,13 +87,14 @@ def check_format(trace, name):
         check(tid in threads, f"{name}: tid {tid} has no thread_name")
     # Slices of a thread: each one ends before the next begins (or nests inside it).
     for tid, ss in slices.items():
-        for conv, label in ((perfetto_ns, "ns"), (float, "us")):
+        # In floating-point microseconds ts + dur can round a hair past the next ts.
+        for conv, label, eps in ((perfetto_ns, "ns", 0), (float, "us", 1e-9)):
             iv = sorted((conv(e["ts"]), conv(e["ts"]) + conv(e["dur"])) for e in ss)
             stack = []
             for b, en in iv:
-                while stack and stack[-1] <= b:
+                while stack and stack[-1] <= b + eps:
                     stack.pop()
-                check(not stack or en <= stack[-1],
+                check(not stack or en <= stack[-1] + eps,
                       f"{name}: thread {threads.get(tid)}: slice [{b}, {en}] {label} overlaps one ending at {stack[-1] if stack else ''}")
                 stack.append(en)
     for cname, ts in counters.items():

@@ -1,0 +1,39 @@
+// Copies of the tensors that live in the unified buffer, for the every-tensor functional check and
+// --save-intermediates: a resident tensor's bytes are reused once it is dead, so its values are
+// captured while it is written. Exact: every byte of a resident tensor is written by a vector-unit
+// instruction of the layer that produces it (the matrix units write only accumulators, and no DMA
+// loads into a live tensor); each such instruction's written range (accesses_of) is copied into the
+// shadow when it issues, which is when the vector unit computes its values. A byte written twice
+// keeps its later value, as in the buffer. Cheap: one copy of each written byte.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "arch/program.hpp"
+
+namespace npusim {
+
+class TensorShadows {
+ public:
+  explicit TensorShadows(const Program& program);
+
+  // After `instr` wrote its values into `unified` (the unified buffer's bytes).
+  void capture(const Instruction& instr, const uint8_t* unified);
+  // The bytes of program.tensors[i]: the shadow of a resident tensor, else null.
+  const uint8_t* bytes(size_t tensor) const;
+
+ private:
+  struct Shadow {
+    uint64_t begin, end;  // unified-buffer range
+    int layer;            // the layer whose instructions write it
+    std::vector<uint8_t> data;
+  };
+  const Program& program_;
+  std::vector<Shadow> shadows_;
+  std::map<size_t, size_t> of_tensor_;         // program.tensors index -> shadows_ index
+  std::vector<std::vector<size_t>> by_layer_;  // the shadows each layer writes
+};
+
+}  // namespace npusim

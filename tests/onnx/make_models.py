@@ -737,7 +737,7 @@ def bad_ops(out_dir):
 
 def bad_softmax_axis(out_dir):
     b = Builder("bad_softmax_axis", 11)
-    b.node("Softmax", ["x"], ["y"], name="softmax_rows", axis=1)
+    b.node("Softmax", ["x"], ["y"], name="softmax_rows", axis=3)
     model = b.model("x", [4, 8], ["y"])
     save(out_dir, b, model, None, {}, check=False)
 

@@ -257,12 +257,79 @@ def mobilenet_block(out_dir):
     save(out_dir, b, model, x, {"y": per_sample(run, x), "reflect_relu": reflect})
 
 
+def interpolation(inp, out, scale, cubic, transform="half_pixel", a=-0.75):
+    """ONNX Resize linear / cubic along one axis as an [inp, out] matrix (the specification's
+    neighbours, edge clamping; half_pixel or align_corners)."""
+    m = np.zeros((inp, out))
+    for o in range(out):
+        if transform == "align_corners":
+            c = 0.0 if scale * inp == 1 else o * (inp - 1) / (scale * inp - 1)
+        else:
+            c = (o + 0.5) / scale - 0.5
+        lo = math.floor(c)
+        r = 1.0 if c == lo else c - lo
+        lo = lo - 1 if c == lo else lo
+        if cubic:
+            def k(t):
+                t = abs(t)
+                if t <= 1:
+                    return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
+                return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
+            taps = {lo - 1: k(1 + r), lo: k(r), lo + 1: k(1 - r), lo + 2: k(2 - r)}
+        else:
+            taps = {lo: 1 - r, lo + 1: r}
+        for j, w in taps.items():
+            m[min(max(j, 0), inp - 1), o] += w
+    return m
+
+
+def composed(out_dir):
+    """Operators npusim composes from a move and an IR operator: Resize linear / cubic (a dense
+    layer per resized axis) and Softmax over a spatial axis of a feature map."""
+    b = Builder("composed", 41)
+    b.const("up_scales", np.array([1, 1, 2, 2], np.float32))
+    b.node("Resize", ["x", "", "up_scales"], ["up_linear"], mode="linear")
+    b.const("half", np.array([1, 1, 0.5, 0.5], np.float32))
+    b.node("Resize", ["x", "", "half"], ["down_cubic"], mode="cubic",
+           coordinate_transformation_mode="align_corners")
+    b.node("Softmax", ["x"], ["sm_h"], axis=2)
+    model = b.model("x", [4, 6, 6], ["up_linear", "down_cubic", "sm_h"], batch_dim="N")
+    x = b.rng.uniform(-1, 1, [2, 4, 6, 6]).astype(np.float32)
+    lin = interpolation(6, 12, 2.0, False)
+    cub = interpolation(6, 3, 0.5, True, "align_corners")
+    e = np.exp(x - x.max(axis=2, keepdims=True))
+    save(out_dir, b, model, x, {
+        "up_linear": np.einsum("nchw,hi,wj->ncij", x, lin, lin),
+        "down_cubic": np.einsum("nchw,hi,wj->ncij", x, cub, cub),
+        "sm_h": e / e.sum(axis=2, keepdims=True)})
+
+
+def composed_whole(out_dir):
+    """The whole-tensor compositions (axis 0 involved): Gemm transA (a transposing move first),
+    MatMul by a different constant matrix per leading index, Softmax over axis 0."""
+    b = Builder("composed_whole", 42)
+    b.weight("mm_B", [2, 4, 5])
+    b.node("MatMul", ["x", "mm_B"], ["mm"])
+    b.const("flat_shape", np.array([12, 2], np.int64))
+    b.node("Reshape", ["x", "flat_shape"], ["flat"])
+    b.weight("g_B", [12, 5])
+    b.node("Gemm", ["flat", "g_B"], ["g"], transA=1, alpha=0.5)
+    b.node("Softmax", ["x"], ["sm0"], axis=0)
+    model = b.model("x", [3, 4], ["mm", "g", "sm0"], batch_dim=2)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 4]).astype(np.float32)
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    save(out_dir, b, model, x, {"mm": x @ i["mm_B"], "g": 0.5 * x.reshape(12, 2).T @ i["g_B"],
+                                "sm0": e / e.sum(axis=0, keepdims=True)})
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
-    for build in (movement, resnet_block, bert_attention, mobilenet_block):
+    for build in (movement, resnet_block, bert_attention, mobilenet_block, composed,
+                  composed_whole):
         build(out_dir)
 
 

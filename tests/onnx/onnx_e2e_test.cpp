@@ -137,7 +137,9 @@ const auto kMovementModels = testing::Values(
          {"sliced", "reversed", "split_a", "split_b", "up", "up_sizes", "cat_c", "cat_h", "xt",
           "nhwc", "padded", "reflected", "edged", "gathered", "flat_hw", "unsq", "flat"}},
     Case{"resnet_block", {"logits", "logits2"}}, Case{"bert_attention", {"y", "cls", "probs"}},
-    Case{"mobilenet_block", {"y", "reflect_relu"}});
+    Case{"mobilenet_block", {"y", "reflect_relu"}},
+    Case{"composed", {"up_linear", "down_cubic", "sm_h"}},
+    Case{"composed_whole", {"mm", "g", "sm0"}, true});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

@@ -64,19 +64,18 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
                            "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, "
                            "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
                            "Dropout, Constant, Sub, Div, Slice, Gather (constant indices), "
-                           "Resize (nearest), Split, Shape, Cast)");
+                           "Resize (nearest, linear, cubic), Split, Shape, Cast)");
   // The Relu reading the failed TopK stays quiet; the Concat along the batch is named.
   EXPECT_EQ(errors[1], path + ": node 'cat_n' (Concat): concatenation along axis 0" + kBatchAxis);
 }
 
-TEST(OnnxErrors, SoftmaxOverANonLastAxis) {
+// A softmax over any axis but the batch's imports (onnx_compose_test.cpp); one past the rank is
+// named.
+TEST(OnnxErrors, SoftmaxAxisOutOfRange) {
   const std::string path = model_path("bad_softmax_axis");
-  EXPECT_EQ(
-      import_errors(path),
-      std::vector<std::string>{path + ": node 'softmax_rows' (Softmax): axis 1 on input [4, 8]: "
-                                      "npusim's softmax runs over the last axis, or an axis "
-                                      "followed only by axes of size 1 (a softmax over any other "
-                                      "axis needs a transpose)"});
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{
+                path + ": node 'softmax_rows' (Softmax): axis 3 on input [4, 8]: out of range"});
 }
 
 // Shape folds at import (reshape_from_shape reads it); a shape from a run-time tensor does not.

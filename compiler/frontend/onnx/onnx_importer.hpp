@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -123,6 +124,23 @@ class OnnxImporter {
   void emit_move(int i, const std::string& out, const char* op, const std::vector<MoveOperand>& ops,
                  const MoveSpec& spec);
   void import_concat_move(int i);
+  // onnx_compose.cpp: x with its axes in the order `perm` (per-sample axes) as `out`; null after
+  // reporting.
+  const Value* permute_value(int i, const Value& x, const std::vector<int64_t>& perm,
+                             const std::string& out);
+  // `operation` on the IR's last axis of a value (sets the value `name`); along_axis applies it
+  // to axis `axis` of x (a per-sample axis), moving that axis there and back when needed.
+  using AxisOperation = std::function<void(const Value& v, size_t at, const std::string& name)>;
+  void along_axis(int i, const Value& x, size_t axis, const std::string& out,
+                  const AxisOperation& operation);
+  // A dense layer (weights [x.dims[axis], units], no bias) / a softmax along one axis of x.
+  void dense_along_axis(int i, const Value& x, size_t axis, std::vector<float> weights,
+                        int64_t units, const std::string& out);
+  void softmax_along_axis(int i, const Value& x, size_t axis, const std::string& out);
+  // Resize linear / cubic to `dims` with `scale` (both with the batch axis when x is batched).
+  void resize_interpolated(int i, const Value& x, const std::vector<int64_t>& dims,
+                           const std::vector<double>& scale);
+  void matmul_per_index(int i, const Value& a, const Constant& b);
   void reshape_move(int i, const MoveOperand& x, const std::vector<int64_t>& per_sample);
   // A move layer named `name` that holds value v in the layout `channels_first` (graph outputs).
   void add_relayout(const Value& v, bool channels_first, const std::string& name,

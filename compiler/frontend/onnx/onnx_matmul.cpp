@@ -65,9 +65,17 @@ void OnnxImporter::import_dense(int i, const Value& a, const Constant& b, bool t
 
 void OnnxImporter::import_gemm(int i) {
   const Node& n = g_.node(i);
-  if (attr_int(n, "transA", 0) != 0) return fail(i, "transA 1 is not supported");
   const Value* a = activation(i, 0);
   if (!a) return;
+  if (attr_int(n, "transA", 0) != 0) {  // A transposed by a move first
+    if (a->batched) return batch_axis_needed(i, "transA 1 transposes axis 0");
+    if (a->dims.size() != 2) {
+      return fail(i, fmt::format("input A {} must be 2-D (features, rows) with transA 1",
+                                 dims_text(a->dims)));
+    }
+    a = permute_value(i, *a, {1, 0}, n.output(0) + "_transposed");
+    if (!a) return;
+  }
   if (onnx_rank(*a) != 2) {
     return fail(i, fmt::format("input A {} must be 2-D (rows, features)", dims_text(a->dims)));
   }
@@ -98,13 +106,16 @@ void OnnxImporter::import_gemm(int i) {
 }
 
 // MatMul by a constant B: a dense layer over A's last axis. B of rank 1 (K) is a (K, 1) matrix
-// whose unit axis the result drops; B of rank 3 or 4 must repeat one matrix (leading axes of
-// size 1) and have no more axes than A.
+// whose unit axis the result drops; B of rank 3 or 4 repeats one matrix (leading axes of size 1,
+// no more axes than A) or has A's rank and a matrix per leading index (onnx_compose.cpp).
 void OnnxImporter::import_matmul_constant(int i, const Value& a, const Constant& b) {
   const std::string out = g_.node(i).output(0);
   if (b.dims.size() > 2) {
     const bool one_matrix =
         std::all_of(b.dims.begin(), b.dims.end() - 2, [](int64_t d) { return d == 1; });
+    if (!one_matrix && static_cast<int64_t>(b.dims.size()) == onnx_rank(a)) {
+      return matmul_per_index(i, a, b);  // onnx_compose.cpp
+    }
     if (!one_matrix || static_cast<int64_t>(b.dims.size()) > onnx_rank(a)) {
       return fail(i, fmt::format("weights '{}' {}: npusim multiplies by one matrix (leading axes "
                                  "of size 1, no more axes than input A {}); a different matrix "

@@ -20,6 +20,17 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+MoveSpec transpose_spec(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm) {
+  MoveSpec spec;
+  for (int64_t p : perm) spec.dims.push_back(dims[size_t(p)]);
+  spec.source = [perm](const std::vector<int64_t>& out, std::vector<int64_t>& in) {
+    in.assign(out.size(), 0);
+    for (size_t a = 0; a < out.size(); ++a) in[size_t(perm[a])] = out[a];
+    return 0;
+  };
+  return spec;
+}
+
 // A channels-first map [C, S...] (or its flattening) holds ONNX element c * S + s at IR element
 // s * C + c; any other tensor keeps ONNX's order.
 std::vector<int64_t> ir_elements(const Value& v) {
@@ -255,14 +266,7 @@ void OnnxImporter::import_transpose(int i) {
   if (ops[0].value && ops[0].value->batched && perm[0] != 0) {
     return batch_axis_needed(i, fmt::format("perm {} moves axis 0", dims_text(perm)));
   }
-  MoveSpec spec;
-  for (int64_t p : perm) spec.dims.push_back(ops[0].dims[size_t(p)]);
-  spec.source = [perm](const std::vector<int64_t>& out, std::vector<int64_t>& in) {
-    in.assign(out.size(), 0);
-    for (size_t a = 0; a < out.size(); ++a) in[size_t(perm[a])] = out[a];
-    return 0;
-  };
-  emit_move(i, n.output(0), "transpose", ops, spec);
+  emit_move(i, n.output(0), "transpose", ops, transpose_spec(ops[0].dims, perm));
 }
 
 // Pad in every mode: constant (any value), edge and reflect; negative pads crop.

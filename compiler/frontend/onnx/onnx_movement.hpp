@@ -31,5 +31,7 @@ struct MoveSpec {
 // For each ONNX flat index of a run-time tensor (one sample), its element in the IR tensor.
 std::vector<int64_t> ir_elements(const Value& v);
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
+// Transpose of a tensor of shape `dims` by `perm` (a permutation of its axes).
+MoveSpec transpose_spec(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm);
 
 }  // namespace npusim::onnx_frontend

@@ -1,6 +1,7 @@
 // ONNX translators of data-movement operators as index maps (onnx_movement.hpp): Slice, Gather
-// with constant indices, Resize (nearest), Split, and the shape operators Shape and Cast that
-// exporters put in front of a Reshape; on constants they fold at import.
+// with constant indices, Resize (nearest; linear and cubic via onnx_compose.cpp), Split, and the
+// shape operators Shape and Cast that exporters put in front of a Reshape; on constants they fold
+// at import.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -160,15 +161,16 @@ void OnnxImporter::import_gather(int i) {
 }
 
 // Resize with mode nearest: every output coordinate maps back to one input coordinate through
-// the coordinate transformation and the rounding of nearest_mode (ONNX's definitions).
+// the coordinate transformation and the rounding of nearest_mode (ONNX's definitions); modes
+// linear and cubic in onnx_compose.cpp.
 void OnnxImporter::import_resize(int i) {
   const Node& n = g_.node(i);
   std::vector<MoveOperand> ops;
   if (!move_operands(i, ops, 1)) return;
   const std::vector<int64_t>& x = ops[0].dims;
   const std::string mode = attr_string(n, "mode", "nearest");
-  if (mode != "nearest") {
-    return fail(i, fmt::format("mode '{}': only nearest is supported", mode));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    return fail(i, fmt::format("mode '{}', expected nearest, linear or cubic", mode));
   }
   const std::string transform = attr_string(n, "coordinate_transformation_mode", "half_pixel");
   const std::string rounding = attr_string(n, "nearest_mode", "round_prefer_floor");
@@ -206,6 +208,10 @@ void OnnxImporter::import_resize(int i) {
   }
   for (int64_t d : spec.dims) {
     if (d <= 0) return fail(i, fmt::format("the result {} is empty", dims_text(spec.dims)));
+  }
+  if (mode != "nearest") {  // onnx_compose.cpp: interpolation matrices
+    if (!ops[0].value) return fail(i, fmt::format("a {} resize of a constant", mode));
+    return resize_interpolated(i, *ops[0].value, spec.dims, scale);
   }
   static const char* kTransforms[] = {"half_pixel", "asymmetric", "align_corners",
                                       "pytorch_half_pixel", "tf_half_pixel_for_nn"};

@@ -24,6 +24,7 @@ void OnnxImporter::import_softmax(int i) {
   const std::string out = n.output(0);
   if (x->channels_first) {
     // The IR's softmax on a channels-last map runs over the channel axis.
+    if (opset >= 13 && a != 0) return softmax_along_axis(i, *x, ua, out);
     if (a != 0 || (opset < 13 && product(x->dims, 1) != 1)) {
       return fail(i, fmt::format("{} (channels first): npusim's softmax runs over the channel "
                                  "axis of a feature map only (axis 1)",
@@ -37,11 +38,7 @@ void OnnxImporter::import_softmax(int i) {
   // after it have size 1: a softmax over the last axis of the tensor viewed as [outer, inner].
   const int64_t inner =
       opset < 13 ? product(x->dims, ua) : (product(x->dims, ua + 1) == 1 ? x->dims[ua] : 0);
-  if (inner == 0) {
-    return fail(i, what +
-                       ": npusim's softmax runs over the last axis, or an axis followed only "
-                       "by axes of size 1 (a softmax over any other axis needs a transpose)");
-  }
+  if (inner == 0) return softmax_along_axis(i, *x, ua, out);  // moved last and back
   const std::vector<int> dims = ir_dims(*x);
   const std::vector<int> view{static_cast<int>(product(x->dims) / inner), static_cast<int>(inner)};
   const bool reshape = dims.back() != inner;

@@ -42,7 +42,7 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Div", "Div", [](I& im, int i) { im.import_sub_div(i, '/'); }},
       {"Slice", "Slice", [](I& im, int i) { im.import_slice(i); }},
       {"Gather", "Gather (constant indices)", [](I& im, int i) { im.import_gather(i); }},
-      {"Resize", "Resize (nearest)", [](I& im, int i) { im.import_resize(i); }},
+      {"Resize", "Resize (nearest, linear, cubic)", [](I& im, int i) { im.import_resize(i); }},
       {"Split", "Split", [](I& im, int i) { im.import_split(i); }},
       {"Shape", "Shape", [](I& im, int i) { im.import_shape(i); }},
       {"Cast", "Cast", [](I& im, int i) { im.import_cast(i); }},

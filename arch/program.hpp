@@ -11,7 +11,16 @@
 
 namespace npusim {
 
+// Consecutive samples of a batched tensor stored together: on a data-parallel program each core
+// keeps its samples in its own off-chip region.
+struct TensorPart {
+  uint64_t dram_addr = 0;
+  int batch = 0;
+};
+
 // A tensor of `batch` channels-last samples in off-chip memory, int8 with a real-value scale.
+// Without `parts` the samples lie contiguously at dram_addr; with them, part by part in sample
+// order (dram_addr is then the first part's).
 struct TensorPlacement {
   std::string name;
   uint64_t dram_addr = 0;
@@ -25,7 +34,14 @@ struct TensorPlacement {
     return n;
   }
   uint64_t bytes() const { return elements() * element_bytes; }
+  uint64_t sample_bytes() const { return batch == 0 ? 0 : bytes() / static_cast<uint64_t>(batch); }
+  std::vector<TensorPart> parts;
 };
+
+// The tensor's bytes in sample order, gathered from its parts in `memory` (off-chip contents).
+std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory);
+// Stores `bytes` (the whole batch, sample order) into its parts in `memory`.
+void write_tensor(const TensorPlacement& t, const std::vector<uint8_t>& bytes, uint8_t* memory);
 
 struct LayerRecord {
   std::string name;
@@ -50,7 +66,11 @@ struct Program {
   std::string network;
   DataType dtype = DataType::kInt8;  // activations and weights: int8 or bf16
   int batch = 1;
-  int matrix_units = 1;
+  int matrix_units = 1;  // per core
+  int cores = 1;         // cores the instructions run on (Instruction::core < cores)
+  // How the work was spread over the cores: "single core" or "data parallel: ..."
+  // (compiler/lowering/data_parallel.hpp).
+  std::string parallel = "single core";
   std::vector<Instruction> instructions;
   std::vector<LayerRecord> layers;
   std::vector<DramSegment> dram_init;  // weights and biases

@@ -20,6 +20,7 @@
 #include "compiler/reference/reference_bf16.hpp"
 #include "models/hazard_checker.hpp"
 #include "models/soc.hpp"
+#include "sim/multicore_stats.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/error.hpp"
@@ -153,7 +154,8 @@ void check_tensors(const Program& program, const Graph& graph, const std::vector
   for (const Layer& l : graph.layers) producer[l.output] = l.name;
   for (const TensorPlacement& t : program.tensors) {
     const std::string& layer = producer.count(t.name) ? producer.at(t.name) : t.name;
-    check_tensor(layer, memory + t.dram_addr, t.elements(), int8 ? &ref8.at(t.name) : nullptr,
+    check_tensor(layer, read_tensor(t, memory).data(), t.elements(),
+                 int8 ? &ref8.at(t.name) : nullptr,
                  int8 ? nullptr : &ref16.at(t.name), c);
   }
   c.bit_exact = c.mismatches == 0;
@@ -186,7 +188,7 @@ std::vector<LayerStats> layer_stats(const Program& program, const Soc& soc) {
       s.mxu_busy_cycles += mxu->layer_busy_cycles()[li];
       s.mxu_stall_cycles += mxu->layer_stall_cycles()[li];
     }
-    s.vpu_busy_cycles = soc.vector_unit.layer_busy_cycles()[li];
+    for (const VectorUnit* vpu : soc.vector_units) s.vpu_busy_cycles += vpu->layer_busy_cycles()[li];
     for (const DmaEngine* q : queues) {
       s.dma_busy_cycles += q->layer_busy_cycles()[li];
       s.bank_conflict_cycles += q->layer_bank_conflict_cycles()[li];
@@ -200,7 +202,7 @@ std::vector<LayerStats> layer_stats(const Program& program, const Soc& soc) {
 }
 
 double utilization(const HwConfig& hw, uint64_t macs, uint64_t cycles) {
-  return cycles == 0 ? 0.0 : macs / (hw.peak_macs_per_cycle() * cycles);
+  return cycles == 0 ? 0.0 : macs / (hw.chip_peak_macs_per_cycle() * cycles);
 }
 
 // Sum of one counter over a group of units.
@@ -239,15 +241,15 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("macs", "count", "multiply-accumulates executed by the matrix units", r.macs);
   reg.value("ops_per_s", "ops/s", "2 x macs / latency_s",
             latency > 0 ? 2.0 * r.macs / latency : 0.0);
-  reg.value("mxu_utilization", "ratio", "macs / (total_cycles x rows x cols x count)",
+  reg.value("mxu_utilization", "ratio", "macs / (total_cycles x rows x cols x count x cores)",
             utilization(hw, r.macs, r.total_cycles));
   reg.value("instructions", "count", "instructions in the program", program.instructions.size());
 
   const auto busy = [](const ExecutionUnit& u) { return u.stats().busy_cycles; };
   reg.value("units.mxu_busy_cycles", "cycles", "busy cycles of the matrix units, summed",
             sum(soc.matrix_units, busy));
-  reg.value("units.vpu_busy_cycles", "cycles", "busy cycles of the vector unit",
-            soc.vector_unit.stats().busy_cycles);
+  reg.value("units.vpu_busy_cycles", "cycles", "busy cycles of the vector units, summed",
+            sum(soc.vector_units, busy));
   reg.value("units.dma_load_busy_cycles", "cycles", "busy cycles of the DMA load queues, summed",
             sum(soc.load_queues, busy));
   reg.value("units.dma_store_busy_cycles", "cycles", "busy cycles of the DMA store queues, summed",
@@ -445,7 +447,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
   Soc soc("soc", hw, program, fidelity, run.values);
-  std::memcpy(soc.memory_contents().data() + program.input.dram_addr, input.data(), input.size());
+  write_tensor(program.input, input, soc.memory_contents().data());
   if (recording.timeline) soc.record_to(*recording.timeline);
   VcdFile vcd(recording.vcd_path);
   if (vcd.file) soc.trace_waveforms(vcd.file);
@@ -477,14 +479,12 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
 
   // Outputs from simulated off-chip memory, against the reference.
   for (const auto& out : program.outputs) {
-    const uint8_t* base = soc.memory_contents().data() + out.dram_addr;
-    r.outputs.emplace_back(base, base + out.bytes());
+    r.outputs.push_back(read_tensor(out, soc.memory_contents().data()));
   }
   if (run.values) check_tensors(program, graph, input, soc.memory_contents().data(), r);
   for (size_t i = 0; all_tensors && run.values && i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
-    const uint8_t* base = soc.memory_contents().data() + t.dram_addr;
-    r.tensors.emplace_back(base, base + t.bytes());
+    r.tensors.push_back(read_tensor(t, soc.memory_contents().data()));
   }
 
   Activity total;
@@ -563,6 +563,7 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
           l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
+  out += multicore_report(s);
   out += power_report(s, per_layer);
   return out;
 }

@@ -146,6 +146,10 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
   }
   const double mean = double(sum_busy) / program.cores;
   const double bytes = double(soc.memory_bytes_read() + soc.memory_bytes_written());
+  // The memory's peak: a DRAM preset's own (bandwidth_gbps may be 0 there), else bandwidth_gbps.
+  const double peak_gbps =
+      hw.memory.dram ? hw.memory.dram->peak_bandwidth_gbps() : hw.memory.bandwidth_gbps;
+  const double peak_bytes_per_cycle = peak_gbps / (hw.clock_mhz * 1e-3);
   reg.value("chip.cores", "count", "cores of the chip (hardware `cores`)", hw.cores);
   reg.value("chip.cores_used", "count", "cores the program runs on", program.cores);
   reg.value("chip.parallel", "", "how the compiler spread the work (--parallel)", program.parallel);
@@ -156,7 +160,9 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
             mean > 0 ? double(max_busy) / mean : 1.0);
   reg.value("chip.offchip_utilization", "ratio",
             "off-chip bytes moved / (total_cycles x peak off-chip bytes per cycle)",
-            total_cycles == 0 ? 0.0 : bytes / (double(total_cycles) * hw.memory_bytes_per_cycle()));
+            total_cycles == 0 || peak_bytes_per_cycle <= 0
+                ? 0.0
+                : bytes / (double(total_cycles) * peak_bytes_per_cycle));
   reg.value("chip.offchip_contention_cycles", "cycles",
             "cycles with DMA instructions of two or more cores in flight: the cores compete for "
             "the shared off-chip memory",

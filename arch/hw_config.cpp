@@ -154,8 +154,9 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   {
     ObjectReader r = top.object("interconnect");
     auto& n = c.interconnect;
-    n.topology = r.choice("topology", "ring", {"ring", "crossbar"}) == "crossbar" ? Topology::kCrossbar
-                                                                                 : Topology::kRing;
+    n.topology = r.choice("topology", "ring", {"ring", "crossbar"}) == "crossbar"
+                     ? Topology::kCrossbar
+                     : Topology::kRing;
     n.link_bytes_per_cycle =
         static_cast<int>(r.integer("link_bytes_per_cycle", n.link_bytes_per_cycle, 1, 65536));
     n.hop_latency_cycles =

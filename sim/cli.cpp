@@ -79,7 +79,8 @@ struct Compiled {
 
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
-                          std::optional<DataType> dtype, Parallelism parallel = Parallelism::kAuto) {
+                          std::optional<DataType> dtype,
+                          Parallelism parallel = Parallelism::kAuto) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);

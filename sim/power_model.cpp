@@ -82,9 +82,9 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
   }
   // Each core has its own units and buffers (the DMA queues are counted over all cores already);
   // the memory interface is the chip's.
-  for (Component c : {Component::kMatrixUnit, Component::kVectorUnit, Component::kControl,
-                      Component::kUnifiedBuffer, Component::kWeightBuffer,
-                      Component::kAccumulators}) {
+  for (Component c :
+       {Component::kMatrixUnit, Component::kVectorUnit, Component::kControl,
+        Component::kUnifiedBuffer, Component::kWeightBuffer, Component::kAccumulators}) {
     a[size_t(c)] *= hw.cores;
   }
   a[size_t(Component::kMemoryPhy)] =

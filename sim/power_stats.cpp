@@ -1,7 +1,5 @@
 #include "sim/power_stats.hpp"
 
-#include "sim/multicore_stats.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "sim/multicore_stats.hpp"
 #include "sim/power_model.hpp"
 #include "support/error.hpp"
 
@@ -118,8 +117,7 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   std::vector<double> intensity;  // ops per off-chip byte; < 0: no off-chip traffic
   std::vector<std::string> bound;
   const double ridge =
-      2.0 * hw.chip_peak_macs_per_cycle() * hw.clock_mhz * 1e6 /
-      (memory.peak_bandwidth_gbps * 1e9);
+      2.0 * hw.chip_peak_macs_per_cycle() * hw.clock_mhz * 1e6 / (memory.peak_bandwidth_gbps * 1e9);
   for (size_t l = 0; l < n; ++l) {
     const LayerRecord& rec = program.layers[l];
     const uint64_t bytes = rec.dram_read_bytes + rec.dram_write_bytes;

@@ -155,8 +155,7 @@ void check_tensors(const Program& program, const Graph& graph, const std::vector
   for (const TensorPlacement& t : program.tensors) {
     const std::string& layer = producer.count(t.name) ? producer.at(t.name) : t.name;
     check_tensor(layer, read_tensor(t, memory).data(), t.elements(),
-                 int8 ? &ref8.at(t.name) : nullptr,
-                 int8 ? nullptr : &ref16.at(t.name), c);
+                 int8 ? &ref8.at(t.name) : nullptr, int8 ? nullptr : &ref16.at(t.name), c);
   }
   c.bit_exact = c.mismatches == 0;
 }
@@ -188,7 +187,8 @@ std::vector<LayerStats> layer_stats(const Program& program, const Soc& soc) {
       s.mxu_busy_cycles += mxu->layer_busy_cycles()[li];
       s.mxu_stall_cycles += mxu->layer_stall_cycles()[li];
     }
-    for (const VectorUnit* vpu : soc.vector_units) s.vpu_busy_cycles += vpu->layer_busy_cycles()[li];
+    for (const VectorUnit* vpu : soc.vector_units)
+      s.vpu_busy_cycles += vpu->layer_busy_cycles()[li];
     for (const DmaEngine* q : queues) {
       s.dma_busy_cycles += q->layer_busy_cycles()[li];
       s.bank_conflict_cycles += q->layer_bank_conflict_cycles()[li];

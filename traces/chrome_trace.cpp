@@ -192,8 +192,9 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
   int processes = 0;
   for (const auto& track : tracks) processes = std::max(processes, track.process);
   for (int p = 1; p <= processes; ++p) {
-    w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"core {}"}}}})",
-                        kPid + p, p - 1));
+    w.event(
+        fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"core {}"}}}})",
+                    kPid + p, p - 1));
     w.event(fmt::format(
         R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})", kPid + p,
         p));

@@ -59,6 +59,17 @@ std::vector<const ExecutionUnit*> Soc::units() const {
   return out;
 }
 
+std::string Soc::describe_units() const {
+  std::string out;
+  for (const auto& core : cores) {
+    const std::string prefix = core->index == 0 ? "" : fmt::format("core{}.", core->index);
+    for (const ExecutionUnit* u : core->units()) {
+      out += fmt::format("\n  {}{}: {}", prefix, u->basename(), u->state());
+    }
+  }
+  return out;
+}
+
 std::vector<ExecutionUnit*> Soc::mutable_units() {
   std::vector<ExecutionUnit*> out;
   for (auto& core : cores) {

@@ -36,6 +36,9 @@ class Soc : public sc_core::sc_module {
   // Every unit, core by core; within a core DMA queues first, then matrix units, then the vector
   // unit.
   std::vector<const ExecutionUnit*> units() const;
+  // Every unit's state() on its own line, "  <unit>: <state>", core c >= 1's units named
+  // "core<c>.<unit>" (as in stats.json), for a run that could not finish.
+  std::string describe_units() const;
   // Records into `timeline` (which outlives the run): a track per unit, named as the unit
   // ("core<c> <unit>" on a chip of several cores, each core its own process), one per off-chip
   // memory channel ("dram ch<c>", or "memory" for the simple model) and, with burst detail, one

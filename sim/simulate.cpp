@@ -459,8 +459,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   NPUSIM_CHECK(soc.scoreboard.all_done(),
                "simulation ended with {} of {} instructions completed: a dependency was never met. "
                "Units:{}",
-               soc.scoreboard.completed(), program.instructions.size(),
-               describe_units(soc.units()));
+               soc.scoreboard.completed(), program.instructions.size(), soc.describe_units());
 
   SimulationResult r;
   const auto& timings = soc.scoreboard.timings();

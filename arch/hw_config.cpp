@@ -14,6 +14,10 @@ namespace npusim {
 
 const char* to_string(MemoryModel model) { return model == MemoryModel::kDram ? "dram" : "simple"; }
 
+const char* to_string(Topology topology) {
+  return topology == Topology::kCrossbar ? "crossbar" : "ring";
+}
+
 uint64_t HwConfig::memory_latency_cycles() const {
   return static_cast<uint64_t>(std::ceil(memory.latency_ns / cycle_time_ns() - 1e-9));
 }
@@ -146,6 +150,19 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
   c.description = top.string("description", "");
   c.source = top.string("source", "");
   c.clock_mhz = top.number("clock_mhz", c.clock_mhz, 1.0, 10000.0);
+  c.cores = static_cast<int>(top.integer("cores", c.cores, 1, 64));
+  {
+    ObjectReader r = top.object("interconnect");
+    auto& n = c.interconnect;
+    n.topology = r.choice("topology", "ring", {"ring", "crossbar"}) == "crossbar"
+                     ? Topology::kCrossbar
+                     : Topology::kRing;
+    n.link_bytes_per_cycle =
+        static_cast<int>(r.integer("link_bytes_per_cycle", n.link_bytes_per_cycle, 1, 65536));
+    n.hop_latency_cycles =
+        static_cast<int>(r.integer("hop_latency_cycles", n.hop_latency_cycles, 0, 100000));
+    r.finish();
+  }
   c.technology_nm = static_cast<int>(top.integer("technology_nm", c.technology_nm, 1, 1000));
   if (!is_technology_node(c.technology_nm)) {
     diag.error("/technology_nm",
@@ -285,6 +302,11 @@ json to_json(const HwConfig& c) {
       {"description", c.description},
       {"source", c.source},
       {"clock_mhz", c.clock_mhz},
+      {"cores", c.cores},
+      {"interconnect",
+       {{"topology", to_string(c.interconnect.topology)},
+        {"link_bytes_per_cycle", c.interconnect.link_bytes_per_cycle},
+        {"hop_latency_cycles", c.interconnect.hop_latency_cycles}}},
       {"technology_nm", c.technology_nm},
       {"matrix_unit", matrix_unit_json(c.matrix_unit)},
       {"vector_unit",

@@ -66,6 +66,17 @@ struct OffChipMemoryConfig {
   std::optional<dram::MemoryConfig> dram;
 };
 
+// The on-chip network between the cores of a multi-core chip (docs/multicore.md). Described and
+// validated; no instruction moves data over it yet (the data-parallel lowering needs none).
+enum class Topology { kRing, kCrossbar };
+const char* to_string(Topology topology);  // "ring", "crossbar"
+
+struct InterconnectConfig {
+  Topology topology = Topology::kRing;
+  int link_bytes_per_cycle = 64;  // per link and direction, core clock
+  int hop_latency_cycles = 4;     // router + wire per hop
+};
+
 struct DataTypeConfig {
   DataType activation = DataType::kInt8;
   DataType weight = DataType::kInt8;
@@ -78,6 +89,10 @@ struct HwConfig {
   std::string description;
   std::string source;
   double clock_mhz = 700.0;
+  // Copies of the core below (matrix units, vector unit, buffers, DMA queues) sharing the
+  // off-chip memory; every per-unit figure of this struct is per core.
+  int cores = 1;
+  InterconnectConfig interconnect;
   // CMOS node of the chip, nm: picks configs/energy/<n>nm.json (docs/power.md).
   int technology_nm = 28;
   MatrixUnitConfig matrix_unit;
@@ -92,7 +107,9 @@ struct HwConfig {
   double cycle_time_ns() const { return 1000.0 / clock_mhz; }
   double memory_bytes_per_cycle() const { return memory.bandwidth_gbps / (clock_mhz * 1e-3); }
   uint64_t memory_latency_cycles() const;
+  // One core's peak.
   double peak_macs_per_cycle() const { return matrix_unit.macs_per_cycle() * matrix_unit.count; }
+  double chip_peak_macs_per_cycle() const { return peak_macs_per_cycle() * cores; }
 };
 
 // Validates a parsed description, the memory preset it names included; every problem is reported

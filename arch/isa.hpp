@@ -155,6 +155,7 @@ struct Instruction {
   uint32_t id = 0;
   UnitKind unit = UnitKind::kDmaLoad;
   int unit_index = 0;  // which matrix unit, for chips with several
+  int core = 0;        // the core whose unit runs it (HwConfig::cores; docs/multicore.md)
   uint32_t layer = 0;
   std::vector<uint32_t> deps;
   Operation op;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,21 @@
 
 namespace npusim {
 
+// Consecutive samples of a batched tensor stored together: on a data-parallel program each core
+// keeps its samples in its own off-chip region, or resident in its own unified buffer (each core's
+// copy at ub_addr of that core's buffer).
+struct TensorPart {
+  uint64_t dram_addr = 0;
+  int batch = 0;
+  int core = 0;
+  BufferId buffer = BufferId::kDram;
+  uint64_t ub_addr = 0;
+};
+
 // A tensor of `batch` channels-last samples, int8 (or bf16) with a real-value scale, in off-chip
-// memory or resident in the unified buffer for its live range.
+// memory or resident in the unified buffer for its live range. Without `parts` the samples lie
+// contiguously at dram_addr (or ub_addr of core 0); with them, part by part in sample order
+// (dram_addr, buffer and ub_addr are then the first part's).
 struct TensorPlacement {
   std::string name;
   BufferId buffer = BufferId::kDram;  // kUnified: at ub_addr from first_layer to last_layer
@@ -30,7 +44,17 @@ struct TensorPlacement {
     return n;
   }
   uint64_t bytes() const { return elements() * element_bytes; }
+  uint64_t sample_bytes() const { return batch == 0 ? 0 : bytes() / static_cast<uint64_t>(batch); }
+  std::vector<TensorPart> parts;
 };
+
+// The tensor's bytes in sample order, gathered from its parts: off chip from `memory` (off-chip
+// contents), resident in core c's unified buffer from resident(c) (that core's captured copy of
+// its part, models/tensor_shadows.hpp), which is required when a part is resident.
+std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory,
+                                 const std::function<const uint8_t*(int core)>& resident = {});
+// Stores `bytes` (the whole batch, sample order) into its parts in `memory`.
+void write_tensor(const TensorPlacement& t, const std::vector<uint8_t>& bytes, uint8_t* memory);
 
 struct LayerRecord {
   std::string name;
@@ -55,7 +79,11 @@ struct Program {
   std::string network;
   DataType dtype = DataType::kInt8;  // activations and weights: int8 or bf16
   int batch = 1;
-  int matrix_units = 1;
+  int matrix_units = 1;  // per core
+  int cores = 1;         // cores the instructions run on (Instruction::core < cores)
+  // How the work was spread over the cores: "single core" or "data parallel: ..."
+  // (compiler/lowering/data_parallel.hpp).
+  std::string parallel = "single core";
   std::vector<Instruction> instructions;
   std::vector<LayerRecord> layers;
   std::vector<DramSegment> dram_init;  // weights and biases

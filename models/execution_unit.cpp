@@ -105,12 +105,6 @@ std::string ExecutionUnit::state() const {
                      describe(id), issued_, stream_.size(), missing);
 }
 
-std::string describe_units(const std::vector<const ExecutionUnit*>& units) {
-  std::string out;
-  for (const ExecutionUnit* u : units) out += fmt::format("\n  {}: {}", u->basename(), u->state());
-  return out;
-}
-
 void ExecutionUnit::register_stats(stats::Registry& reg, const std::string& prefix) const {
   reg.counter(prefix + ".instructions", "count", "instructions the unit executed",
               stats_.instructions);

@@ -102,7 +102,4 @@ class ExecutionUnit : public sc_core::sc_module {
   static std::exception_ptr failure_;
 };
 
-// Every unit's state() on its own line, "  <unit>: <state>".
-std::string describe_units(const std::vector<const ExecutionUnit*>& units);
-
 }  // namespace npusim

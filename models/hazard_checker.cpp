@@ -135,7 +135,14 @@ class SegmentMap {
   std::map<uint64_t, Segment> map_;
 };
 
-int unit_key(const Instruction& i) { return int(i.unit) * 4096 + i.unit_index; }
+// Units are told apart per core: the same unit kind and index on two cores are two units.
+int unit_key(const Instruction& i) { return (i.core * 4 + int(i.unit)) * 4096 + i.unit_index; }
+
+// Off-chip memory is one space for the chip; each core's buffers are spaces of their own (a core
+// never touches another core's buffers, so equal addresses on two cores are different bytes).
+size_t space_index(const Instruction& i, BufferId space) {
+  return space == BufferId::kDram ? 0 : size_t(i.core) * 3 + size_t(space);
+}
 
 std::string describe(const Program& p, uint32_t id) { return describe_instruction(p, id); }
 
@@ -148,7 +155,9 @@ std::vector<Access> accesses_of(const Instruction& instr, DataType dtype) {
 }
 
 std::optional<Hazard> find_hazard(const Program& program, const std::vector<Window>& windows) {
-  std::array<SegmentMap, 4> spaces;
+  int cores = 1;
+  for (const Instruction& instr : program.instructions) cores = std::max(cores, instr.core + 1);
+  std::vector<SegmentMap> spaces(size_t(cores) * 3 + 1);
   for (size_t id = 0; id < program.instructions.size(); ++id) {
     const Instruction& instr = program.instructions[id];
     const Window w = windows.at(id);
@@ -157,7 +166,7 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
     // Check every access against what is pending before recording any of them (an instruction
     // may read and write the same bytes).
     for (const Access& a : accesses) {
-      SegmentMap& space = spaces[size_t(a.space)];
+      SegmentMap& space = spaces[space_index(instr, a.space)];
       for (auto it = space.first(a.begin); it != space.map().end() && it->first < a.end; ++it) {
         const Segment& seg = it->second;
         const Pending* conflict = nullptr;
@@ -189,7 +198,7 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
       }
     }
     for (const Access& a : accesses) {
-      SegmentMap& space = spaces[size_t(a.space)];
+      SegmentMap& space = spaces[space_index(instr, a.space)];
       space.split(a.begin);
       space.split(a.end);
       auto& map = space.map();

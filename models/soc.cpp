@@ -2,57 +2,49 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "support/error.hpp"
 
 namespace npusim {
 
-std::vector<uint32_t> Soc::stream_of(const Program& program, UnitKind kind, int index) {
-  std::vector<uint32_t> ids;
+std::vector<std::unique_ptr<Core>> Soc::make_cores(const HwConfig& hw, const Program& program,
+                                                   Scoreboard& scoreboard, const CoreClock& clock,
+                                                   OffChipMemoryInterface& memory,
+                                                   systolic::Fidelity fidelity,
+                                                   bool compute_values) {
+  NPUSIM_CHECK(program.cores >= 1 && program.cores <= hw.cores,
+               "the program runs on {} cores, the hardware has {}", program.cores, hw.cores);
   for (const auto& instr : program.instructions) {
-    if (instr.unit == kind && instr.unit_index == index) ids.push_back(instr.id);
+    NPUSIM_CHECK(instr.core >= 0 && instr.core < program.cores,
+                 "instruction {} runs on core {}, the program has {}", instr.id, instr.core,
+                 program.cores);
   }
-  return ids;
-}
-
-DmaParams Soc::dma_params(const HwConfig& hw, bool values) const {
-  // A memory that completes every request at once (the simple one) never fills the window.
-  return DmaParams{memory->burst_bytes(), hw.memory.max_outstanding_bursts, values};
+  // Every core of the chip is built, those the program leaves idle too (they are on the die).
+  std::vector<std::unique_ptr<Core>> cores;
+  for (int c = 0; c < hw.cores; ++c) {
+    cores.push_back(std::make_unique<Core>(fmt::format("core{}", c).c_str(), c, hw, program,
+                                           scoreboard, clock, memory, fidelity, compute_values));
+  }
+  return cores;
 }
 
 Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& program,
          systolic::Fidelity fidelity, bool compute_values)
     : sc_module(name),
       clock(hw.clock_mhz),
-      buffers(hw),
       scoreboard("scoreboard", program.instructions.size(), clock),
       memory(make_offchip_memory(hw, program.dram_bytes, clock)),
-      dma_load(to_string(UnitKind::kDmaLoad), program, stream_of(program, UnitKind::kDmaLoad, 0),
-               scoreboard, clock, buffers, dma_params(hw, compute_values)),
-      dma_store(to_string(UnitKind::kDmaStore), program, stream_of(program, UnitKind::kDmaStore, 0),
-                scoreboard, clock, buffers, dma_params(hw, compute_values)),
-      vector_unit("vector_unit", program, stream_of(program, UnitKind::kVector, 0), scoreboard,
-                  clock, buffers, hw.vector_unit, compute_values),
-      shadows(program) {
-  vector_unit.capture_into(&shadows);
-  add_queues(dma_params(hw, compute_values), program, UnitKind::kDmaLoad, dma_load, load_queues);
-  add_queues(dma_params(hw, compute_values), program, UnitKind::kDmaStore, dma_store, store_queues);
-  buffers.track_conflicts(&program, &scoreboard, &clock);
-  systolic::ArrayParams array;
-  array.rows = hw.matrix_unit.rows;
-  array.cols = hw.matrix_unit.cols;
-  array.dataflow = hw.matrix_unit.dataflow;
-  array.weight_double_buffer = hw.matrix_unit.weight_double_buffer;
-  array.kind = hw.matrix_unit.kind;
-  array.block_m = hw.matrix_unit.block_m;
-  for (int i = 0; i < hw.matrix_unit.count; ++i) {
-    matrix_units.push_back(std::make_unique<MatrixUnit>(
-        fmt::format("matrix_unit{}", i).c_str(), program, stream_of(program, UnitKind::kMatrix, i),
-        scoreboard, clock, buffers, array, fidelity, compute_values));
+      cores(make_cores(hw, program, scoreboard, clock, *memory, fidelity, compute_values)),
+      buffers(cores[0]->buffers),
+      dma_load(*cores[0]->load_queues[0]),
+      dma_store(*cores[0]->store_queues[0]) {
+  for (auto& core : cores) {
+    for (auto& q : core->load_queues) load_queues.push_back(q.get());
+    for (auto& q : core->store_queues) store_queues.push_back(q.get());
+    for (auto& m : core->matrix_units) matrix_units.push_back(m.get());
+    vector_units.push_back(core->vector_unit.get());
   }
-  for (ExecutionUnit* u : mutable_units()) u->set_buffer_ports(buffer_ports(hw, program.dtype));
   // Timing only: no byte moves, so the memory image stays untouched.
   memory->set_moves_bytes(compute_values);
   for (const auto& segment : program.dram_init) {
@@ -63,35 +55,39 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   }
 }
 
-void Soc::add_queues(const DmaParams& params, const Program& program, UnitKind kind,
-                     DmaEngine& first, std::vector<DmaEngine*>& queues) {
-  int count = 1;
-  for (const auto& instr : program.instructions) {
-    if (instr.unit == kind) count = std::max(count, instr.unit_index + 1);
+std::vector<const ExecutionUnit*> Soc::units() const {
+  std::vector<const ExecutionUnit*> out;
+  for (const auto& core : cores) {
+    for (const ExecutionUnit* u : core->units()) out.push_back(u);
   }
-  queues.push_back(&first);
-  for (int i = 1; i < count; ++i) {
-    extra_queues_.push_back(std::make_unique<DmaEngine>(
-        fmt::format("{}{}", to_string(kind), i).c_str(), program, stream_of(program, kind, i),
-        scoreboard, clock, buffers, params));
-    queues.push_back(extra_queues_.back().get());
-  }
-  // Binding order is the initiator order of the memory's socket (simultaneous requests: loads
-  // before stores, lower queues first, as bound here).
-  for (DmaEngine* q : queues) q->socket.bind(memory->socket);
+  return out;
 }
 
-std::vector<const ExecutionUnit*> Soc::units() const {
-  std::vector<const ExecutionUnit*> out(load_queues.begin(), load_queues.end());
-  out.insert(out.end(), store_queues.begin(), store_queues.end());
-  for (const auto& m : matrix_units) out.push_back(m.get());
-  out.push_back(&vector_unit);
+std::string Soc::describe_units() const {
+  std::string out;
+  for (const auto& core : cores) {
+    const std::string prefix = core->index == 0 ? "" : fmt::format("core{}.", core->index);
+    for (const ExecutionUnit* u : core->units()) {
+      out += fmt::format("\n  {}{}: {}", prefix, u->basename(), u->state());
+    }
+  }
+  return out;
+}
+
+std::vector<ExecutionUnit*> Soc::mutable_units() {
+  std::vector<ExecutionUnit*> out;
+  for (auto& core : cores) {
+    for (ExecutionUnit* u : core->mutable_units()) out.push_back(u);
+  }
   return out;
 }
 
 void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_cycle) {
-  for (const ExecutionUnit* u : units())
-    u->register_stats(reg, std::string("units.") + u->basename());
+  for (const auto& core : cores) {
+    const std::string prefix =
+        core->index == 0 ? std::string("units.") : fmt::format("units.core{}.", core->index);
+    for (const ExecutionUnit* u : core->units()) u->register_stats(reg, prefix + u->basename());
+  }
   reg.value("memory.model", "", "off-chip memory model: simple or dram",
             to_string(hw.memory.model));
   memory->register_stats(reg, "memory", end_cycle);
@@ -112,39 +108,44 @@ void Soc::record_to(timeline::Timeline& timeline) {
     }
     return TrackKind::kVector;
   };
-  const auto add_unit = [&](ExecutionUnit& u, UnitKind kind, int index) {
-    u.record_to(&timeline, timeline.add_track(u.basename(), kind_of(kind), index));
-  };
-  for (size_t i = 0; i < load_queues.size(); ++i)
-    add_unit(*load_queues[i], UnitKind::kDmaLoad, int(i));
-  for (size_t i = 0; i < store_queues.size(); ++i) {
-    add_unit(*store_queues[i], UnitKind::kDmaStore, int(i));
-  }
-  for (size_t i = 0; i < matrix_units.size(); ++i)
-    add_unit(*matrix_units[i], UnitKind::kMatrix, int(i));
-  add_unit(vector_unit, UnitKind::kVector, 0);
-  if (timeline.filter().detail == timeline::Detail::kBursts) {
-    for (auto* queues : {&load_queues, &store_queues}) {
-      for (size_t i = 0; i < queues->size(); ++i) {
-        DmaEngine& q = *(*queues)[i];
-        q.record_bursts(
-            timeline.add_track(std::string(q.basename()) + " bursts", TrackKind::kBursts, int(i)));
+  // One core: every track in the chip's process. Several: core c's tracks in process c + 1, the
+  // memory's in process 0 (the chip).
+  const bool several = cores.size() > 1;
+  for (auto& core : cores) {
+    const int process = several ? core->index + 1 : 0;
+    const auto name = [&](const char* unit) {
+      return several ? fmt::format("core{} {}", core->index, unit) : std::string(unit);
+    };
+    const auto add_unit = [&](ExecutionUnit& u, UnitKind kind, int index) {
+      u.record_to(&timeline, timeline.add_track(name(u.basename()), kind_of(kind), index, process));
+    };
+    for (size_t i = 0; i < core->load_queues.size(); ++i)
+      add_unit(*core->load_queues[i], UnitKind::kDmaLoad, int(i));
+    for (size_t i = 0; i < core->store_queues.size(); ++i)
+      add_unit(*core->store_queues[i], UnitKind::kDmaStore, int(i));
+    for (size_t i = 0; i < core->matrix_units.size(); ++i)
+      add_unit(*core->matrix_units[i], UnitKind::kMatrix, int(i));
+    add_unit(*core->vector_unit, UnitKind::kVector, 0);
+    if (timeline.filter().detail == timeline::Detail::kBursts) {
+      for (auto* queues : {&core->load_queues, &core->store_queues}) {
+        for (size_t i = 0; i < queues->size(); ++i) {
+          DmaEngine& q = *(*queues)[i];
+          q.record_bursts(timeline.add_track(name(q.basename()) + " bursts", TrackKind::kBursts,
+                                             int(i), process));
+        }
       }
     }
   }
   memory->record_to(timeline);
 }
 
-std::vector<ExecutionUnit*> Soc::mutable_units() {
-  std::vector<ExecutionUnit*> all(load_queues.begin(), load_queues.end());
-  all.insert(all.end(), store_queues.begin(), store_queues.end());
-  for (auto& m : matrix_units) all.push_back(m.get());
-  all.push_back(&vector_unit);
-  return all;
-}
-
 void Soc::trace_waveforms(sc_core::sc_trace_file* file) {
-  for (ExecutionUnit* u : mutable_units()) u->trace_waveforms(file, u->basename());
+  for (auto& core : cores) {
+    const std::string prefix = core->index == 0 ? "" : fmt::format("core{}.", core->index);
+    for (ExecutionUnit* u : core->mutable_units()) {
+      u->trace_waveforms(file, prefix + u->basename());
+    }
+  }
   memory->trace_waveforms(file);
 }
 

@@ -7,17 +7,23 @@
 
 namespace npusim {
 
-TensorShadows::TensorShadows(const Program& program) : program_(program) {
+TensorShadows::TensorShadows(const Program& program, int core) : program_(program), core_(core) {
   // Tensors aliasing the same bytes (a reshape of a resident tensor) share one shadow; the bytes
   // of a tensor that is dead are reused by later ones, which get their own.
   std::map<std::pair<uint64_t, int>, size_t> by_range;
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
-    if (t.buffer != BufferId::kUnified) continue;
-    auto [it, inserted] = by_range.emplace(std::pair(t.ub_addr, t.first_layer), shadows_.size());
+    // This core's samples of the tensor: all of them without parts (core 0), else its part.
+    TensorPart part{t.dram_addr, t.batch, 0, t.buffer, t.ub_addr};
+    for (const TensorPart& p : t.parts) {
+      if (p.core == core) part = p;
+    }
+    if (part.core != core || part.buffer != BufferId::kUnified) continue;
+    const uint64_t bytes = t.sample_bytes() * static_cast<uint64_t>(part.batch);
+    auto [it, inserted] = by_range.emplace(std::pair(part.ub_addr, t.first_layer), shadows_.size());
     if (inserted) {
-      shadows_.push_back({t.ub_addr, t.ub_addr + t.bytes(), t.first_layer, {}});
-      shadows_.back().data.resize(t.bytes());
+      shadows_.push_back({part.ub_addr, part.ub_addr + bytes, t.first_layer, {}});
+      shadows_.back().data.resize(bytes);
     }
     of_tensor_[i] = it->second;
   }
@@ -28,7 +34,9 @@ TensorShadows::TensorShadows(const Program& program) : program_(program) {
 }
 
 void TensorShadows::capture(const Instruction& instr, const uint8_t* unified) {
-  if (instr.layer >= by_layer_.size() || by_layer_[instr.layer].empty()) return;
+  if (instr.core != core_ || instr.layer >= by_layer_.size() || by_layer_[instr.layer].empty()) {
+    return;
+  }
   for (const Access& a : accesses_of(instr, program_.dtype)) {
     if (!a.write || a.space != BufferId::kUnified) continue;
     for (size_t k : by_layer_[instr.layer]) {

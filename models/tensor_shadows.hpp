@@ -4,7 +4,9 @@
 // instruction of the layer that produces it (the matrix units write only accumulators, and no DMA
 // loads into a live tensor); each such instruction's written range (accesses_of) is copied into the
 // shadow when it issues, which is when the vector unit computes its values. A byte written twice
-// keeps its later value, as in the buffer. Cheap: one copy of each written byte.
+// keeps its later value, as in the buffer. Cheap: one copy of each written byte. Each core of a
+// chip has its own: on a data-parallel program a core's unified buffer holds its part of a tensor
+// (TensorPart, core c), captured from that core's instructions.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +19,11 @@ namespace npusim {
 
 class TensorShadows {
  public:
-  explicit TensorShadows(const Program& program);
+  TensorShadows(const Program& program, int core);
 
   // After `instr` wrote its values into `unified` (the unified buffer's bytes).
   void capture(const Instruction& instr, const uint8_t* unified);
-  // The bytes of program.tensors[i]: the shadow of a resident tensor, else null.
+  // The bytes of this core's samples of program.tensors[i] when they are resident, else null.
   const uint8_t* bytes(size_t tensor) const;
 
  private:
@@ -31,6 +33,7 @@ class TensorShadows {
     std::vector<uint8_t> data;
   };
   const Program& program_;
+  const int core_;
   std::vector<Shadow> shadows_;
   std::map<size_t, size_t> of_tensor_;         // program.tensors index -> shadows_ index
   std::vector<std::vector<size_t>> by_layer_;  // the shadows each layer writes

@@ -22,9 +22,9 @@ BEGIN = "<!-- studies.py: begin generated tables -->"
 END = "<!-- studies.py: end generated tables -->"
 
 BATCHES = {"resnet50": [1, 4, 16, 64], "bert-encoder": [1, 4, 16, 64, 256]}
-DTYPE_PRESETS = ["tpu-v1", "tpu-v4-like"]
+DTYPE_PRESETS = ["tpu-v1", "tpu-v4-like-core"]
 ACCURACY_BATCH = 8
-PRESETS = ["tpu-v1", "tpu-v1-hbm", "edge", "tpu-v4-like", "ascend-like"]
+PRESETS = ["tpu-v1", "tpu-v1-hbm", "edge", "tpu-v4-like-core", "ascend-like"]
 
 
 class Runner:

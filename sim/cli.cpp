@@ -11,6 +11,7 @@
 #include "arch/hw_config.hpp"
 #include "compiler/frontend/workload.hpp"
 #include "compiler/ir/graph.hpp"
+#include "compiler/lowering/data_parallel.hpp"
 #include "compiler/lowering/lowering.hpp"
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
@@ -90,7 +91,8 @@ struct Compiled {
 Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
                           std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
-                          bool keep_real_weights = false, bool values = true) {
+                          bool keep_real_weights = false, bool values = true,
+                          Parallelism parallel = Parallelism::kAuto) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
@@ -134,7 +136,7 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   if (!keep_real_weights) {
     for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
   }
-  CompileResult result = compile(c.graph, c.hw);
+  CompileResult result = compile_parallel(c.graph, c.hw, parallel);
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
@@ -155,12 +157,20 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
   return parse_data_type(text);
 }
 
+Parallelism parallel_option(const po::variables_map& vm) {
+  const std::string text = vm["parallel"].as<std::string>();
+  const std::optional<Parallelism> p = parse_parallelism(text);
+  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data or auto", text));
+  return *p;
+}
+
 Compiled load_and_compile(const po::variables_map& vm) {
   return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
                           batch_option(vm), vm["seed"].as<uint64_t>(),
                           vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
                           calibration_request(vm), vm.count("save-float-outputs") > 0,
-                          !vm.count("values") || vm["values"].as<std::string>() == "on");
+                          !vm.count("values") || vm["values"].as<std::string>() == "on",
+                          parallel_option(vm));
 }
 
 void add_target_options(po::options_description& o) {
@@ -178,7 +188,11 @@ void add_target_options(po::options_description& o) {
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models; an ONNX "
       "model run as one whole tensor takes exactly its input's shape); int8 on the graph's "
       "input scale, or float (quantized with a scale calibrated on it, or with --calibration on "
-      "that file)");
+      "that file)")(
+      "parallel", po::value<std::string>()->default_value("auto"),
+      "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
+      "the cores) or auto (data when the batch has an image per core, else one core); "
+      "docs/multicore.md");
   add_calibration_options(o);
 }
 

@@ -80,6 +80,13 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
     event_pj[size_t(b.read) + 1] = t.sram_write_pj(b.cfg.bank_bytes(), int(b.port * 8));
     event_component[size_t(b.read)] = event_component[size_t(b.read) + 1] = b.c;
   }
+  // Each core has its own units and buffers (the DMA queues are counted over all cores already);
+  // the memory interface is the chip's.
+  for (Component c :
+       {Component::kMatrixUnit, Component::kVectorUnit, Component::kControl,
+        Component::kUnifiedBuffer, Component::kWeightBuffer, Component::kAccumulators}) {
+    a[size_t(c)] *= hw.cores;
+  }
   a[size_t(Component::kMemoryPhy)] =
       double(memory.data_pins) *
       t.at(memory.hbm ? "area_um2.memory_phy_per_dq_hbm" : "area_um2.memory_phy_per_dq_ddr") * 1e-6;

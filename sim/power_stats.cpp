@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "sim/multicore_stats.hpp"
 #include "sim/power_model.hpp"
 #include "support/error.hpp"
 
@@ -108,6 +109,7 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   const RunEnergyInput in = energy_input(hw, program, soc, table, total_cycles);
   const RunEnergy e = run_energy(model, in);
   if (timeline != nullptr) timeline->set_energy(e.instruction_pj, e.idle_w);
+  register_core_stats(reg, hw, program, soc, total_cycles, model);
   EventCounts counted;
   for (const EventCounts& l : in.layer_events) counted += l;
 
@@ -115,7 +117,7 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
   std::vector<double> intensity;  // ops per off-chip byte; < 0: no off-chip traffic
   std::vector<std::string> bound;
   const double ridge =
-      2.0 * hw.peak_macs_per_cycle() * hw.clock_mhz * 1e6 / (memory.peak_bandwidth_gbps * 1e9);
+      2.0 * hw.chip_peak_macs_per_cycle() * hw.clock_mhz * 1e6 / (memory.peak_bandwidth_gbps * 1e9);
   for (size_t l = 0; l < n; ++l) {
     const LayerRecord& rec = program.layers[l];
     const uint64_t bytes = rec.dram_read_bytes + rec.dram_write_bytes;
@@ -192,7 +194,8 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
 
 double die_area_mm2(const HwConfig& hw) {
   const PowerModel model(hw, hw.data_types.activation, load_energy_table(hw.technology_nm),
-                         memory_interface(hw, hw.memory.dram ? &*hw.memory.dram : nullptr), 2);
+                         memory_interface(hw, hw.memory.dram ? &*hw.memory.dram : nullptr),
+                         2 * hw.cores);
   return model.die_mm2;
 }
 

@@ -19,13 +19,14 @@ constexpr double kPowerWindowUs = 1.0;
 
 // After the run and Soc::register_stats (the DRAM model has reached `total_cycles`). Registers
 // "events", "energy", "power", "area", "efficiency", "roofline" and the layers' energy_j,
-// arithmetic_intensity, roofline_bound and stall columns.
+// arithmetic_intensity, roofline_bound and stall columns, and the per-core figures
+// (sim/multicore_stats.hpp).
 // With a `timeline`, gives it each instruction's energy for the traces' power counter.
 void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
                           const Soc& soc, uint64_t total_cycles,
                           timeline::Timeline* timeline = nullptr);
 
-// The die area of a hardware description (one DMA queue of each kind), mm2.
+// The die area of a hardware description (one DMA queue of each kind per core), mm2.
 double die_area_mm2(const HwConfig& hw);
 
 // The report.txt section: summary lines and the component table; with `per_layer`, the layers'

@@ -27,16 +27,28 @@ std::string preset_headline(const HwConfig& hw) {
       m.kind == MatrixUnitKind::kCube
           ? fmt::format("{}x{}x{} cube", m.block_m, m.rows, m.cols)
           : fmt::format("{}x{} {} systolic array", m.rows, m.cols, to_string(m.dataflow));
-  return fmt::format("{} x{} at {} MHz", unit, m.count, hw.clock_mhz);
+  const std::string cores = hw.cores > 1 ? fmt::format(", {} cores", hw.cores) : "";
+  return fmt::format("{} x{} at {} MHz{}", unit, m.count, hw.clock_mhz, cores);
 }
 
 std::vector<PresetFact> preset_facts(const HwConfig& hw) {
   std::vector<PresetFact> facts;
   // Every matrix unit of npusim completes one MAC per multiplier per cycle in either type, so the
   // peak is the same for int8 and bf16 (2 ops per MAC).
-  const double tera_ops = 2.0 * hw.peak_macs_per_cycle() * hw.clock_mhz * 1e6 / 1e12;
-  facts.push_back({"peak", fmt::format("{:.2f} TOPS int8, {:.2f} TFLOPS bf16 ({} MACs per cycle)",
-                                       tera_ops, tera_ops, hw.peak_macs_per_cycle())});
+  // The chip's peak: every core's matrix units.
+  const double tera_ops = 2.0 * hw.chip_peak_macs_per_cycle() * hw.clock_mhz * 1e6 / 1e12;
+  const std::string per_core = hw.cores > 1 ? fmt::format(", {} cores of {} MACs per cycle",
+                                                          hw.cores, hw.peak_macs_per_cycle())
+                                            : "";
+  facts.push_back(
+      {"peak", fmt::format("{:.2f} TOPS int8, {:.2f} TFLOPS bf16 ({} MACs per cycle{})", tera_ops,
+                           tera_ops, hw.chip_peak_macs_per_cycle(), per_core)});
+  if (hw.cores > 1) {
+    facts.push_back({"interconnect", fmt::format("{}, {} B/cycle per link, {} cycles per hop",
+                                                 to_string(hw.interconnect.topology),
+                                                 hw.interconnect.link_bytes_per_cycle,
+                                                 hw.interconnect.hop_latency_cycles)});
+  }
   facts.push_back({"buffers", fmt::format("unified {}, weight {}, accumulators {}",
                                           bytes_text(hw.unified_buffer.capacity_bytes),
                                           bytes_text(hw.weight_buffer.capacity_bytes),

@@ -20,6 +20,7 @@
 #include "compiler/reference/reference_bf16.hpp"
 #include "models/hazard_checker.hpp"
 #include "models/soc.hpp"
+#include "sim/multicore_stats.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/tensor_io.hpp"
 #include "support/error.hpp"
@@ -133,12 +134,12 @@ void check_tensor(const std::string& layer, const uint8_t* sim_bytes, uint64_t e
   c.within_tolerance = c.within_tolerance && within;
 }
 
-// The simulated bytes of program.tensors[i]: from off-chip memory, or the copy captured while it
-// was written for a tensor resident in the unified buffer (models/tensor_shadows.hpp).
-const uint8_t* tensor_bytes(const Program& program, Soc& soc, size_t i) {
-  const TensorPlacement& t = program.tensors[i];
-  if (t.buffer == BufferId::kUnified) return soc.shadows.bytes(i);
-  return soc.memory_contents().data() + t.dram_addr;
+// The simulated bytes of program.tensors[i], every core's part: from off-chip memory, or the copy
+// the core captured while it was written for a part resident in its unified buffer
+// (models/tensor_shadows.hpp).
+std::vector<uint8_t> tensor_bytes(const Program& program, Soc& soc, size_t i) {
+  return read_tensor(program.tensors[i], soc.memory_contents().data(),
+                     [&](int core) { return soc.cores.at(core)->shadows.bytes(i); });
 }
 
 // Every layer's output tensor, as simulated, against the reference (the graph's outputs are among
@@ -163,7 +164,7 @@ void check_tensors(const Program& program, const Graph& graph, const std::vector
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
     const std::string& layer = producer.count(t.name) ? producer.at(t.name) : t.name;
-    check_tensor(layer, tensor_bytes(program, soc, i), t.elements(),
+    check_tensor(layer, tensor_bytes(program, soc, i).data(), t.elements(),
                  int8 ? &reference->at(t.name) : nullptr, int8 ? nullptr : &ref16.at(t.name), c);
   }
   c.bit_exact = c.mismatches == 0;
@@ -196,7 +197,8 @@ std::vector<LayerStats> layer_stats(const Program& program, const Soc& soc) {
       s.mxu_busy_cycles += mxu->layer_busy_cycles()[li];
       s.mxu_stall_cycles += mxu->layer_stall_cycles()[li];
     }
-    s.vpu_busy_cycles = soc.vector_unit.layer_busy_cycles()[li];
+    for (const VectorUnit* vpu : soc.vector_units)
+      s.vpu_busy_cycles += vpu->layer_busy_cycles()[li];
     for (const DmaEngine* q : queues) {
       s.dma_busy_cycles += q->layer_busy_cycles()[li];
       s.bank_conflict_cycles += q->layer_bank_conflict_cycles()[li];
@@ -210,7 +212,7 @@ std::vector<LayerStats> layer_stats(const Program& program, const Soc& soc) {
 }
 
 double utilization(const HwConfig& hw, uint64_t macs, uint64_t cycles) {
-  return cycles == 0 ? 0.0 : macs / (hw.peak_macs_per_cycle() * cycles);
+  return cycles == 0 ? 0.0 : macs / (hw.chip_peak_macs_per_cycle() * cycles);
 }
 
 // Sum of one counter over a group of units.
@@ -261,15 +263,15 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("macs", "count", "multiply-accumulates executed by the matrix units", r.macs);
   reg.value("ops_per_s", "ops/s", "2 x macs / latency_s",
             latency > 0 ? 2.0 * r.macs / latency : 0.0);
-  reg.value("mxu_utilization", "ratio", "macs / (total_cycles x rows x cols x count)",
+  reg.value("mxu_utilization", "ratio", "macs / (total_cycles x rows x cols x count x cores)",
             utilization(hw, r.macs, r.total_cycles));
   reg.value("instructions", "count", "instructions in the program", program.instructions.size());
 
   const auto busy = [](const ExecutionUnit& u) { return u.stats().busy_cycles; };
   reg.value("units.mxu_busy_cycles", "cycles", "busy cycles of the matrix units, summed",
             sum(soc.matrix_units, busy));
-  reg.value("units.vpu_busy_cycles", "cycles", "busy cycles of the vector unit",
-            soc.vector_unit.stats().busy_cycles);
+  reg.value("units.vpu_busy_cycles", "cycles", "busy cycles of the vector units, summed",
+            sum(soc.vector_units, busy));
   reg.value("units.dma_load_busy_cycles", "cycles", "busy cycles of the DMA load queues, summed",
             sum(soc.load_queues, busy));
   reg.value("units.dma_store_busy_cycles", "cycles", "busy cycles of the DMA store queues, summed",
@@ -474,7 +476,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
   Soc soc("soc", hw, program, fidelity, run.values);
-  std::memcpy(soc.memory_contents().data() + program.input.dram_addr, input.data(), input.size());
+  write_tensor(program.input, input, soc.memory_contents().data());
   if (recording.timeline) soc.record_to(*recording.timeline);
   VcdFile vcd(recording.vcd_path);
   if (vcd.file) soc.trace_waveforms(vcd.file);
@@ -486,8 +488,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   NPUSIM_CHECK(soc.scoreboard.all_done(),
                "simulation ended with {} of {} instructions completed: a dependency was never met. "
                "Units:{}",
-               soc.scoreboard.completed(), program.instructions.size(),
-               describe_units(soc.units()));
+               soc.scoreboard.completed(), program.instructions.size(), soc.describe_units());
 
   SimulationResult r;
   const auto& timings = soc.scoreboard.timings();
@@ -506,14 +507,11 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
 
   // Outputs from simulated off-chip memory, against the reference.
   for (const auto& out : program.outputs) {
-    const uint8_t* base = soc.memory_contents().data() + out.dram_addr;
-    r.outputs.emplace_back(base, base + out.bytes());
+    r.outputs.push_back(read_tensor(out, soc.memory_contents().data()));
   }
   if (run.values) check_tensors(program, graph, input, soc, reference, r);
   for (size_t i = 0; all_tensors && run.values && i < program.tensors.size(); ++i) {
-    const TensorPlacement& t = program.tensors[i];
-    const uint8_t* base = tensor_bytes(program, soc, i);
-    r.tensors.emplace_back(base, base + t.bytes());
+    r.tensors.push_back(tensor_bytes(program, soc, i));
   }
 
   Activity total;
@@ -612,6 +610,7 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
           l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
+  out += multicore_report(s);
   out += power_report(s, per_layer);
   return out;
 }

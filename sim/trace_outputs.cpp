@@ -182,7 +182,7 @@ void TraceOutputs::write(const timeline::Timeline& timeline, const HwConfig& hw,
   run.hardware = stats.value("hardware", hw.name);
   run.workload = stats.value("workload", program.network);
   run.total_cycles = stats.value("total_cycles", uint64_t{0});
-  run.peak_macs_per_cycle = hw.peak_macs_per_cycle();
+  run.peak_macs_per_cycle = hw.chip_peak_macs_per_cycle();
   // The DRAM model states its peak in stats.json (memory.bandwidth_gbps may be 0 there).
   double gbps = hw.memory.bandwidth_gbps;
   if (stats.contains("memory")) gbps = stats["memory"].value("peak_bandwidth_gbps", gbps);

@@ -27,8 +27,8 @@ Timeline::Timeline(Filter filter, size_t instructions, double clock_mhz)
   NPUSIM_CHECK(clock_mhz > 0, "timeline: clock {} MHz", clock_mhz);
 }
 
-uint32_t Timeline::add_track(std::string name, TrackKind kind, int index) {
-  tracks_.push_back({std::move(name), kind, index});
+uint32_t Timeline::add_track(std::string name, TrackKind kind, int index, int process) {
+  tracks_.push_back({std::move(name), kind, index, process});
   buckets_.emplace_back();
   return static_cast<uint32_t>(tracks_.size() - 1);
 }

@@ -44,7 +44,8 @@ const char* to_string(TrackKind kind);
 struct Track {
   std::string name;  // "dma_load", "matrix_unit0", "dram ch1", "dma_load bursts"
   TrackKind kind;
-  int index = 0;  // queue, matrix unit or channel number
+  int index = 0;    // queue, matrix unit or channel number
+  int process = 0;  // 0: the chip (off-chip memory, every unit of a one-core chip); c + 1: core c
 };
 
 struct InstructionRecord {
@@ -76,7 +77,7 @@ class Timeline {
   // `instructions`: the program's instruction count; `layers`: its layer count (for the filter).
   Timeline(Filter filter, size_t instructions, double clock_mhz);
 
-  uint32_t add_track(std::string name, TrackKind kind, int index);
+  uint32_t add_track(std::string name, TrackKind kind, int index, int process = 0);
   // Names of the memory's commands ("ACT", "RD", ...), in the order of CommandRecord::command.
   void set_command_names(std::vector<std::string> names) { command_names_ = std::move(names); }
 

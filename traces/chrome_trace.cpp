@@ -188,6 +188,18 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
   w.event(fmt::format(
       R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kPid,
       json_string(fmt::format("{} on {} ({} MHz)", run.workload, run.hardware, t.clock_mhz()))));
+  // A multi-core chip: one process per core (Track::process c + 1 is core c), after the chip's.
+  int processes = 0;
+  for (const auto& track : tracks) processes = std::max(processes, track.process);
+  for (int p = 1; p <= processes; ++p) {
+    w.event(
+        fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"core {}"}}}})",
+                    kPid + p, p - 1));
+    w.event(fmt::format(
+        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})", kPid + p,
+        p));
+  }
+  const auto pid = [&](uint32_t track) { return kPid + tracks[track].process; };
   for (uint32_t tr = 0; tr < tracks.size(); ++tr) {
     const uint32_t n = std::max<uint32_t>(1, uint32_t(lanes[tr].lane_end.size()));
     for (uint32_t l = 0; l < n; ++l) {
@@ -195,10 +207,10 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
           l == 0 ? tracks[tr].name : fmt::format("{} #{}", tracks[tr].name, l + 1);
       w.event(
           fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})",
-                      kPid, first_tid[tr] + l, json_string(name)));
+                      pid(tr), first_tid[tr] + l, json_string(name)));
       w.event(fmt::format(
           R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
-          kPid, first_tid[tr] + l, first_tid[tr] + l));
+          pid(tr), first_tid[tr] + l, first_tid[tr] + l));
     }
   }
 
@@ -217,7 +229,7 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
       const std::string& layer = layer_names[instr.layer];
       w.event(fmt::format(
           R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"{}","args":{{"id":{},"layer":{},"op":{},{},"cycles":{},"start_cycle":{},"end_cycle":{},"deps":[{}]}}}})",
-          kPid, first_tid[tr] + lane_of[i], w.ts(r.start), w.dur(r.start, r.end),
+          pid(tr), first_tid[tr] + lane_of[i], w.ts(r.start), w.dur(r.start, r.end),
           opcode_name(instr), to_string(tracks[tr].kind), i, layer,
           json_string(program.layers[instr.layer].op), work_args(instr), r.end - r.start, r.start,
           r.end, deps));
@@ -226,11 +238,11 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
         ++flow_id;
         const uint32_t ptid = first_tid[rec[d].track] + lane_of[d];
         w.event(fmt::format(
-            R"({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"dep","cat":"dep"}})", kPid,
-            ptid, w.ts(rec[d].start), flow_id));
+            R"({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"dep","cat":"dep"}})",
+            pid(rec[d].track), ptid, w.ts(rec[d].start), flow_id));
         w.event(fmt::format(
             R"({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"dep","cat":"dep"}})",
-            kPid, first_tid[tr] + lane_of[i], w.ts(r.start), flow_id));
+            pid(tr), first_tid[tr] + lane_of[i], w.ts(r.start), flow_id));
       }
     }
   }
@@ -238,7 +250,7 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
     const auto& x = t.bursts()[b];
     w.event(fmt::format(
         R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","cat":"burst","args":{{"instruction":{},"address":"{:#x}","bytes":{},"start_cycle":{},"end_cycle":{}}}}})",
-        kPid, first_tid[x.track] + burst_lane[b], w.ts(x.start), w.dur(x.start, x.end),
+        pid(x.track), first_tid[x.track] + burst_lane[b], w.ts(x.start), w.dur(x.start, x.end),
         x.write ? "write" : "read", x.instruction, x.address, x.bytes, x.start, x.end));
   }
   const auto& names = t.command_names();
@@ -246,7 +258,7 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
     const std::string name = c.command < names.size() ? names[c.command] : "?";
     w.event(fmt::format(
         R"({{"ph":"i","s":"t","pid":{},"tid":{},"ts":{},"name":"{}","cat":"dram","args":{{"bank":{},"row":{},"cycle":{}}}}})",
-        kPid, first_tid[c.track], w.ts(c.cycle), name, c.bank, c.row, c.cycle));
+        pid(c.track), first_tid[c.track], w.ts(c.cycle), name, c.bank, c.row, c.cycle));
   }
 
   const uint64_t window = counter_window_cycles(run.total_cycles);

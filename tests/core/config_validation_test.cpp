@@ -53,9 +53,9 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "hw.json: /buffers/unified_buffer/banks: capacity_bytes (100000) must be a multiple of banks "
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
-      "hw.json: /extra: unknown key \"extra\" (known keys here: buffers, clock_mhz, data_types, "
-      "description, matrix_unit, memory, name, schema_version, source, technology_nm, "
-      "vector_unit)",
+      "hw.json: /extra: unknown key \"extra\" (known keys here: buffers, clock_mhz, cores, "
+      "data_types, description, interconnect, matrix_unit, memory, name, schema_version, source, "
+      "technology_nm, vector_unit)",
   };
   EXPECT_EQ(errors, expected);
 }
@@ -133,11 +133,17 @@ TEST(ConfigValidation, CubeKindAndItsKeys) {
 }
 
 TEST(ConfigValidation, PublishedChipPresetsPeak) {
-  // TPU v4 (Jouppi et al., ISCA 2023): 275 TFLOPS bf16 per chip of two TensorCores.
+  // TPU v4 (Jouppi et al., ISCA 2023): 275 TFLOPS bf16 and 1.2 TB/s per chip of two TensorCores.
   HwConfig v4 = load_hw_config("tpu-v4-like");
-  const double v4_tflops = 2.0 * v4.peak_macs_per_cycle() * v4.clock_mhz * 1e6 / 1e12;
-  EXPECT_NEAR(v4_tflops, 275.0 / 2, 275.0 / 2 * 0.01);
-  EXPECT_NEAR(v4.memory.bandwidth_gbps, 1200.0 / 2, 1200.0 / 2 * 0.03);
+  EXPECT_EQ(v4.cores, 2);
+  const double v4_tflops = 2.0 * v4.chip_peak_macs_per_cycle() * v4.clock_mhz * 1e6 / 1e12;
+  EXPECT_NEAR(v4_tflops, 275.0, 275.0 * 0.01);
+  EXPECT_NEAR(v4.memory.bandwidth_gbps, 1200.0, 1200.0 * 0.03);
+  HwConfig core = load_hw_config("tpu-v4-like-core");
+  EXPECT_EQ(core.cores, 1);
+  const double core_tflops_v4 = 2.0 * core.chip_peak_macs_per_cycle() * core.clock_mhz * 1e6 / 1e12;
+  EXPECT_NEAR(core_tflops_v4, 275.0 / 2, 275.0 / 2 * 0.01);
+  EXPECT_NEAR(core.memory.bandwidth_gbps, 1200.0 / 2, 1200.0 / 2 * 0.03);
   // Ascend 910 (Hot Chips 31): 256 TFLOPS fp16 over 32 Da Vinci cores.
   HwConfig ascend = load_hw_config("ascend-like");
   EXPECT_EQ(ascend.matrix_unit.kind, MatrixUnitKind::kCube);
@@ -162,12 +168,13 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(),
                  "--hw 'tpu-v9': no such file and no such preset (presets: ascend-like, edge, "
-                 "tpu-v1-hbm, tpu-v1, tpu-v4-like)");
+                 "tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like)");
   }
 }
 
 TEST(ConfigValidation, ShippedPresetsAreValid) {
-  for (const char* name : {"tpu-v1", "edge", "tpu-v1-hbm", "tpu-v4-like", "ascend-like"}) {
+  for (const char* name :
+       {"tpu-v1", "edge", "tpu-v1-hbm", "tpu-v4-like", "tpu-v4-like-core", "ascend-like"}) {
     HwConfig c = load_hw_config(name);
     EXPECT_EQ(c.name, name);
     EXPECT_FALSE(c.source.empty()) << name << " must name its source";

@@ -45,6 +45,38 @@ Program program_of(std::vector<Instruction> instrs) {
   return p;
 }
 
+// Each core has buffers of its own: the same unified-buffer bytes on two cores are different
+// bytes, while off-chip memory is one space for the chip.
+TEST(HazardChecker, CoresHaveTheirOwnBuffersAndShareOffChipMemory) {
+  Instruction other_core = lut(1, 0, 64, 64);
+  other_core.core = 1;
+  Program p = program_of({load(0, 0, 0, 64), other_core});
+  p.cores = 2;
+  EXPECT_FALSE(find_hazard(p, {{0, 10}, {5, 20}}));
+  // Core 1's DMA load reads the off-chip bytes core 0's store is still writing.
+  Instruction reader = load(1, 0, 0, 64);
+  reader.core = 1;
+  p = program_of({store(0, 128, 0, 64), reader});
+  p.cores = 2;
+  const auto h = find_hazard(p, {{0, 10}, {5, 20}});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->kind, "RAW");
+  EXPECT_EQ(h->range.space, BufferId::kDram);
+  EXPECT_NE(h->message.find("on core1 dma_load"), std::string::npos) << h->message;
+  // The same unit kind on two cores is two units: core 1's load waits for nobody's write on core
+  // 0's buffers, but its own core's store of the same buffer bytes is a WAR when it overlaps.
+  Instruction writer = load(2, 0, 4096, 64);
+  writer.core = 1;
+  Instruction store1 = store(1, 0, 8192, 64);
+  store1.core = 1;
+  p = program_of({store(0, 0, 12288, 64), store1, writer});
+  p.cores = 2;
+  const auto war = find_hazard(p, {{0, 30}, {0, 30}, {10, 40}});
+  ASSERT_TRUE(war);
+  EXPECT_EQ(war->kind, "WAR");
+  EXPECT_EQ(war->earlier, 1u);
+}
+
 TEST(HazardChecker, ReadBeforeTheWriteCompletedIsRaw) {
   const Program p = program_of({load(0, 0, 0, 64), lut(1, 0, 64, 64)});
   EXPECT_FALSE(find_hazard(p, {{0, 10}, {10, 20}}));  // starts when the load completed

@@ -115,7 +115,13 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
   EXPECT_NE(p.out.find("edge         32x32 ws systolic array x1 at 800 MHz"), std::string::npos)
       << p.out;
   // TPU v4 (ISCA 2023): 275 TFLOPS bf16 per chip of two cores; Ascend 910: 256 TFLOPS / 32 cores.
-  EXPECT_NE(p.out.find("tpu-v4-like  128x128 ws systolic array x4 at 1050 MHz\n"
+  EXPECT_NE(p.out.find("tpu-v4-like  128x128 ws systolic array x4 at 1050 MHz, 2 cores\n"
+                       "             peak: 275.25 TOPS int8, 275.25 TFLOPS bf16 (131072 MACs per "
+                       "cycle, 2 cores of 65536 MACs per cycle)\n"
+                       "             interconnect: ring, 64 B/cycle per link, 4 cycles per hop\n"),
+            std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("tpu-v4-like-core 128x128 ws systolic array x4 at 1050 MHz\n"
                        "             peak: 137.63 TOPS int8, 137.63 TFLOPS bf16"),
             std::string::npos)
       << p.out;
@@ -132,7 +138,7 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
     }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"ascend-like", "edge", "tpu-v1-hbm", "tpu-v1",
-                                             "tpu-v4-like"}));
+                                             "tpu-v4-like-core", "tpu-v4-like"}));
   CommandResult z = run_npusim("zoo");
   EXPECT_EQ(z.exit_code, 0);
   EXPECT_NE(z.out.find("mnist-cnn"), std::string::npos);

@@ -12,9 +12,11 @@
 
 namespace {
 
-// "units.matrix_unit0.busy_cycles" -> "units.<unit>.busy_cycles" (the page's spelling).
+// "units.matrix_unit0.busy_cycles", "units.core1.matrix_unit0.busy_cycles" ->
+// "units.<unit>.busy_cycles" (the page's spelling).
 std::string documented_form(const std::string& path) {
-  static const std::regex unit(R"(^units\.(dma_load|dma_store|matrix_unit|vector_unit)\d*\.)");
+  static const std::regex unit(
+      R"(^units\.(core\d+\.)?(dma_load|dma_store|matrix_unit|vector_unit)\d*\.)");
   return std::regex_replace(path, unit, "units.<unit>.");
 }
 
@@ -46,6 +48,14 @@ TEST(StatsDoc, EveryKeyOfASimpleMemoryRunWithTwoArraysIsDocumented) {
   expect_documented(
       run_stats(std::string("run --hw ") + NPUSIM_E2E_DATA + "/edge_os.json --workload lenet5"),
       "edge_os");
+}
+
+TEST(StatsDoc, EveryKeyOfATwoCoreRunIsDocumented) {
+  const nlohmann::json stats =
+      run_stats("run --hw tpu-v4-like --workload mnist-cnn --batch 2 --dtype int8");
+  ASSERT_EQ(stats["chip"]["cores_used"].get<int>(), 2);
+  ASSERT_TRUE(stats["units"].contains("core1"));
+  expect_documented(stats, "tpu-v4-like");
 }
 
 TEST(StatsDoc, MembenchWritesTheMemoryKeysOfStatsJson) {

@@ -1,11 +1,13 @@
 // Every zoo network end to end on the TPU v1 preset in fast fidelity: int8 outputs bit-exact
 // against the reference, bf16 within the stated tolerance (docs/quantization.md); every zoo
 // network on the tpu-v4-like and ascend-like presets in int8 and bf16, on ascend-like's cube
-// unit in both fidelities with identical cycles and tensors. Labelled "slow": VGG-16 alone is
-// 15.5 G MACs.
+// unit in both fidelities with identical cycles and tensors; every zoo network data parallel on
+// 1, 2 and 4 TensorCores, and resnet50 at batch 8 on the two-core tpu-v4-like chip. Labelled
+// "slow": VGG-16 alone is 15.5 G MACs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "fidelity_compare.hpp"
@@ -114,5 +116,72 @@ INSTANTIATE_TEST_SUITE_P(Zoo, CubeZoo, testing::ValuesIn(zoo_on("ascend-like")),
                          [](const testing::TestParamInfo<PresetRun>& p) {
                            return test_name(std::string(p.param.network) + "_" + p.param.dtype);
                          });
+
+// A chip of `cores` tpu-v4-like TensorCores (the tpu-v4-like-core preset, `cores` changed).
+std::filesystem::path tensorcores(int cores) {
+  CommandResult r = run_npusim("presets --show tpu-v4-like-core");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  json hw = json::parse(r.out);
+  hw["cores"] = cores;
+  const auto path = fresh_dir("tensorcores" + std::to_string(cores) + ".json");
+  std::ofstream(path) << hw.dump();
+  return path;
+}
+
+struct CoresRun {
+  const char* network;
+  int cores;
+};
+void PrintTo(const CoresRun& z, std::ostream* os) { *os << z.network << " on " << z.cores; }
+
+class MulticoreZoo : public testing::TestWithParam<CoresRun> {};
+
+// Data parallel, batch 4, int8: every layer's tensor bit-exact against the reference, so the same
+// on 1, 2 and 4 cores.
+TEST_P(MulticoreZoo, BitExactOnEveryCoreCount) {
+  const CoresRun z = GetParam();
+  const auto hw = tensorcores(z.cores);
+  const auto dir = fresh_dir(std::string("zoo-mc-") + z.network + std::to_string(z.cores));
+  CommandResult r = run_npusim("run --hw " + hw.string() + " --workload " + z.network +
+                               " --batch 4 --dtype int8 --parallel data --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  EXPECT_EQ(stats["chip"]["cores_used"].get<int>(), z.cores);
+  for (const auto& c : stats["cores"]) EXPECT_GT(c["macs"].get<uint64_t>(), 0u);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(hw);
+}
+
+std::vector<CoresRun> zoo_on_cores() {
+  std::vector<CoresRun> runs;
+  for (const char* network : kZoo) {
+    for (int cores : {1, 2, 4}) runs.push_back({network, cores});
+  }
+  return runs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, MulticoreZoo, testing::ValuesIn(zoo_on_cores()),
+                         [](const testing::TestParamInfo<CoresRun>& p) {
+                           return test_name(std::string(p.param.network) + "_" +
+                                            std::to_string(p.param.cores) + "cores");
+                         });
+
+// The acceptance run: resnet50 at batch 8 on both TensorCores of the TPU v4 chip, with
+// per-core figures.
+TEST(TpuV4Chip, Resnet50Batch8RunsOnBothTensorCores) {
+  const auto dir = fresh_dir("zoo-v4-chip");
+  CommandResult r =
+      run_npusim("run --hw tpu-v4-like --workload resnet50 --batch 8 --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_TRUE(stats["functional_check"]["within_tolerance"].get<bool>());
+  EXPECT_EQ(stats["chip"]["cores_used"].get<int>(), 2);
+  ASSERT_EQ(stats["cores"].size(), 2u);
+  EXPECT_EQ(stats["cores"][0]["macs"], stats["cores"][1]["macs"]);
+  EXPECT_LT(stats["chip"]["load_imbalance"].get<double>(), 1.05);
+  EXPECT_NE(r.out.find("core 1 "), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace

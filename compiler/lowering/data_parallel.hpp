@@ -1,0 +1,34 @@
+// Spreading a network over the cores of a chip (docs/multicore.md). Data parallel: the batch is
+// split over the cores, images as evenly as possible; each core runs the program the ordinary
+// lowering emits for its images, and the programs are relocated and merged into one Program whose
+// instructions name their core. Weights and biases stay where the lowering placed them, once in
+// off-chip memory, and every core loads them from there: the cores share the memory, and this step
+// has no broadcast over the interconnect (a core would otherwise need a copy instruction to
+// forward what it loaded). Each core's activations live in an off-chip region of its own. The cores
+// share no bytes they write, so no dependency crosses cores.
+//
+// It works on the programs, not inside the lowering: the merge needs only that the lowering puts
+// parameters below the input and everything a program writes at or above it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "arch/hw_config.hpp"
+#include "compiler/ir/graph.hpp"
+#include "compiler/lowering/lowering.hpp"
+
+namespace npusim {
+
+enum class Parallelism {
+  kAuto,  // data parallel when the batch has at least one image per core, else one core
+  kData,  // the batch over min(batch, cores) cores
+};
+// "auto", "data"; nullopt for anything else.
+std::optional<Parallelism> parse_parallelism(const std::string& text);
+
+// Compiles the quantized `graph` for `hw` as `mode` says; Program::parallel says what was chosen
+// and why.
+CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode);
+
+}  // namespace npusim

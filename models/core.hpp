@@ -1,0 +1,56 @@
+// One core of the chip: its banked on-chip buffers and the units that run the core's instructions
+// (Instruction::core): DMA load and store queues (one of each, more if the program names more),
+// the matrix units and the vector unit. Every core of a chip is a copy of the same description
+// (HwConfig: the per-unit figures are per core); the cores share the scoreboard (one over the
+// program's global instruction ids) and the off-chip memory, whose socket every DMA queue of every
+// core binds to, so its channels and their contention are shared. A core's units touch only its
+// own buffers: another core's bytes are reached through off-chip memory, ordered by dependency
+// tokens like any other access.
+#pragma once
+
+#include <memory>
+#include <systemc>
+#include <vector>
+
+#include "arch/hw_config.hpp"
+#include "arch/program.hpp"
+#include "models/dma_engine.hpp"
+#include "models/matrix_unit.hpp"
+#include "models/offchip_memory_interface.hpp"
+#include "models/onchip_buffers.hpp"
+#include "models/scoreboard.hpp"
+#include "models/tensor_shadows.hpp"
+#include "models/vector_unit.hpp"
+
+namespace npusim {
+
+class Core : public sc_core::sc_module {
+ public:
+  Core(sc_core::sc_module_name name, int index, const HwConfig& hw, const Program& program,
+       Scoreboard& scoreboard, const CoreClock& clock, OffChipMemoryInterface& memory,
+       systolic::Fidelity fidelity, bool compute_values);
+
+  // Every unit, DMA queues first (loads, then stores), then matrix units, then the vector unit.
+  std::vector<const ExecutionUnit*> units() const;
+  std::vector<ExecutionUnit*> mutable_units();
+  // The instructions of `program` this core's unit (kind, index) runs, in program order.
+  static std::vector<uint32_t> stream_of(const Program& program, int core, UnitKind kind,
+                                         int index);
+
+  const int index;
+  OnChipBuffers buffers;
+  // The values of this core's samples of the tensors resident in its unified buffer, captured by
+  // its vector unit as they are written (values on only).
+  TensorShadows shadows;
+  // Every queue of each kind, queue 0 first: the program's instructions name a queue by
+  // unit_index, and each index it uses on this core gets a queue of its own.
+  std::vector<std::unique_ptr<DmaEngine>> load_queues, store_queues;
+  std::vector<std::unique_ptr<MatrixUnit>> matrix_units;
+  std::unique_ptr<VectorUnit> vector_unit;
+
+ private:
+  void add_queues(const Program& program, UnitKind kind, DmaParams params, Scoreboard& scoreboard,
+                  const CoreClock& clock, std::vector<std::unique_ptr<DmaEngine>>& queues);
+};
+
+}  // namespace npusim

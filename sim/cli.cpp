@@ -165,12 +165,11 @@ Parallelism parallel_option(const po::variables_map& vm) {
 }
 
 Compiled load_and_compile(const po::variables_map& vm) {
-  return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
-                          batch_option(vm), vm["seed"].as<uint64_t>(),
-                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
-                          calibration_request(vm), vm.count("save-float-outputs") > 0,
-                          !vm.count("values") || vm["values"].as<std::string>() == "on",
-                          parallel_option(vm));
+  return load_and_compile(
+      vm["hw"].as<std::string>(), vm["workload"].as<std::string>(), batch_option(vm),
+      vm["seed"].as<uint64_t>(), vm.count("input") ? vm["input"].as<std::string>() : "",
+      dtype_option(vm), calibration_request(vm), vm.count("save-float-outputs") > 0,
+      !vm.count("values") || vm["values"].as<std::string>() == "on", parallel_option(vm));
 }
 
 void add_target_options(po::options_description& o) {

@@ -97,6 +97,20 @@ TEST_P(OnnxCli, RunsBitExactAgainstTheReference) {
   std::filesystem::remove_all(out_dir);
 }
 
+// Data parallel over the two cores of tpu-v4-like (2 + 1 images): the movement model's Pad
+// constants are parameters the lowering places after the tensors, in each core's own off-chip
+// region; each core must read its own copy, so the run stays bit-exact.
+TEST(OnnxCli, MoveConstantsOnTwoCoresStayBitExact) {
+  auto out_dir = fresh_dir("onnx-cli-movement-2cores");
+  CommandResult r = run_npusim("run --hw tpu-v4-like --workload " + model_path("movement") +
+                               " --batch 3 --parallel data --out " + out_dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto stats = nlohmann::json::parse(slurp(out_dir / "stats.json"));
+  EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  EXPECT_EQ(stats["chip"]["cores_used"].get<int>(), 2);
+  std::filesystem::remove_all(out_dir);
+}
+
 TEST(OnnxCliErrors, BadModelExitsTwoNamingTheNodes) {
   CommandResult r = run_npusim("run --hw edge --workload " + model_path("bad_ops"));
   EXPECT_EQ(r.exit_code, 2);

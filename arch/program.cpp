@@ -14,7 +14,7 @@ namespace {
 template <class F>
 void for_each_part(const TensorPlacement& t, F f) {
   if (t.parts.empty()) {
-    f(TensorPart{t.dram_addr, t.batch, 0, t.buffer, t.ub_addr}, 0, t.bytes());
+    f(part_on_core(t, 0), 0, t.bytes());
     return;
   }
   uint64_t offset = 0;
@@ -29,6 +29,16 @@ void for_each_part(const TensorPlacement& t, F f) {
                samples, t.batch);
 }
 }  // namespace
+
+TensorPart part_on_core(const TensorPlacement& t, int core) {
+  if (t.parts.empty()) {
+    return core == 0 ? TensorPart{t.dram_addr, t.batch, 0, t.buffer, t.ub_addr} : TensorPart{};
+  }
+  for (const TensorPart& part : t.parts) {
+    if (part.core == core) return part;
+  }
+  return TensorPart{};
+}
 
 std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory,
                                  const std::function<const uint8_t*(int core)>& resident) {

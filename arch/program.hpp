@@ -53,6 +53,9 @@ struct TensorPlacement {
 // its part, models/tensor_shadows.hpp), which is required when a part is resident.
 std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory,
                                  const std::function<const uint8_t*(int core)>& resident = {});
+// Core `core`'s part of `t` (a tensor without parts is core 0's, whole); batch 0 when the core
+// holds none of its samples.
+TensorPart part_on_core(const TensorPlacement& t, int core);
 // Stores `bytes` (the whole batch, sample order) into its parts in `memory`.
 void write_tensor(const TensorPlacement& t, const std::vector<uint8_t>& bytes, uint8_t* memory);
 

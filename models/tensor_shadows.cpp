@@ -14,11 +14,8 @@ TensorShadows::TensorShadows(const Program& program, int core) : program_(progra
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
     // This core's samples of the tensor: all of them without parts (core 0), else its part.
-    TensorPart part{t.dram_addr, t.batch, 0, t.buffer, t.ub_addr};
-    for (const TensorPart& p : t.parts) {
-      if (p.core == core) part = p;
-    }
-    if (part.core != core || part.buffer != BufferId::kUnified) continue;
+    const TensorPart part = part_on_core(t, core);
+    if (part.batch == 0 || part.buffer != BufferId::kUnified) continue;
     const uint64_t bytes = t.sample_bytes() * static_cast<uint64_t>(part.batch);
     auto [it, inserted] = by_range.emplace(std::pair(part.ub_addr, t.first_layer), shadows_.size());
     if (inserted) {

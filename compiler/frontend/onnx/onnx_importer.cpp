@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "compiler/frontend/onnx/onnx_operators.hpp"
 #include "compiler/frontend/onnx_import.hpp"
@@ -346,8 +347,14 @@ using onnx_frontend::OnnxImporter;
 Graph import_onnx(const std::string& path, std::optional<int> batch) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{}: cannot open the file", path));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return import_onnx_bytes(bytes, path, batch);
+}
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& path,
+                        std::optional<int> batch) {
   onnx::ModelProto model;
-  if (!model.ParseFromIstream(&in)) {
+  if (!model.ParseFromString(bytes)) {
     throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path));
   }
   if (!model.has_graph() || model.graph().node_size() == 0 || model.ir_version() <= 0) {

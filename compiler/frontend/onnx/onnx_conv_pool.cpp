@@ -231,6 +231,11 @@ void OnnxImporter::import_pad(int i) {
                                "supported",
                                dims_text(p)));
   }
+  // Bounded, or the padded size overflows (found by fuzzing).
+  constexpr int64_t kMaxPad = int64_t(1) << 20;
+  if (std::any_of(p.begin(), p.end(), [](int64_t v) { return v > kMaxPad; })) {
+    return fail(i, fmt::format("pads {}: each at most {}", dims_text(p), kMaxPad));
+  }
   if (const Constant* value = optional_constant(i, 2, "constant_value")) {
     if (value->is_int || value->values.size() != 1 || value->values[0] != 0.0f) {
       return fail(i, "constant_value must be 0 (npusim folds Pad into a Conv's zero padding)");

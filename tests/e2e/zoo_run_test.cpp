@@ -1,5 +1,5 @@
 // Every zoo network end to end on the TPU v1 preset in fast fidelity: int8 outputs bit-exact
-// against the reference, bf16 within the stated tolerance (docs/quantization.md); every zoo
+// against the reference, bf16 every layer within its bound (docs/reliability.md); every zoo
 // network on the tpu-v4-like and ascend-like presets in int8 and bf16, on ascend-like's cube
 // unit in both fidelities with identical cycles and tensors. Labelled "slow": VGG-16 alone is
 // 15.5 G MACs.

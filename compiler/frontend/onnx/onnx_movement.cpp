@@ -300,6 +300,13 @@ void OnnxImporter::import_pad(int i) {
     return fail(i, fmt::format("pads '{}' must be {} integers (begins, then ends, per axis)",
                                n.input(1), 2 * axes.size()));
   }
+  // Bounded, or the padded size overflows (found by fuzzing: tests/fuzz/corpus/onnx).
+  constexpr int64_t kMaxPad = int64_t(1) << 20;
+  if (std::any_of(pads->ints.begin(), pads->ints.end(),
+                  [](int64_t v) { return v > kMaxPad || v < -kMaxPad; })) {
+    return fail(
+        i, fmt::format("pads {}: each at most {} in magnitude", dims_text(pads->ints), kMaxPad));
+  }
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   for (size_t k = 0; k < axes.size(); ++k) {
     begin[size_t(axes[k])] = pads->ints[k];

@@ -51,8 +51,9 @@ CompileResult Lowering::run() {
     for (const auto& f : l.fused) rec.fused += (rec.fused.empty() ? "" : ",") + f;
     rec.macs = l.macs(graph_.batch);
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());
+    const uint64_t out_elements = l.last_stage().out_shape.elements();  // what it stores
     uint64_t bound =
-        (l.out_shape.elements() * graph_.batch + l.qweights.size() + l.bf16_weights.size()) * es_ +
+        (out_elements * graph_.batch + l.qweights.size() + l.bf16_weights.size()) * es_ +
         4 * l.bias.size();
     for (const auto& s : l.in_shapes) bound += s.elements() * graph_.batch * es_;
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;

@@ -17,6 +17,11 @@
 
 namespace npusim::lowering {
 
+// The vector-unit operation of a pool / add / mul layer, addresses and sizes left to the caller
+// (the separate layer or a fused epilogue stage). `table`: the program's activation table or -1.
+PoolOp pool_op(const Layer& l);
+EltwiseOp eltwise_op(const Layer& l, int table);
+
 class Lowering {
  public:
   Lowering(const Graph& graph, const HwConfig& hw)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/lowering/lowering_context.hpp"
+#include "support/error.hpp"
 
 namespace npusim::lowering {
 
@@ -17,10 +18,12 @@ class Lowering::MatrixLayer {
   MatrixLayer(Lowering& lo, const Layer& l, const ConvGeometry& g, const ConvTiling& t);
 
   std::string describe() const;
-  // The program's requantization table and activation table of the layer (-1: none).
-  void set_tables(int requant, int lut) {
+  // The program's requantization table and activation table of the layer (-1: none), and the
+  // activation table of each fused epilogue stage.
+  void set_tables(int requant, int lut, std::vector<int> stage_luts) {
     table_ = requant;
     table_lut_ = lut;
+    stage_luts_ = std::move(stage_luts);
   }
   void load_bias_and_resident_weights();
   void emit_all_blocks();
@@ -49,8 +52,14 @@ class Lowering::MatrixLayer {
   void emit_group_tiles(const TileTarget& target, int grp, int c_lo, int c_hi);
   void emit_tile(const TileTarget& target, int grp, int c_lo, int m_off, int m, int k_off, int kk,
                  int n_off, int n);
-  // REQUANT of the block's accumulators into the unified buffer, then the store off chip.
+  // REQUANT of the block's accumulators into the unified buffer, the fused stages on that block
+  // (residual add, pool), then the store off chip.
   void emit_epilogue(const TileTarget& target, const SpatialBlock& sb);
+  // Brings `pixels` pixels x channels [n0, n0 + n_tb) of `tensor`, laid out like this layer's
+  // output, from output pixel `pixel` on, to unified buffer address `ub`, packed. The one place
+  // an epilogue reads another tensor: today every tensor lives off chip, so it is one DMA.
+  void fetch_output_block(const std::string& tensor, uint64_t pixel, int pixels, int n0, int n_tb,
+                          uint64_t ub);
 
   Lowering& lo_;
   const Layer& l_;
@@ -63,11 +72,13 @@ class Lowering::MatrixLayer {
   const uint64_t in_dram_, out_dram_;
   const Params params_;
   const uint64_t weights_per_image_;
-  // Unified buffer: two input slabs, two output blocks, the bias.
+  // Unified buffer: two input slabs, two output blocks, the bias, then for a fused epilogue two
+  // residual blocks per add and two pooled blocks (tiling.cpp's ub_need).
   const uint64_t pixel_bytes_, plane_bytes_, slab_bytes_, out_bytes_;
-  const uint64_t bias_ub_;
+  const uint64_t bias_ub_, residual_ub_, pooled_ub_, pooled_bytes_;
   const uint64_t wb_half_, acc_unit_, acc_block_;
   int table_ = -1, table_lut_ = -1;
+  std::vector<int> stage_luts_;
   std::vector<SpatialBlock> blocks_;
   bool block_weights_fit_ = false;
 
@@ -99,6 +110,10 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
           align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) * g.w * pixel_bytes_)),
       out_bytes_(align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
       bias_ub_(2 * slab_bytes_ + 2 * out_bytes_),
+      residual_ub_(bias_ub_ + align_up(4ull * g.n)),
+      pooled_ub_(residual_ub_ + 2 * out_bytes_ * g.residuals),
+      pooled_bytes_(
+          align_up(uint64_t(t.out_rows / g.pool_h) * (g.out_w / g.pool_w) * t.n_tile * es_)),
       wb_half_(lo.hw_.weight_buffer.capacity_bytes / 2),
       acc_unit_(lo.hw_.accumulators.capacity_bytes / mu_.count / 8 * 8),  // as tiling's acc_half
       acc_block_(uint64_t(t.out_rows) * g.out_w * t.n_tile * 4),
@@ -298,7 +313,9 @@ void Lowering::MatrixLayer::emit_tile(const TileTarget& target, int grp, int c_l
 
 void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const SpatialBlock& sb) {
   const int m_blk = target.m_blk, n0 = target.n0, n_tb = target.n_tb;
-  const uint64_t out = 2 * slab_bytes_ + (out_index_++ % 2) * out_bytes_;
+  const int parity = out_index_++ % 2;
+  const uint64_t out = 2 * slab_bytes_ + parity * out_bytes_;
+  const uint64_t out_end = out + uint64_t(m_blk) * n_tb * es_;
   RequantOp rq;
   rq.acc_addr = target.acc;
   rq.acc_ld = n_tb;
@@ -317,15 +334,62 @@ void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const Spatia
   rq.clip_min = l_.clip_min, rq.clip_max = l_.clip_max;
   std::vector<BufferAccess> accesses = {
       {BufferId::kAccumulator, target.acc, target.acc + uint64_t(m_blk) * n_tb * 4, false},
-      {BufferId::kUnified, out, out + uint64_t(m_blk) * n_tb * es_, true}};
+      {BufferId::kUnified, out, out_end, true}};
   if (rq.has_bias) {
     accesses.push_back(
         {BufferId::kUnified, rq.bias_ub_addr, rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
   }
   lo_.emit(UnitKind::kVector, 0, rq, accesses);
-  const uint64_t out_pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
-  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_dram_ + (out_pixel * g_.n + n0) * es_,
-          n_tb * es_, m_blk, uint64_t(g_.n) * es_);
+  // The block to store: the requantized one, or what the fused stages made of it.
+  uint64_t block = out;
+  int pixels = m_blk;
+  uint64_t pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
+  uint64_t residual = residual_ub_ + parity * out_bytes_;
+  for (size_t i = 0; i < l_.epilogue.size(); ++i) {
+    const Layer& s = l_.epilogue[i];
+    if (s.kind == OpKind::kAdd) {
+      fetch_output_block(l_.inputs[s.residual_input], pixel, m_blk, n0, n_tb, residual);
+      EltwiseOp e = eltwise_op(s, stage_luts_[i]);
+      e.a_ub_addr = s.chain_operand == 0 ? out : residual;
+      e.b_ub_addr = s.chain_operand == 0 ? residual : out;
+      e.out_ub_addr = out;
+      e.rows = m_blk, e.cols = n_tb;
+      e.a_ld = e.b_ld = e.out_ld = n_tb;
+      lo_.emit(UnitKind::kVector, 0, e,
+               {{BufferId::kUnified, out, out_end, false},
+                {BufferId::kUnified, residual, residual + uint64_t(m_blk) * n_tb * es_, false},
+                {BufferId::kUnified, out, out_end, true}});
+      residual += 2 * out_bytes_;
+      continue;
+    }
+    // A pool of whole windows (stride = window, no padding; fusion.cpp): the block's rows are a
+    // multiple of the window's, so the pooled block is whole rows of the pooled tensor.
+    NPUSIM_CHECK(i + 1 == l_.epilogue.size() && sb.rows % g_.pool_h == 0 &&
+                     sb.oh0 % g_.pool_h == 0 && g_.out_w % g_.pool_w == 0,
+                 "layer {}: pool {} cannot run on a block of {} rows at row {}", l_.name, s.name,
+                 sb.rows, sb.oh0);
+    PoolOp p = pool_op(s);
+    p.in_ub_addr = out;
+    p.slab_h = sb.rows, p.slab_w = g_.out_w, p.c = n_tb;
+    p.out_h = sb.rows / g_.pool_h, p.out_w = g_.out_w / g_.pool_w;
+    block = pooled_ub_ + parity * pooled_bytes_;
+    p.out_ub_addr = block;
+    pixels = p.out_h * p.out_w;
+    lo_.emit(UnitKind::kVector, 0, p,
+             {{BufferId::kUnified, out, out_end, false},
+              {BufferId::kUnified, block, block + uint64_t(pixels) * n_tb * es_, true}});
+    pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * (g_.out_h / g_.pool_h) + sb.oh0 / g_.pool_h) *
+            p.out_w;
+  }
+  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, block, out_dram_ + (pixel * g_.n + n0) * es_,
+          n_tb * es_, pixels, uint64_t(g_.n) * es_);
+}
+
+void Lowering::MatrixLayer::fetch_output_block(const std::string& tensor, uint64_t pixel,
+                                               int pixels, int n0, int n_tb, uint64_t ub) {
+  lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, ub,
+          lo_.tensor_addr_.at(tensor) + (pixel * g_.n + n0) * es_, n_tb * es_, pixels,
+          uint64_t(g_.n) * es_);
 }
 
 bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
@@ -335,7 +399,9 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   MatrixLayer layer(*this, l, g, tr.tiling);
   rec.tiling = layer.describe();
   const int table = l.requant.empty() ? -1 : requant_table(l.requant);
-  layer.set_tables(table, lut(l.lut));
+  std::vector<int> stage_luts;
+  for (const Layer& s : l.epilogue) stage_luts.push_back(lut(s.lut));
+  layer.set_tables(table, lut(l.lut), std::move(stage_luts));
   layer.load_bias_and_resident_weights();
   layer.emit_all_blocks();
   return true;

@@ -33,9 +33,10 @@ bool Lowering::plan_memory() {
   program_.input = placement(graph_.input_name);
   for (const auto& l : graph_.layers) {
     // A free op (reshape) keeps its input's bytes: the row-major element order does not change.
-    tensor_addr_[l.output] = op_info(l.kind).lowering == OpLowering::kFree
-                                 ? tensor_addr_.at(l.inputs[0])
-                                 : dram_alloc(l.out_shape.elements() * graph_.batch * es_);
+    tensor_addr_[l.output] =
+        op_info(l.kind).lowering == OpLowering::kFree
+            ? tensor_addr_.at(l.inputs[0])
+            : dram_alloc(l.last_stage().out_shape.elements() * graph_.batch * es_);
   }
   program_.dram_bytes = dram_top_;
   if (dram_top_ > hw_.memory.capacity_bytes) {

@@ -18,6 +18,13 @@ using lowering::slab_rows;
 ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
   ConvGeometry g;
   g.element_bytes = element_bytes;
+  for (const Layer& s : l.epilogue) {
+    if (s.kind == OpKind::kAdd) ++g.residuals;
+    if (s.kind == OpKind::kMaxPool || s.kind == OpKind::kAvgPool) {
+      g.pool_h = s.strides[1];
+      g.pool_w = s.strides[2];
+    }
+  }
   const TensorShape& in = l.in_shapes[0];
   if (l.kind == OpKind::kDense) {
     // Every row of every sample is one pixel of a single (batch x rows) x 1 image of K channels.
@@ -68,9 +75,16 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     if (t <= mu.cols) break;
     t = std::max(mu.cols, ceil_div(ceil_div(t, 2), mu.cols) * mu.cols);
   }
+  // Two slabs, two output blocks, the bias, then the fused epilogue's two residual blocks per add
+  // and two pooled blocks.
   auto ub_need = [&](int rows, int n_tile) {
-    return 2 * align_up(slab_rows(g, rows) * plane_bytes) +
-           2 * align_up(uint64_t(rows) * g.out_w * n_tile * es) + bias_bytes;
+    const uint64_t out_block = align_up(uint64_t(rows) * g.out_w * n_tile * es);
+    const uint64_t pooled =
+        g.pool_h * g.pool_w > 1
+            ? align_up(uint64_t(rows / g.pool_h) * (g.out_w / g.pool_w) * n_tile * es)
+            : 0;
+    return 2 * align_up(slab_rows(g, rows) * plane_bytes) + 2 * out_block + bias_bytes +
+           2 * out_block * g.residuals + 2 * pooled;
   };
   // Off-chip bytes of a tiling in either loop order. Spatial blocks outside: each slab is read
   // once, streamed weights once per spatial block. Channel blocks outside: a channel block's
@@ -104,8 +118,9 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     }
     const int rows_acc =
         static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
-    if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
-    const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
+    if (rows_acc < g.pool_h || ub_need(g.pool_h, n_tile) > ub) continue;
+    const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; }) /
+                     g.pool_h * g.pool_h;
     for (bool channels_outside : {false, true}) {
       if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
       const uint64_t bytes = traffic(rows, n_tile, channels_outside);
@@ -153,6 +168,10 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         ub_min);
   }
   return r;
+}
+
+bool matrix_layer_fits(const HwConfig& hw, const Layer& layer, int batch, int element_bytes) {
+  return choose_conv_tiling(hw, conv_geometry(layer, batch, element_bytes), layer.name).ok;
 }
 
 }  // namespace npusim

@@ -37,6 +37,11 @@ struct ConvGeometry {
   int out_d = 1, out_h = 1, out_w = 1, n = 1;
   int groups = 1;
   int element_bytes = 1;  // activations and weights: 1 (int8) or 2 (bf16)
+  // A fused epilogue (Layer::epilogue): residual blocks loaded beside the output block, and a
+  // pool_h x pool_w pool (stride = window, no padding) on it, which needs whole windows in every
+  // block: block rows a multiple of pool_h.
+  int residuals = 0;
+  int pool_h = 1, pool_w = 1;
   int cin_g() const { return c / groups; }
   int cout_g() const { return n / groups; }
   uint64_t k() const { return uint64_t(kernel_d) * kernel_h * kernel_w * cin_g(); }
@@ -52,5 +57,8 @@ struct TilingResult {
 };
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
                                 const std::string& layer_name);
+
+// Whether a conv / dense / matmul layer (with its fused epilogue) tiles on the hardware.
+bool matrix_layer_fits(const HwConfig& hw, const Layer& layer, int batch, int element_bytes);
 
 }  // namespace npusim

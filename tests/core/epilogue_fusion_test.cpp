@@ -1,0 +1,164 @@
+// Fusion into the matrix epilogue (compiler/passes/fusion.hpp, fuse_epilogues): residual adds and
+// whole-window pools leave the layer list where they apply and stay where they do not, the fused
+// program keeps the layer order valid, and its off-chip traffic drops by exactly the bytes of the
+// tensors that are no longer stored and read back. Values: tests/e2e/epilogue_fusion_e2e_test.cpp
+// and the zoo suite.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "arch/hw_config.hpp"
+#include "compiler/frontend/workload.hpp"
+#include "compiler/lowering/lowering.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "compiler/passes/quantize.hpp"
+
+namespace npusim {
+namespace {
+
+// A zoo network as `npusim run` prepares it, before fuse_epilogues. bf16 needs no calibration
+// run, so the large networks stay quick.
+Graph prepared(const std::string& network, DataType dtype) {
+  Graph g = load_workload(network, std::nullopt);
+  materialize_parameters(g, 1);
+  optimize_graph(g);
+  if (dtype == DataType::kBf16) {
+    prepare_bf16(g);
+  } else {
+    quantize_graph(g, make_random_input(g, 1));
+  }
+  return g;
+}
+
+int element_bytes(const Graph& g) { return g.dtype == DataType::kBf16 ? 2 : 1; }
+
+void fuse(Graph& g, const HwConfig& hw) {
+  fuse_epilogues(
+      g, [&](const Layer& l) { return matrix_layer_fits(hw, l, g.batch, element_bytes(g)); });
+}
+
+int layers_of(const Graph& g, std::initializer_list<OpKind> kinds) {
+  int n = 0;
+  for (const Layer& l : g.layers) n += std::count(kinds.begin(), kinds.end(), l.kind);
+  return n;
+}
+
+int stages_of(const Graph& g, std::initializer_list<OpKind> kinds) {
+  int n = 0;
+  for (const Layer& l : g.layers) {
+    for (const Layer& s : l.epilogue) n += std::count(kinds.begin(), kinds.end(), s.kind);
+  }
+  return n;
+}
+
+// Every layer reads only tensors produced before it, and a fused layer names its stages.
+void expect_valid_order(const Graph& g) {
+  std::set<std::string> ready{g.input_name};
+  for (const Layer& l : g.layers) {
+    for (const auto& name : l.inputs) EXPECT_TRUE(ready.count(name)) << l.name << " reads " << name;
+    EXPECT_EQ(l.inputs.size(), l.in_shapes.size()) << l.name;
+    for (const Layer& s : l.epilogue) {
+      EXPECT_NE(std::find(l.fused.begin(), l.fused.end(), s.name), l.fused.end()) << s.name;
+    }
+    ready.insert(l.output);
+  }
+  for (const auto& name : g.outputs) EXPECT_TRUE(ready.count(name)) << name;
+}
+
+TEST(EpilogueFusion, EveryResidualAddOfTheResNetsFusesIntoAConv) {
+  const HwConfig hw = load_hw_config("tpu-v1");
+  for (const char* network : {"resnet18", "resnet50"}) {
+    Graph g = prepared(network, DataType::kBf16);
+    const int adds = layers_of(g, {OpKind::kAdd});
+    ASSERT_GT(adds, 0) << network;
+    fuse(g, hw);
+    EXPECT_EQ(layers_of(g, {OpKind::kAdd}), 0) << network;
+    EXPECT_EQ(stages_of(g, {OpKind::kAdd}), adds) << network;
+    for (const Layer& l : g.layers) {
+      if (!l.epilogue.empty()) EXPECT_EQ(l.kind, OpKind::kConv) << l.name;
+    }
+    expect_valid_order(g);
+  }
+}
+
+TEST(EpilogueFusion, WholeWindowPoolsFuseAndOverlappingOnesStay) {
+  const HwConfig hw = load_hw_config("tpu-v1");
+  // vgg16 is too large to prepare here; its 2x2 / 2 pools are the same case as mnist-cnn's, and
+  // the zoo suite runs it fused. alexnet's 3x3 / 2 pools overlap: they stay layers.
+  for (const char* network : {"mnist-cnn", "lenet5", "alexnet"}) {
+    Graph g = prepared(network, DataType::kBf16);
+    const int pools = layers_of(g, {OpKind::kMaxPool, OpKind::kAvgPool});
+    ASSERT_GT(pools, 0) << network;
+    fuse(g, hw);
+    const bool overlapping = std::string(network) == "alexnet";
+    EXPECT_EQ(layers_of(g, {OpKind::kMaxPool, OpKind::kAvgPool}), overlapping ? pools : 0)
+        << network;
+    EXPECT_EQ(stages_of(g, {OpKind::kMaxPool, OpKind::kAvgPool}), overlapping ? 0 : pools)
+        << network;
+    expect_valid_order(g);
+  }
+}
+
+// A stage whose fused layer would not tile on the hardware stays a layer, and the host is left as
+// it was (its inputs included).
+TEST(EpilogueFusion, AStageThatDoesNotFitStaysALayer) {
+  for (const char* network : {"resnet18", "mnist-cnn"}) {
+    const Graph plain = prepared(network, DataType::kBf16);
+    Graph g = plain;
+    fuse_epilogues(g, [](const Layer&) { return false; });
+    ASSERT_EQ(g.layers.size(), plain.layers.size()) << network;
+    for (size_t i = 0; i < g.layers.size(); ++i) {
+      EXPECT_EQ(g.layers[i].name, plain.layers[i].name);
+      EXPECT_EQ(g.layers[i].inputs, plain.layers[i].inputs) << g.layers[i].name;
+      EXPECT_EQ(g.layers[i].in_shapes, plain.layers[i].in_shapes) << g.layers[i].name;
+      EXPECT_EQ(g.layers[i].output, plain.layers[i].output) << g.layers[i].name;
+      EXPECT_EQ(g.layers[i].fused, plain.layers[i].fused) << g.layers[i].name;
+      EXPECT_TRUE(g.layers[i].epilogue.empty()) << g.layers[i].name;
+      EXPECT_EQ(g.layers[i].residual_input, -1) << g.layers[i].name;
+    }
+  }
+}
+
+uint64_t offchip_bytes(const Program& p) {
+  uint64_t n = 0;
+  for (const LayerRecord& r : p.layers) n += r.dram_read_bytes + r.dram_write_bytes;
+  return n;
+}
+
+// The tensors a fused program no longer has: each stage's operand from the stage before.
+uint64_t fused_tensor_bytes(const Graph& g) {
+  uint64_t n = 0;
+  for (const Layer& l : g.layers) {
+    for (const Layer& s : l.epilogue) {
+      n += s.in_shapes[s.chain_operand].elements() * g.batch * element_bytes(g);
+    }
+  }
+  return n;
+}
+
+// Unfused, each fused tensor was written once by the conv and read once by the add or pool (their
+// windows do not overlap); fused, neither happens, and everything else moves the same bytes.
+TEST(EpilogueFusion, OffChipTrafficDropsByTwiceTheFusedTensors) {
+  const HwConfig hw = load_hw_config("tpu-v1");
+  for (const char* network : {"resnet18", "mnist-cnn", "lenet5"}) {
+    for (DataType dtype : {DataType::kInt8, DataType::kBf16}) {
+      Graph g = prepared(network, dtype);
+      const CompileResult before = compile(g, hw);
+      ASSERT_TRUE(before.ok) << before.reason;
+      fuse(g, hw);
+      const CompileResult after = compile(g, hw);
+      ASSERT_TRUE(after.ok) << after.reason;
+      const uint64_t saved = fused_tensor_bytes(g);
+      EXPECT_GT(saved, 0u) << network;
+      EXPECT_EQ(offchip_bytes(before.program) - offchip_bytes(after.program), 2 * saved)
+          << network << " " << to_string(dtype);
+      EXPECT_EQ(after.program.layers.size(), g.layers.size());
+      EXPECT_EQ(after.program.tensors.size(), g.layers.size());
+      EXPECT_LT(after.program.dram_bytes, before.program.dram_bytes) << network;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace npusim

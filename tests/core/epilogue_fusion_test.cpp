@@ -13,6 +13,7 @@
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "compiler/passes/quantize.hpp"
+#include "support/json_reader.hpp"
 
 namespace npusim {
 namespace {
@@ -158,6 +159,46 @@ TEST(EpilogueFusion, OffChipTrafficDropsByTwiceTheFusedTensors) {
       EXPECT_LT(after.program.dram_bytes, before.program.dram_bytes) << network;
     }
   }
+}
+
+// On a small unified buffer the tiler takes blocks of whole pooling windows for a conv with a
+// fused pool, and counts the pooled blocks in the buffer it fills.
+TEST(EpilogueFusion, AFusedPoolGetsBlocksOfWholeWindows) {
+  const HwConfig hw = load_hw_config(std::string(NPUSIM_E2E_DATA) + "/fusion_small_hw.json");
+  json j = {{"schema_version", 1},
+            {"input", {{"shape", {20, 20, 16}}}},
+            {"layers",
+             {{{"name", "conv"},
+               {"op", "conv2d"},
+               {"filters", 40},
+               {"kernel", {3, 3}},
+               {"padding", "same"},
+               {"activation", "relu"}},
+              {{"name", "pool"}, {"op", "maxpool"}, {"pool", {2, 2}}, {"strides", {2, 2}}}}}};
+  Graph g = parse_workload(j, "test");
+  materialize_parameters(g, 1);
+  optimize_graph(g);
+  quantize_graph(g, make_random_input(g, 1));
+  fuse(g, hw);
+  ASSERT_EQ(g.layers.size(), 1u);
+  const ConvGeometry geometry = conv_geometry(g.layers[0], 1);
+  EXPECT_EQ(geometry.pool_h, 2);
+  const TilingResult fused = choose_conv_tiling(hw, geometry, "conv");
+  ASSERT_TRUE(fused.ok) << fused.reason;
+  EXPECT_EQ(fused.tiling.out_rows % 2, 0);
+  EXPECT_LE(fused.tiling.ub_bytes, hw.unified_buffer.capacity_bytes);
+  const CompileResult r = compile(g, hw);
+  ASSERT_TRUE(r.ok) << r.reason;
+  int pools = 0;
+  for (const Instruction& instr : r.program.instructions) {
+    if (const auto* p = std::get_if<PoolOp>(&instr.op)) {
+      ++pools;
+      EXPECT_EQ(p->slab_h, 2 * p->out_h);
+      EXPECT_EQ(p->out_w, 10);
+    }
+  }
+  const int rows = fused.tiling.out_rows, n_tile = fused.tiling.n_tile;
+  EXPECT_EQ(pools, (20 + rows - 1) / rows * ((40 + n_tile - 1) / n_tile));  // one per block
 }
 
 }  // namespace

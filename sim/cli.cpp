@@ -94,6 +94,10 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
     // From here on the int8 weights stand for the float ones (VGG-16's are 553 MB).
     for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
   }
+  const int element_bytes = c.graph.dtype == DataType::kBf16 ? 2 : 1;
+  fuse_epilogues(c.graph, [&](const Layer& l) {
+    return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
+  });
   CompileResult result = compile(c.graph, c.hw);
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
@@ -163,7 +167,9 @@ int command_run(const std::vector<std::string>& args) {
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
       "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
-      "save-intermediates", "with --save-outputs: also write every layer's output");
+      "save-intermediates",
+      "with --save-outputs: also write every layer's output (a tensor fused into a conv's "
+      "epilogue, such as a pooled conv's output, is never stored: the fused layer's is)");
   TraceOutputs::add_options(o);
   po::variables_map vm;
   if (!parse_command_line("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;

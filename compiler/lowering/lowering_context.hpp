@@ -98,7 +98,6 @@ class Lowering {
   std::map<std::string, std::pair<int, int>> live_;  // per tensor: first and last layer
   std::vector<UbRange> scratch_;                     // per layer
   int layer_index_ = 0;
-  int ub_spills_ = 0;
   struct Params {
     uint64_t weights = 0, bias = 0, norm = 0;
   };

@@ -107,7 +107,6 @@ void Lowering::plan_unified_buffer() {
   }
   const std::string violation = check_ub_plan(capacity, buffers, plan);
   NPUSIM_CHECK(violation.empty(), "unified-buffer plan of {}: {}", graph_.name, violation);
-  ub_spills_ = plan.spills;
   scratch_ = plan.scratch;
   for (const auto& [name, b] : buffer_of) {
     live_[name] = {name == graph_.input_name ? -1 : buffers[b].first, buffers[b].last};

@@ -4,6 +4,8 @@
 // stats.json and `npusim compile` name what was fused.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "run_npusim.hpp"
@@ -67,6 +69,36 @@ INSTANTIATE_TEST_SUITE_P(Fusion, EpilogueFusionRuns,
                            }
                            return name;
                          });
+
+// --save-intermediates writes each fused layer's output and none of the tensors that fused away;
+// a fused layer's output resident in the unified buffer (tpu-v1) is captured as it is written
+// (models/tensor_shadows.hpp) and saves the same values as when it streams off chip (a 12 KiB
+// unified buffer). The every-tensor check compares one tensor per layer.
+TEST(EpilogueFusion, IntermediatesOnChipAndOffChipAreTheSame) {
+  std::map<std::string, std::string> saved[2];
+  const std::string hws[2] = {"tpu-v1", data("fusion_small_hw.json")};
+  for (int i = 0; i < 2; ++i) {
+    auto dir = fresh_dir("fusion-saved-" + std::to_string(i));
+    CommandResult r = run_npusim("run --hw " + hws[i] + " --workload " + data("fusion.json") +
+                                 " --out " + dir.string() + " --save-outputs " +
+                                 (dir / "npy").string() + " --save-intermediates");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json stats = json::parse(slurp(dir / "stats.json"));
+    EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>()) << hws[i];
+    EXPECT_EQ(stats["functional_check"]["tensors"], stats["layers"].size()) << hws[i];
+    for (const char* fused_away : {"c3", "c4", "c5", "d2"}) {
+      EXPECT_FALSE(std::filesystem::exists(dir / "npy" / (std::string(fused_away) + ".npy")))
+          << fused_away;
+    }
+    for (const char* name : {"c1", "c2", "res", "mp", "ap", "ap2", "d1", "res2", "probs"}) {
+      const auto path = dir / "npy" / (std::string(name) + ".npy");
+      ASSERT_TRUE(std::filesystem::exists(path)) << name << " on " << hws[i];
+      saved[i][name] = slurp(path);
+    }
+    std::filesystem::remove_all(dir);
+  }
+  for (const auto& [name, bytes] : saved[0]) EXPECT_EQ(bytes, saved[1].at(name)) << name;
+}
 
 TEST(EpilogueFusion, CompileShowsTheFusedLayers) {
   CommandResult r = run_npusim("compile --hw tpu-v1 --workload mnist-cnn");

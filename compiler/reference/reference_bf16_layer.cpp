@@ -217,6 +217,30 @@ TensorF bf16_matrix_products(const Layer& l, int batch, const float* a, const fl
 
 Bf16LayerResult reference_bf16_layer(const Layer& l, int batch,
                                      const std::vector<Bf16Operand>& inputs) {
+  if (!l.epilogue.empty()) {
+    // A fused epilogue (compiler/passes/fusion.cpp): the layer's own products, stored to bf16,
+    // then each stage as the separate layer it was, on that stored value with its propagated
+    // bound and on the residual operand with its own: the stages' roundings add up.
+    Layer host = l;
+    host.epilogue.clear();
+    Bf16LayerResult r = reference_bf16_layer(host, batch, inputs);
+    for (const Layer& s : l.epilogue) {
+      std::vector<float> carried(r.bound.size());
+      for (size_t i = 0; i < carried.size(); ++i)
+        carried[i] = bf16_propagated_bound(r.value[i], r.bound[i]);
+      const Bf16Operand chained{&r.value, &carried};
+      std::vector<Bf16Operand> stage_inputs{chained};
+      if (s.kind == OpKind::kAdd) {
+        NPUSIM_CHECK(s.residual_input >= 0 && size_t(s.residual_input) < inputs.size(),
+                     "epilogue stage {} of {} has no residual operand", s.name, l.name);
+        const Bf16Operand& residual = inputs[size_t(s.residual_input)];
+        stage_inputs = s.chain_operand == 0 ? std::vector<Bf16Operand>{chained, residual}
+                                            : std::vector<Bf16Operand>{residual, chained};
+      }
+      r = reference_bf16_layer(s, batch, stage_inputs);
+    }
+    return r;
+  }
   std::vector<const TensorF*> values;
   for (const Bf16Operand& o : inputs) values.push_back(o.value);
   Bf16LayerResult r;

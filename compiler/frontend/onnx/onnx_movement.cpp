@@ -67,8 +67,18 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
                              const std::vector<MoveOperand>& ops, const MoveSpec& spec) {
   const bool constant = std::all_of(ops.begin(), ops.end(),
                                     [](const MoveOperand& o) { return o.constant != nullptr; });
-  const int64_t n = product(spec.dims);
-  if (n <= 0) return fail(i, fmt::format("the result {} is empty", dims_text(spec.dims)));
+  // At most 2^24 elements: the importer maps every element (found by fuzzing: a huge result
+  // asked for gigabytes; tests/fuzz/corpus/onnx).
+  constexpr int64_t kMaxMoveElements = int64_t(1) << 24;
+  int64_t n = 1;
+  for (int64_t d : spec.dims) {
+    if (d <= 0) return fail(i, fmt::format("the result {} is empty", dims_text(spec.dims)));
+    if (n > kMaxMoveElements / d) {
+      return fail(i, fmt::format("the result {} has more than {} elements", dims_text(spec.dims),
+                                 kMaxMoveElements));
+    }
+    n *= d;
+  }
   // The source of every output element in ONNX order: operand and flat index, -1: the pad.
   std::vector<std::pair<int, int64_t>> from(static_cast<size_t>(n));
   std::vector<std::vector<int64_t>> strides;

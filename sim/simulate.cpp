@@ -171,7 +171,7 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("dtype", "", "data type the network ran in: int8 or bf16", to_string(program.dtype));
   reg.value("quantization.calibration", "",
             "what int8 activation scales were calibrated on: input (the run's own batch), "
-            "file:<path> (--calibration) or none (bf16)",
+            "file:<path> (--calibration) or none (bf16, or a timing-only run)",
             run.calibration);
   reg.value("quantization.calibration_samples", "count", "samples in the calibration batch",
             run.calibration_samples);

@@ -94,9 +94,10 @@ struct Operands {
   std::string operator()(const PoolOp& p) const {
     return fmt::format(
         "ub[{:#x}] <- ub[{:#x}] slab {}x{}x{}x{} win {}x{}x{} s{},{} org {},{},{} "
-        "out {}x{}",
+        "out {}x{}{}",
         p.out_ub_addr, p.in_ub_addr, p.slab_d, p.slab_h, p.slab_w, p.c, p.window_d, p.window_h,
-        p.window_w, p.stride_h, p.stride_w, p.origin_z, p.origin_y, p.origin_x, p.out_h, p.out_w);
+        p.window_w, p.stride_h, p.stride_w, p.origin_z, p.origin_y, p.origin_x, p.out_h, p.out_w,
+        p.out_ld > 0 ? fmt::format(" ld {}", p.out_ld) : "");
   }
   std::string operator()(const SoftmaxOp& s) const {
     return fmt::format("ub[{:#x}] <- ub[{:#x}] rows {} length {}", s.out_ub_addr, s.in_ub_addr,

@@ -102,6 +102,12 @@ struct PoolOp {
   int origin_z = 0, origin_y = 0, origin_x = 0;  // slab coordinates of output (0, 0)'s window
   int out_h = 0, out_w = 0;
   uint64_t out_ub_addr = 0;
+  // Elements from one output pixel to the next: 0 for c (packed); more when the pooled channels
+  // are a block of a wider tensor's (a fused pool writing a resident tensor in place).
+  int out_ld = 0;
+  int out_stride() const { return out_ld > 0 ? out_ld : c; }
+  // Elements from the first output element to one past the last.
+  uint64_t out_span() const { return (uint64_t(out_h) * out_w - 1) * out_stride() + c; }
 };
 
 // Vector unit: softmax over `rows` rows of `length` int8 values (packed).

@@ -58,7 +58,8 @@ printf "driver overhead per point: %.1f ms (100 runs with --jobs 1: %.2f s throu
 
 values=on
 values_flag=()
-if "${npusim}" run --help | grep -q -- "--values"; then values=off; values_flag=(--values off); fi
+if "${npusim}" run --help | grep -- "--values" >/dev/null; then  # not -q: npusim must not die of SIGPIPE under pipefail
+  values=off; values_flag=(--values off); fi
 t0=$(now)
 "${py}" "${repo}/scripts/dse.py" "${repo}/configs/sweeps/resnet50_lhs_1000.json" --out "${work}/resnet" \
   --jobs "${jobs}" --limit "${resnet_points}" "${values_flag[@]}" --no-progress 2>"${work}/resnet.log"

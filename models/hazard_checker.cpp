@@ -67,7 +67,7 @@ struct AccessVisitor {
   void operator()(const PoolOp& p) const {
     x.add(BufferId::kUnified, p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c * x.eb,
           false);
-    x.add(BufferId::kUnified, p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c * x.eb, true);
+    x.add(BufferId::kUnified, p.out_ub_addr, p.out_span() * x.eb, true);
   }
   void operator()(const SoftmaxOp& s) const {
     const uint64_t n = uint64_t(s.rows) * s.length * x.eb;

@@ -60,7 +60,7 @@ void pool_slab(const PoolOp& p, const T* in, T* out, Acc lowest, Load load, Fini
               acc[c] = p.average ? acc[c] + load(i[c]) : std::max(acc[c], load(i[c]));
             }
           }
-      T* o = out + (int64_t(oy) * p.out_w + ox) * p.c;
+      T* o = out + (int64_t(oy) * p.out_w + ox) * p.out_stride();
       const int divisor = p.average ? (p.count_include_pad ? window : count) : 0;
       for (int c = 0; c < p.c; ++c) o[c] = finish(acc[c], divisor);
     }
@@ -127,7 +127,7 @@ struct Executor {
   }
   uint64_t pool_bf16(const PoolOp& p) const {
     const uint16_t* in = ub16(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
-    uint16_t* out = ub16(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
+    uint16_t* out = ub16(p.out_ub_addr, p.out_span());
     if (!values) return uint64_t(p.out_h) * p.out_w * p.c;
     pool_slab(p, in, out, -INFINITY, bf16_bits_to_float, [](float acc, int divisor) {
       return float_to_bf16_bits(divisor == 0 ? acc : acc / static_cast<float>(divisor));
@@ -224,7 +224,7 @@ struct Executor {
   uint64_t operator()(const PoolOp& p) const {
     if (bf16()) return pool_bf16(p);
     const int8_t* in = ub8(p.in_ub_addr, uint64_t(p.slab_d) * p.slab_h * p.slab_w * p.c);
-    int8_t* out = ub8(p.out_ub_addr, uint64_t(p.out_h) * p.out_w * p.c);
+    int8_t* out = ub8(p.out_ub_addr, p.out_span());
     if (!values) return uint64_t(p.out_h) * p.out_w * p.c;
     pool_slab(
         p, in, out, int32_t{-128}, [](int8_t v) { return int32_t{v}; },

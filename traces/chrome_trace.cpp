@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string>
 #include <variant>
 
 #include "support/error.hpp"
@@ -74,9 +75,17 @@ class Writer {
     const uint64_t ns = cycle_to_ns(t_, cycle);
     return fmt::format("{}.{:03}3", ns / 1000, ns % 1000);
   }
+  // A viewer adds ts and dur as doubles, which can round up past the next slice's ts (10.4963 +
+  // 4.344 > 14.8403): then dur is written a millionth of a nanosecond short, which Perfetto's
+  // truncation turns into one nanosecond less, still ending where the next slice starts at the
+  // latest.
   std::string dur(uint64_t start, uint64_t end) const {
     const uint64_t ns = cycle_to_ns(t_, end) - cycle_to_ns(t_, start);
-    return fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+    std::string d = fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+    if (ns > 0 && std::stod(ts(start)) + std::stod(d) > std::stod(ts(end))) {
+      d = fmt::format("{}.{:03}999999", (ns - 1) / 1000, (ns - 1) % 1000);
+    }
+    return d;
   }
   void event(const std::string& text) {
     if (!first_) out_ += ",\n";

@@ -40,6 +40,8 @@ const char* const kConvFields[] = {"Layer name",    "IFMAP Height", "IFMAP Width
                                    "Filter Height", "Filter Width", "Channels",
                                    "Num Filter",    "Strides",      "Column Stride"};
 const char* const kGemmFields[] = {"Layer", "M", "N", "K"};
+// Layers one topology may expand to (depthwise rows become one layer per channel).
+constexpr int64_t kMaxLayers = 16384;
 
 }  // namespace
 
@@ -154,11 +156,19 @@ std::vector<Layer> parse_topology(const std::string& text, const std::string& pa
         continue;
       }
       const int64_t channels = layer.channels;
+      // And so is the whole file's expansion: the simulation runs every layer.
+      if (int64_t(layers.size()) + channels > kMaxLayers) {
+        errors.push_back(fmt::format(
+            "{}:{}: field 'Channels': this depthwise layer brings the topology to {} layers; "
+            "expected at most {} in all",
+            path, line_no, int64_t(layers.size()) + channels, kMaxLayers));
+        continue;
+      }
       layer.channels = 1;
       const std::string base = layer.name;
       for (int64_t c = 0; c < channels; ++c) {
-        layer.name = base + "Channel_" + std::to_string(c);
         layers.push_back(layer);
+        layers.back().name = base + "Channel_" + std::to_string(c);
       }
       continue;
     }

@@ -17,4 +17,8 @@ namespace npusim {
 // once as UserErrors "path: node 'name' (OpType): what was expected".
 Graph import_onnx(const std::string& path, std::optional<int> batch);
 
+// The same from the file's bytes; `path` names the model in messages.
+Graph import_onnx_bytes(const std::string& bytes, const std::string& path,
+                        std::optional<int> batch);
+
 }  // namespace npusim

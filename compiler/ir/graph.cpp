@@ -54,12 +54,12 @@ const Layer* Graph::producer(const std::string& tensor) const {
 
 TensorShape Graph::shape_of(const std::string& tensor) const {
   const Layer* p = producer(tensor);
-  return p ? p->out_shape : input_shape;
+  return p ? p->last_stage().out_shape : input_shape;
 }
 
 float Graph::scale_of(const std::string& tensor) const {
   const Layer* p = producer(tensor);
-  return p ? p->out_scale : input_scale;
+  return p ? p->last_stage().out_scale : input_scale;
 }
 
 uint64_t Graph::total_macs() const {

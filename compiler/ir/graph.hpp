@@ -131,6 +131,18 @@ struct Layer {
   std::vector<float> input_ratios;         // add / mul / concat: input scale(s) over output scale
   std::vector<std::string> fused;          // names of layers folded or fused into this one
 
+  // Set by fuse_epilogues (compiler/passes/fusion.hpp) on a conv / dense / matmul: the residual
+  // add and pool layers that run in its epilogue, in order, each on the block the stage before
+  // produced, computing exactly what the separate layer computed. `out_shape` and `out_scale` stay
+  // the matrix product's; `output` is the last stage's output.
+  std::vector<Layer> epilogue;
+  // On an add stage: which of its two operands (0 or 1) is the block of the stage before, and
+  // which of the host layer's inputs is the other operand.
+  int chain_operand = 0;
+  int residual_input = -1;
+  // The layer whose output is this layer's stored output: the last epilogue stage, or itself.
+  const Layer& last_stage() const { return epilogue.empty() ? *this : epilogue.back(); }
+
   int input_channels_per_group() const;
   int output_channels_per_group() const { return filters / groups; }
   // Multiply-accumulates per output element for conv / dense / matmul.

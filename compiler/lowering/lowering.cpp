@@ -55,9 +55,10 @@ CompileResult Lowering::run() {
     for (const auto& f : l.fused) rec.fused += (rec.fused.empty() ? "" : ",") + f;
     rec.macs = l.macs(graph_.batch);
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());
-    // Operands resident in the unified buffer cost no off-chip bytes.
+    // Operands resident in the unified buffer cost no off-chip bytes; a fused epilogue's residual
+    // operands are among the inputs, and the layer stores its last stage's output.
     uint64_t bound = (l.qweights.size() + l.bf16_weights.size()) * es_ + 4 * l.bias.size();
-    if (!resident(l.output)) bound += l.out_shape.elements() * graph_.batch * es_;
+    if (!resident(l.output)) bound += l.last_stage().out_shape.elements() * graph_.batch * es_;
     for (size_t i = 0; i < l.inputs.size(); ++i) {
       if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
     }

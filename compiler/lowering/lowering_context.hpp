@@ -19,6 +19,11 @@
 
 namespace npusim::lowering {
 
+// The vector-unit operation of a pool / add / mul layer, addresses and sizes left to the caller
+// (the separate layer or a fused epilogue stage). `table`: the program's activation table or -1.
+PoolOp pool_op(const Layer& l);
+EltwiseOp eltwise_op(const Layer& l, int table);
+
 class Lowering {
  public:
   Lowering(const Graph& graph, const HwConfig& hw)
@@ -73,6 +78,8 @@ class Lowering {
   void plan_unified_buffer();
   // Scratch the layer needs at least, given which tensors are resident.
   uint64_t scratch_min(const Layer& l, const std::function<bool(const std::string&)>& res) const;
+  // How many of the fused residual operands of l's epilogue are resident.
+  static int resident_residuals(const Layer& l, const std::function<bool(const std::string&)>& res);
   TensorPlacement placement(const std::string& name) const;
   bool lower_layer(const Layer& l);
   class MatrixLayer;  // compiler/lowering/matrix_lowering.cpp

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/lowering/lowering_context.hpp"
+#include "support/error.hpp"
 
 namespace npusim::lowering {
 
@@ -17,10 +18,12 @@ class Lowering::MatrixLayer {
   MatrixLayer(Lowering& lo, const Layer& l, const ConvGeometry& g, const ConvTiling& t);
 
   std::string describe() const;
-  // The program's requantization table and activation table of the layer (-1: none).
-  void set_tables(int requant, int lut) {
+  // The program's requantization table and activation table of the layer (-1: none), and the
+  // activation table of each fused epilogue stage.
+  void set_tables(int requant, int lut, std::vector<int> stage_luts) {
     table_ = requant;
     table_lut_ = lut;
+    stage_luts_ = std::move(stage_luts);
   }
   void load_resident_weights();
   void emit_all_blocks();
@@ -57,8 +60,20 @@ class Lowering::MatrixLayer {
   void emit_group_tiles(const TileTarget& target, int grp, int c_lo, int c_hi);
   void emit_tile(const TileTarget& target, int grp, int c_lo, int m_off, int m, int k_off, int kk,
                  int n_off, int n);
-  // REQUANT of the block's accumulators into the unified buffer, then the store off chip.
+  // REQUANT of the block's accumulators into the output block (or the resident output in place),
+  // the fused stages on that block (residual add, pool), then the store off chip unless the output
+  // is resident.
   void emit_epilogue(const TileTarget& target, const SpatialBlock& sb);
+  // Where an epilogue reads `pixels` pixels x channels [n0, n0 + n_tb) of `tensor` (laid out like
+  // this layer's output) from output pixel `pixel` on: a resident tensor in place (rows g.n
+  // apart), else one DMA brings them to unified buffer address `ub`, packed (`fetched`).
+  struct BlockRef {
+    uint64_t addr;
+    int ld;
+    bool fetched;
+  };
+  BlockRef fetch_output_block(const std::string& tensor, uint64_t pixel, int pixels, int n0,
+                              int n_tb, uint64_t ub);
 
   Lowering& lo_;
   const Layer& l_;
@@ -74,11 +89,16 @@ class Lowering::MatrixLayer {
   const uint64_t in_addr_, out_addr_;  // unified-buffer or off-chip address of the tensors
   const Params params_;
   const uint64_t weights_per_image_;
-  // Scratch: two input slabs, two output blocks (each pair unless resident), the bias.
-  const uint64_t pixel_bytes_, plane_bytes_, slab_bytes_, out_bytes_;
-  const uint64_t scratch_, out_ub_, bias_ub_;
+  // Scratch (tiling.cpp's conv_scratch): two input slabs unless the input is resident, two output
+  // blocks unless the output is resident and written in place, the bias, then for a fused
+  // epilogue two blocks per residual operand off chip and two pooled blocks unless the output is
+  // resident (the pool writes it in place).
+  const bool pool_, in_place_;  // a fused pool; REQUANT (and ADD) write the resident output
+  const uint64_t pixel_bytes_, plane_bytes_, slab_bytes_, block_bytes_, out_bytes_;
+  const uint64_t scratch_, out_ub_, bias_ub_, residual_ub_, pooled_ub_, pooled_bytes_;
   const uint64_t wb_half_, acc_unit_, acc_block_;
   int table_ = -1, table_lut_ = -1;
+  std::vector<int> stage_luts_;
   std::vector<SpatialBlock> blocks_;
   bool block_weights_fit_ = false;
   bool bias_loaded_ = false;
@@ -107,15 +127,26 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
       out_addr_(out_resident_ ? lo.ub_addr(l.output) : lo.dram_addr(l.output)),
       params_(matmul_ ? Params{lo.dram_addr(l.inputs[1]), 0, 0} : lo.params_.at(l.name)),
       weights_per_image_(matmul_ ? uint64_t(k_) * g.n * es_ : 0),
+      pool_(g.pool),
+      in_place_(out_resident_ && !g.pool),
       pixel_bytes_(uint64_t(g.c) * es_),
       plane_bytes_(uint64_t(g.h) * g.w * pixel_bytes_),
       slab_bytes_(in_resident_ ? 0
                                : align_up(uint64_t(slab_planes(g)) * slab_rows(g, t.out_rows) *
                                           g.w * pixel_bytes_)),
-      out_bytes_(out_resident_ ? 0 : align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
+      block_bytes_(align_up(uint64_t(t.out_rows) * g.out_w * t.n_tile * es_)),
+      out_bytes_(in_place_ ? 0 : block_bytes_),
       scratch_(lo.scratch_base()),
       out_ub_(scratch_ + 2 * slab_bytes_),
       bias_ub_(out_ub_ + 2 * out_bytes_),
+      residual_ub_(bias_ub_ + align_up(4ull * g.n)),
+      pooled_ub_(residual_ub_ +
+                 2 * block_bytes_ *
+                     (g.residuals -
+                      resident_residuals(l, [&](const std::string& n) { return lo.resident(n); }))),
+      pooled_bytes_(pool_ && !out_resident_ ? align_up(uint64_t(t.out_rows / g.pool_h) *
+                                                       (g.out_w / g.pool_w) * t.n_tile * es_)
+                                            : 0),
       wb_half_(lo.hw_.weight_buffer.capacity_bytes / 2),
       acc_unit_(lo.hw_.accumulators.capacity_bytes / mu_.count / 8 * 8),  // as tiling's acc_half
       acc_block_(uint64_t(t.out_rows) * g.out_w * t.n_tile * 4),
@@ -341,12 +372,14 @@ void Lowering::MatrixLayer::emit_tile(const TileTarget& target, int grp, int c_l
 
 void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const SpatialBlock& sb) {
   const int m_blk = target.m_blk, n0 = target.n0, n_tb = target.n_tb;
-  const uint64_t out_pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
-  // A resident output is written in place (rows of the block's channels, g.n apart); else the
-  // block goes to an output buffer in the scratch and from there off chip.
-  const uint64_t out = out_resident_ ? out_addr_ + (out_pixel * g_.n + n0) * es_
-                                     : out_ub_ + (out_index_++ % 2) * out_bytes_;
-  const int out_ld = out_resident_ ? g_.n : n_tb;
+  const int parity = out_index_++ % 2;
+  uint64_t pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * g_.out_h + sb.oh0) * g_.out_w;
+  // A resident output without a pool is written in place (rows of the block's channels, g.n
+  // apart); else the block goes to an output buffer in the scratch.
+  const uint64_t out =
+      in_place_ ? out_addr_ + (pixel * g_.n + n0) * es_ : out_ub_ + parity * out_bytes_;
+  const int out_ld = in_place_ ? g_.n : n_tb;
+  const uint64_t out_end = out + (uint64_t(m_blk - 1) * out_ld + n_tb) * es_;
   RequantOp rq;
   rq.acc_addr = target.acc;
   rq.acc_ld = n_tb;
@@ -365,26 +398,89 @@ void Lowering::MatrixLayer::emit_epilogue(const TileTarget& target, const Spatia
   rq.clip_min = l_.clip_min, rq.clip_max = l_.clip_max;
   std::vector<BufferAccess> accesses = {
       {BufferId::kAccumulator, target.acc, target.acc + uint64_t(m_blk) * n_tb * 4, false},
-      {BufferId::kUnified, out, out + (uint64_t(m_blk - 1) * out_ld + n_tb) * es_, true}};
+      {BufferId::kUnified, out, out_end, true}};
   if (rq.has_bias) {
     accesses.push_back(
         {BufferId::kUnified, rq.bias_ub_addr, rq.bias_ub_addr + uint64_t(n_tb) * 4, false});
   }
   lo_.emit(UnitKind::kVector, 0, rq, accesses);
+  // The fused stages on the block; then the store of whichever block came last, unless the output
+  // is resident and written in place.
+  uint64_t block = out;
+  int pixels = m_blk;
+  uint64_t residual = residual_ub_ + parity * block_bytes_;
+  for (size_t i = 0; i < l_.epilogue.size(); ++i) {
+    const Layer& s = l_.epilogue[i];
+    if (s.kind == OpKind::kAdd) {
+      const BlockRef r =
+          fetch_output_block(l_.inputs[s.residual_input], pixel, m_blk, n0, n_tb, residual);
+      if (r.fetched) residual += 2 * block_bytes_;
+      const uint64_t r_end = r.addr + (uint64_t(m_blk - 1) * r.ld + n_tb) * es_;
+      EltwiseOp e = eltwise_op(s, stage_luts_[i]);
+      e.a_ub_addr = s.chain_operand == 0 ? out : r.addr;
+      e.b_ub_addr = s.chain_operand == 0 ? r.addr : out;
+      e.a_ld = s.chain_operand == 0 ? out_ld : r.ld;
+      e.b_ld = s.chain_operand == 0 ? r.ld : out_ld;
+      e.out_ub_addr = out;
+      e.out_ld = out_ld;
+      e.rows = m_blk, e.cols = n_tb;
+      lo_.emit(UnitKind::kVector, 0, e,
+               {{BufferId::kUnified, out, out_end, false},
+                {BufferId::kUnified, r.addr, r_end, false},
+                {BufferId::kUnified, out, out_end, true}});
+      continue;
+    }
+    // A pool of whole windows (stride = window, no padding; fusion.cpp): the block's rows are a
+    // multiple of the window's, so the pooled block is whole rows of the pooled tensor.
+    NPUSIM_CHECK(i + 1 == l_.epilogue.size() && sb.rows % g_.pool_h == 0 &&
+                     sb.oh0 % g_.pool_h == 0 && g_.out_w % g_.pool_w == 0,
+                 "layer {}: pool {} cannot run on a block of {} rows at row {}", l_.name, s.name,
+                 sb.rows, sb.oh0);
+    PoolOp p = pool_op(s);
+    p.in_ub_addr = out;
+    p.slab_h = sb.rows, p.slab_w = g_.out_w, p.c = n_tb;
+    p.out_h = sb.rows / g_.pool_h, p.out_w = g_.out_w / g_.pool_w;
+    pixels = p.out_h * p.out_w;
+    pixel = ((uint64_t(sb.img) * g_.out_d + sb.od) * (g_.out_h / g_.pool_h) + sb.oh0 / g_.pool_h) *
+            p.out_w;
+    // A resident pooled tensor is written in place, its pixels g.n channels apart.
+    if (out_resident_) p.out_ld = g_.n;
+    block =
+        out_resident_ ? out_addr_ + (pixel * g_.n + n0) * es_ : pooled_ub_ + parity * pooled_bytes_;
+    p.out_ub_addr = block;
+    lo_.emit(UnitKind::kVector, 0, p,
+             {{BufferId::kUnified, out, out_end, false},
+              {BufferId::kUnified, block, block + p.out_span() * es_, true}});
+  }
   if (out_resident_) return;
-  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, out, out_addr_ + (out_pixel * g_.n + n0) * es_,
-          n_tb * es_, m_blk, uint64_t(g_.n) * es_);
+  lo_.dma(UnitKind::kDmaStore, BufferId::kUnified, block, out_addr_ + (pixel * g_.n + n0) * es_,
+          n_tb * es_, pixels, uint64_t(g_.n) * es_);
+}
+
+Lowering::MatrixLayer::BlockRef Lowering::MatrixLayer::fetch_output_block(const std::string& tensor,
+                                                                          uint64_t pixel,
+                                                                          int pixels, int n0,
+                                                                          int n_tb, uint64_t ub) {
+  const uint64_t offset = (pixel * g_.n + n0) * es_;
+  if (lo_.resident(tensor)) return {lo_.ub_addr(tensor) + offset, g_.n, false};  // in place
+  lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, ub, lo_.dram_addr(tensor) + offset, n_tb * es_,
+          pixels, uint64_t(g_.n) * es_);
+  return {ub, n_tb, true};
 }
 
 bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   const ConvGeometry g = conv_geometry(l, graph_.batch, es_);
   const TilingResult tr = choose_conv_tiling(
-      hw_, g, l.name, ConvOperands{ub_capacity(), resident(l.inputs[0]), resident(l.output)});
+      hw_, g, l.name,
+      ConvOperands{ub_capacity(), resident(l.inputs[0]), resident(l.output),
+                   resident_residuals(l, [&](const std::string& n) { return resident(n); })});
   if (!tr.ok) return fail(tr.reason);
   MatrixLayer layer(*this, l, g, tr.tiling);
   rec.tiling = layer.describe();
   const int table = l.requant.empty() ? -1 : requant_table(l.requant);
-  layer.set_tables(table, lut(l.lut));
+  std::vector<int> stage_luts;
+  for (const Layer& s : l.epilogue) stage_luts.push_back(lut(s.lut));
+  layer.set_tables(table, lut(l.lut), std::move(stage_luts));
   layer.load_resident_weights();
   layer.emit_all_blocks();
   return true;

@@ -42,9 +42,10 @@ bool Lowering::plan_memory() {
   for (const auto& l : graph_.layers) {
     if (ub_addr_.count(l.output)) continue;
     // A free op (reshape) keeps its input's bytes: the row-major element order does not change.
-    tensor_addr_[l.output] = op_info(l.kind).lowering == OpLowering::kFree
-                                 ? tensor_addr_.at(l.inputs[0])
-                                 : dram_alloc(l.out_shape.elements() * graph_.batch * es_);
+    tensor_addr_[l.output] =
+        op_info(l.kind).lowering == OpLowering::kFree
+            ? tensor_addr_.at(l.inputs[0])
+            : dram_alloc(l.last_stage().out_shape.elements() * graph_.batch * es_);
   }
   program_.dram_bytes = dram_top_;
   if (dram_top_ > hw_.memory.capacity_bytes) {
@@ -86,7 +87,7 @@ void Lowering::plan_unified_buffer() {
     if (op_info(l.kind).lowering == OpLowering::kFree) {
       buffer_of[l.output] = buffer_of.at(l.inputs[0]);
     } else {
-      new_buffer(l.output, l.out_shape.elements(), i);
+      new_buffer(l.output, l.last_stage().out_shape.elements(), i);  // what the layer stores
       if (op_info(l.kind).lowering == OpLowering::kMove) buffers.back().may_reside = false;
     }
   }
@@ -122,7 +123,8 @@ uint64_t Lowering::scratch_min(const Layer& l,
   auto twice = [](uint64_t bytes) { return 2 * align_up(bytes); };
   switch (op_info(l.kind).lowering) {
     case OpLowering::kMatrix:
-      return conv_scratch_min(hw_, conv_geometry(l, graph_.batch, es_), ConvOperands{0, in, out});
+      return conv_scratch_min(hw_, conv_geometry(l, graph_.batch, es_),
+                              ConvOperands{0, in, out, resident_residuals(l, res)});
     case OpLowering::kPool: {
       const TensorShape& s = l.in_shapes[0];
       const uint64_t pixel = uint64_t(s.last()) * es_;
@@ -154,6 +156,13 @@ uint64_t Lowering::scratch_min(const Layer& l,
       break;
   }
   return 0;
+}
+
+int Lowering::resident_residuals(const Layer& l,
+                                 const std::function<bool(const std::string&)>& res) {
+  int n = 0;
+  for (const Layer& s : l.epilogue) n += s.kind == OpKind::kAdd && res(l.inputs[s.residual_input]);
+  return n;
 }
 
 TensorPlacement Lowering::placement(const std::string& name) const {

@@ -18,6 +18,14 @@ using lowering::slab_rows;
 ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
   ConvGeometry g;
   g.element_bytes = element_bytes;
+  for (const Layer& s : l.epilogue) {
+    if (s.kind == OpKind::kAdd) ++g.residuals;
+    if (s.kind == OpKind::kMaxPool || s.kind == OpKind::kAvgPool) {
+      g.pool = true;
+      g.pool_h = s.strides[1];
+      g.pool_w = s.strides[2];
+    }
+  }
   const TensorShape& in = l.in_shapes[0];
   if (l.kind == OpKind::kDense) {
     // Every row of every sample is one pixel of a single (batch x rows) x 1 image of K channels.
@@ -50,21 +58,29 @@ ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
 
 namespace {
 
-// Unified-buffer scratch of blocks of `rows` output rows x `n_tile` channels: two input slabs and
-// two output blocks (double-buffered) unless the operand is resident, and the bias.
+// Unified-buffer scratch of blocks of `rows` output rows x `n_tile` channels (the layout of
+// matrix_lowering.cpp's MatrixLayer): two input slabs unless the input is resident; two output
+// blocks unless the output is resident and written in place (a fused pool writes the pooled block
+// there, its input block stays in the scratch); the bias; two blocks per fused residual operand off
+// chip; two pooled blocks unless the output is resident.
 uint64_t conv_scratch(const ConvGeometry& g, const ConvOperands& where, int rows, int n_tile) {
   const uint64_t es = g.element_bytes;
   const uint64_t plane_bytes = uint64_t(slab_planes(g)) * g.w * g.c * es;
   const uint64_t slabs = where.input_resident ? 0 : 2 * align_up(slab_rows(g, rows) * plane_bytes);
-  const uint64_t outs =
-      where.output_resident ? 0 : 2 * align_up(uint64_t(rows) * g.out_w * n_tile * es);
-  return slabs + outs + align_up(4ull * g.n);
+  const uint64_t block = align_up(uint64_t(rows) * g.out_w * n_tile * es);
+  const uint64_t outs = where.output_resident && !g.pool ? 0 : 2 * block;
+  const uint64_t residuals = 2 * block * (g.residuals - where.resident_residuals);
+  const uint64_t pooled =
+      g.pool && !where.output_resident
+          ? 2 * align_up(uint64_t(rows / g.pool_h) * (g.out_w / g.pool_w) * n_tile * es)
+          : 0;
+  return slabs + outs + align_up(4ull * g.n) + residuals + pooled;
 }
 
 }  // namespace
 
 uint64_t conv_scratch_min(const HwConfig& hw, const ConvGeometry& g, const ConvOperands& where) {
-  return conv_scratch(g, where, 1, std::min(g.n, hw.matrix_unit.cols));
+  return conv_scratch(g, where, g.pool_h, std::min(g.n, hw.matrix_unit.cols));
 }
 
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
@@ -122,8 +138,10 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     }
     const int rows_acc =
         static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
-    if (rows_acc < 1 || ub_need(1, n_tile) > ub) continue;
-    const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; });
+    // A fused pool needs whole windows: blocks of a multiple of pool_h rows.
+    if (rows_acc < g.pool_h || ub_need(g.pool_h, n_tile) > ub) continue;
+    const int rows = largest_fitting(rows_acc, [&](int r) { return ub_need(r, n_tile) <= ub; }) /
+                     g.pool_h * g.pool_h;
     // A batch over a resident input: whole images share each streamed weight chunk, as many as
     // the accumulators hold, so the weights are read once per that many images.
     int images = 1;
@@ -157,7 +175,7 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   const int n_tile = std::min(g.n, mu.cols);
   TilingResult r;
   const uint64_t acc_need = 2ull * g.out_w * n_tile * 4 * mu.count;
-  const uint64_t ub_min = ub_need(1, n_tile);
+  const uint64_t ub_min = ub_need(g.pool_h, n_tile);
   // Streamed weights come in chunks of whole array heights (k_chunk above), double-buffered.
   const uint64_t wb_need = 2ull * mu.rows * n_tile * es;
   if (!resident && wb_need > hw.weight_buffer.capacity_bytes) {
@@ -182,6 +200,14 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         ub_min);
   }
   return r;
+}
+
+bool matrix_layer_fits(const HwConfig& hw, const Layer& layer, int batch, int element_bytes) {
+  // Every operand off chip in the whole unified buffer: the memory plan later keeps any layer's
+  // least scratch free (conv_scratch_min), and resident operands only shrink it.
+  return choose_conv_tiling(hw, conv_geometry(layer, batch, element_bytes), layer.name,
+                            ConvOperands{hw.unified_buffer.capacity_bytes})
+      .ok;
 }
 
 }  // namespace npusim

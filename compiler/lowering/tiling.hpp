@@ -41,6 +41,12 @@ struct ConvGeometry {
   int groups = 1;
   int element_bytes = 1;       // activations and weights: 1 (int8) or 2 (bf16)
   bool shared_weights = true;  // false: each image has weights of its own (a matmul)
+  // A fused epilogue (Layer::epilogue): residual blocks beside the output block, and a
+  // pool_h x pool_w pool (stride = window, no padding) on it, which needs whole windows in every
+  // block: block rows a multiple of pool_h.
+  int residuals = 0;
+  bool pool = false;
+  int pool_h = 1, pool_w = 1;
   int cin_g() const { return c / groups; }
   int cout_g() const { return n / groups; }
   uint64_t k() const { return uint64_t(kernel_d) * kernel_h * kernel_w * cin_g(); }
@@ -54,6 +60,8 @@ struct ConvOperands {
   uint64_t scratch_bytes = 0;  // the layer's contiguous scratch range in the unified buffer
   bool input_resident = false;
   bool output_resident = false;
+  // Fused residual operands resident in the unified buffer: read in place, no residual blocks.
+  int resident_residuals = 0;
 };
 
 // The least scratch the layer can run in: one output row of the narrowest channel block.
@@ -67,5 +75,8 @@ struct TilingResult {
 };
 TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
                                 const std::string& layer_name, const ConvOperands& where);
+
+// Whether a conv / dense / matmul layer (with its fused epilogue) tiles on the hardware.
+bool matrix_layer_fits(const HwConfig& hw, const Layer& layer, int batch, int element_bytes);
 
 }  // namespace npusim

@@ -9,6 +9,27 @@
 
 namespace npusim::lowering {
 
+PoolOp pool_op(const Layer& l) {
+  PoolOp p;
+  p.average = l.kind == OpKind::kAvgPool;
+  p.count_include_pad = l.count_include_pad;
+  p.window_d = l.kernel[0], p.window_h = l.kernel[1], p.window_w = l.kernel[2];
+  p.stride_h = l.strides[1], p.stride_w = l.strides[2];
+  return p;
+}
+
+EltwiseOp eltwise_op(const Layer& l, int table) {
+  EltwiseOp e;
+  e.kind = l.kind == OpKind::kAdd ? EltwiseKind::kAdd : EltwiseKind::kMul;
+  e.ra = l.input_ratios.empty() ? 1.0f : l.input_ratios[0];
+  e.rb = l.input_ratios.size() > 1 ? l.input_ratios[1] : 1.0f;
+  e.lo = l.clamp_lo, e.hi = l.clamp_hi;
+  e.lut = table;
+  e.activation = l.activation;
+  e.clip_min = l.clip_min, e.clip_max = l.clip_max;
+  return e;
+}
+
 bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
   const TensorShape &in = l.in_shapes[0], &out = l.out_shape;
   const int D = in.d(), H = in.h(), W = in.w();
@@ -56,13 +77,9 @@ bool Lowering::lower_pool(const Layer& l, LayerRecord& rec) {
           dma(UnitKind::kDmaLoad, BufferId::kUnified, slab, in_addr + in_off, row_bytes,
               iz_hi - iz_lo, plane);
         }
-        PoolOp p;
-        p.average = l.kind == OpKind::kAvgPool;
-        p.count_include_pad = l.count_include_pad;
+        PoolOp p = pool_op(l);
         p.in_ub_addr = slab;
         p.slab_d = iz_hi - iz_lo, p.slab_h = ih_hi - ih_lo, p.slab_w = W, p.c = in.last();
-        p.window_d = l.kernel[0], p.window_h = l.kernel[1], p.window_w = l.kernel[2];
-        p.stride_h = l.strides[1], p.stride_w = l.strides[2];
         p.origin_z = front - iz_lo, p.origin_y = top - ih_lo, p.origin_x = -l.pads_begin[2];
         p.out_h = r, p.out_w = out.w();
         p.out_ub_addr = dst;
@@ -168,17 +185,10 @@ bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
       }
     }
     const uint64_t a = at[0], b = at[1], out = at[2];
-    EltwiseOp e;
-    e.kind = l.kind == OpKind::kAdd ? EltwiseKind::kAdd : EltwiseKind::kMul;
+    EltwiseOp e = eltwise_op(l, table);
     e.a_ub_addr = a, e.b_ub_addr = b, e.out_ub_addr = out;
     e.rows = 1, e.cols = static_cast<int>(bytes / es_);
     e.a_ld = e.b_ld = e.out_ld = e.cols;
-    e.ra = l.input_ratios.empty() ? 1.0f : l.input_ratios[0];
-    e.rb = l.input_ratios.size() > 1 ? l.input_ratios[1] : 1.0f;
-    e.lo = l.clamp_lo, e.hi = l.clamp_hi;
-    e.lut = table;
-    e.activation = l.activation;
-    e.clip_min = l.clip_min, e.clip_max = l.clip_max;
     emit(UnitKind::kVector, 0, e,
          {{BufferId::kUnified, a, a + bytes, false},
           {BufferId::kUnified, b, b + bytes, false},

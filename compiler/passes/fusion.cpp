@@ -1,5 +1,6 @@
 // Fusion: batch norms folded into the preceding conv / dense, activations fused into the epilogue
-// of the layer that feeds them.
+// of the layer that feeds them; after quantization, residual adds and pools fused into the
+// epilogue of the conv / dense / matmul that produces their operand.
 #include "compiler/passes/fusion.hpp"
 
 #include <algorithm>
@@ -41,7 +42,97 @@ void fold_batch_norm(Layer& conv, const Layer& bn) {
   conv.use_bias = true;
 }
 
+// Index in g.layers of the layer producing `tensor`, or -1 (the graph input).
+int producer_index(const Graph& g, const std::string& tensor) {
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    if (g.layers[i].output == tensor) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool has_pool_stage(const Layer& l) {
+  return std::any_of(l.epilogue.begin(), l.epilogue.end(), [](const Layer& s) {
+    return s.kind == OpKind::kMaxPool || s.kind == OpKind::kAvgPool;
+  });
+}
+
+// A pool that tiles the conv output with whole windows, so each block of whole window rows pools
+// on its own.
+bool pool_tiles_exactly(const Layer& pool) {
+  const TensorShape& in = pool.in_shapes[0];
+  const bool no_pad =
+      std::all_of(pool.pads_begin.begin(), pool.pads_begin.end(), [](int p) { return p == 0; }) &&
+      std::all_of(pool.pads_end.begin(), pool.pads_end.end(), [](int p) { return p == 0; });
+  return in.rank() == 3 && !pool.global_pool && no_pad && pool.kernel[0] == 1 &&
+         pool.strides[0] == 1 && pool.kernel[1] == pool.strides[1] &&
+         pool.kernel[2] == pool.strides[2] && in.h() % pool.strides[1] == 0 &&
+         in.w() % pool.strides[2] == 0;
+}
+
+// The operands (0 or 1) of `stage` whose producer could take it into its epilogue, the later
+// producer first.
+std::vector<int> fusable_operands(const Graph& g, const Layer& stage) {
+  std::vector<std::pair<int, int>> candidates;  // (producer index, operand)
+  const bool add = stage.kind == OpKind::kAdd;
+  if (add && (stage.in_shapes[0] != stage.in_shapes[1] || stage.inputs[0] == stage.inputs[1])) {
+    return {};
+  }
+  if (!add && !pool_tiles_exactly(stage)) return {};
+  for (int j = 0; j < (add ? 2 : 1); ++j) {
+    const int p = producer_index(g, stage.inputs[j]);
+    if (p < 0 || readers_of(g, stage.inputs[j]) != 1) continue;
+    const Layer& host = g.layers[p];
+    if (op_info(host.kind).lowering != OpLowering::kMatrix || has_pool_stage(host)) continue;
+    if (!add && host.kind != OpKind::kConv) continue;
+    candidates.push_back({p, j});
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  std::vector<int> operands;
+  for (const auto& c : candidates) operands.push_back(c.second);
+  return operands;
+}
+
 }  // namespace
+
+void fuse_epilogues(Graph& g, const std::function<bool(const Layer&)>& fits) {
+  NPUSIM_CHECK(g.quantized, "graph {}: epilogues fuse after quantization", g.name);
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    const OpKind kind = g.layers[i].kind;
+    if (kind != OpKind::kAdd && kind != OpKind::kMaxPool && kind != OpKind::kAvgPool) continue;
+    for (int j : fusable_operands(g, g.layers[i])) {
+      Layer& stage_layer = g.layers[i];
+      const int h = producer_index(g, stage_layer.inputs[j]);
+      Layer& host = g.layers[h];
+      const size_t inputs_before = host.inputs.size();
+      if (kind == OpKind::kAdd) {
+        host.inputs.push_back(stage_layer.inputs[1 - j]);
+        host.in_shapes.push_back(stage_layer.in_shapes[1 - j]);
+        host.in_scales.push_back(stage_layer.in_scales[1 - j]);
+        stage_layer.chain_operand = j;
+        stage_layer.residual_input = static_cast<int>(inputs_before);
+      }
+      host.epilogue.push_back(std::move(stage_layer));
+      if (!fits(host)) {  // undo: the stage stays a layer of its own
+        stage_layer = std::move(host.epilogue.back());
+        host.epilogue.pop_back();
+        host.inputs.resize(inputs_before);
+        host.in_shapes.resize(inputs_before);
+        host.in_scales.resize(inputs_before);
+        stage_layer.residual_input = -1;
+        continue;
+      }
+      const Layer& stage = host.epilogue.back();
+      host.fused.push_back(stage.name);
+      host.fused.insert(host.fused.end(), stage.fused.begin(), stage.fused.end());
+      host.output = stage.output;
+      // The fused layer runs where the stage ran: every input of either is ready there.
+      g.layers[i] = std::move(host);
+      g.layers.erase(g.layers.begin() + h);
+      --i;
+      break;
+    }
+  }
+}
 
 void optimize_graph(Graph& g) {
   fold_moves(g);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "arch/float_ops.hpp"
+#include "compiler/reference/reference_bf16_layer.hpp"
 #include "compiler/reference/reference_dispatch.hpp"
 #include "compiler/reference/reference_loops.hpp"
 #include "support/error.hpp"
@@ -32,48 +33,14 @@ float act(const Layer& l, float x) {
   return S::round(apply_activation(l.activation, x, l.clip_min, l.clip_max));
 }
 
-template <class S>
-TensorF conv_bf16(const Layer& l, int batch, const TensorF& x) {
-  const auto& w = S::weights(l);
-  TensorF y(size_t(batch) * l.out_shape.elements(), 0.0f);
-  reference_loops::conv(l, batch, x.data(), w.data(), y.data());
-  const int n = l.filters;
-  for (size_t i = 0; i < y.size(); ++i) y[i] = act<S>(l, y[i] + l.bias[i % n]);
-  return y;
-}
-
+// conv, dense, matmul: the fp32 products (reference_bf16_layer.cpp), then bias and activation.
 template <class S>
 TensorF matrix_bf16(const Layer& l, int batch, const TensorF& a, const TensorF* b_act) {
-  const TensorShape& in = l.in_shapes[0];
-  const int K = in.last(), N = l.out_shape.last();
-  const bool dense = l.kind == OpKind::kDense;
-  const uint64_t m = dense ? uint64_t(batch) * in.outer() : in.dims[in.rank() - 2];
-  const uint64_t groups = dense ? 1 : uint64_t(batch) * in.outer() / m;
-  const std::vector<float> no_weights;
-  const auto& w = dense ? S::weights(l) : no_weights;
-  TensorF y(groups * m * N);
-  for (uint64_t g = 0; g < groups; ++g) {
-    const float* wg = dense ? w.data() : b_act->data() + g * uint64_t(K) * N;
-    std::vector<float> acc(N);
-    for (uint64_t r = 0; r < m; ++r) {
-      const float* ar = &a[(g * m + r) * K];
-      // Each output sums its products in index order of k (vectorized across n).
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      if (l.transpose_b) {
-        for (int n = 0; n < N; ++n) {
-          for (int kk = 0; kk < K; ++kk) acc[n] += ar[kk] * wg[size_t(n) * K + kk];
-        }
-      } else {
-        for (int kk = 0; kk < K; ++kk) {
-          const float v = ar[kk];
-          const float* wr = wg + size_t(kk) * N;
-          for (int n = 0; n < N; ++n) acc[n] += v * wr[n];
-        }
-      }
-      for (int n = 0; n < N; ++n)
-        y[(g * m + r) * N + n] = act<S>(l, acc[n] + (dense ? l.bias[n] : 0.0f));
-    }
-  }
+  std::vector<float> w;
+  if (l.kind != OpKind::kMatMul) w = S::weights(l);
+  TensorF y = bf16_matrix_products(l, batch, a.data(), b_act ? b_act->data() : w.data());
+  const size_t n = l.kind == OpKind::kMatMul ? 0 : l.bias.size();
+  for (size_t i = 0; i < y.size(); ++i) y[i] = act<S>(l, y[i] + (n ? l.bias[i % n] : 0.0f));
   return y;
 }
 
@@ -90,7 +57,6 @@ template <class S>
 struct FloatOps {
   using Value = float;
   static TensorF matrix(const Layer& l, int batch, const std::vector<const TensorF*>& in) {
-    if (l.kind == OpKind::kConv) return conv_bf16<S>(l, batch, *in[0]);
     return matrix_bf16<S>(l, batch, *in[0], l.kind == OpKind::kMatMul ? in[1] : nullptr);
   }
   static TensorF pool(const Layer& l, int batch, const TensorF& x) {
@@ -109,7 +75,7 @@ struct FloatOps {
     return y;
   }
   static float concat_value(const Layer&, size_t, float v) { return v; }
-  static float move_constant(const Layer&, float c) { return round_to_bf16(c); }
+  static float move_constant(const Layer&, float c) { return S::round(c); }
   static void softmax_row(const Layer&, const float* x, float* y, int n) {
     softmax_f32(x, y, n);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);
@@ -137,6 +103,10 @@ std::map<std::string, TensorF> run_reference_f32(const Graph& g, const TensorF& 
                  "layer {} has no real-valued weights for the float reference", l.name);
   }
   return reference_loops::graph<FloatOps<F32Storage>>(g, input);
+}
+
+TensorF reference_bf16_op(const Layer& l, int batch, const std::vector<const TensorF*>& inputs) {
+  return reference_loops::layer<FloatOps<Bf16Storage>>(l, batch, inputs);
 }
 
 }  // namespace npusim

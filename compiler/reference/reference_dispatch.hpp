@@ -66,6 +66,19 @@ std::vector<T> rows(const Layer& l, const std::vector<T>& x, Row row) {
   return y;
 }
 
+// One stage of a fused epilogue (Layer::epilogue) on `y`, the output of the stage before: the
+// separate layer's own arithmetic, so fusion changes no value.
+template <class Ops, class T>
+std::vector<T> epilogue_stage(const Layer& s, int batch, const std::vector<T>& y,
+                              const std::vector<const std::vector<T>*>& host_inputs) {
+  if (s.kind == OpKind::kMaxPool || s.kind == OpKind::kAvgPool) return Ops::pool(s, batch, y);
+  NPUSIM_CHECK(s.kind == OpKind::kAdd && s.residual_input >= 0 &&
+                   size_t(s.residual_input) < host_inputs.size(),
+               "epilogue stage {} ({}) cannot run", s.name, to_string(s.kind));
+  const std::vector<T>& r = *host_inputs[s.residual_input];
+  return s.chain_operand == 0 ? Ops::binary(s, y, r) : Ops::binary(s, r, y);
+}
+
 // One layer's output from its inputs (batch x elements each, channels last).
 template <class Ops>
 std::vector<typename Ops::Value> layer(
@@ -75,8 +88,11 @@ std::vector<typename Ops::Value> layer(
   switch (l.kind) {
     case OpKind::kConv:
     case OpKind::kDense:
-    case OpKind::kMatMul:
-      return Ops::matrix(l, batch, in);
+    case OpKind::kMatMul: {
+      std::vector<T> y = Ops::matrix(l, batch, in);
+      for (const Layer& s : l.epilogue) y = epilogue_stage<Ops>(s, batch, y, in);
+      return y;
+    }
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
       return Ops::pool(l, batch, x);

@@ -1,6 +1,6 @@
 // Runs one network on one preset in both fidelities and checks that they agree: total cycles,
 // every layer's cycles, and every saved tensor (outputs and intermediates) byte for byte; plus
-// the functional check (int8 bit-exact against the reference, bf16 within its tolerance).
+// the functional check (int8 bit-exact against the reference, bf16 every layer within its bound).
 #pragma once
 
 #include <gtest/gtest.h>

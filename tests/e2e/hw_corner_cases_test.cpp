@@ -77,4 +77,32 @@ TEST(HwCornerCases, AWeightBufferTooSmallForOneTileIsNamed) {
   }
 }
 
+// ResNet-18 in bf16 at batch 3 on two 256x64 input-stationary arrays (tpu-v1.json otherwise) was
+// a FUNCTIONAL MISMATCH of 0.0435 against the whole-graph reference, from the final softmax only:
+// its logits differ by bf16 steps of rounding order, which the softmax turns into a larger change
+// of a probability. Checked layer by layer, every layer is within its bound (docs/reliability.md).
+TEST(HwCornerCases, ResNet18Bf16OnTwoInputStationaryArraysIsWithinItsBounds) {
+  json hw = json::parse(slurp(std::string(NPUSIM_SOURCE_DIR) + "/configs/hw/tpu-v1.json"));
+  hw["name"] = "r18-is";
+  hw["matrix_unit"]["rows"] = 256;
+  hw["matrix_unit"]["cols"] = 64;
+  hw["matrix_unit"]["dataflow"] = "is";
+  hw["matrix_unit"]["count"] = 2;
+  const auto dir = fresh_dir("r18-is");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "hw.json") << hw.dump(2);
+  CommandResult r =
+      run_npusim("run --hw " + (dir / "hw.json").string() +
+                 " --workload resnet18 --dtype bf16 --batch 3 --out " + (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(slurp(dir / "out" / "stats.json"))["functional_check"];
+  EXPECT_TRUE(c["within_tolerance"].get<bool>()) << c.dump();
+  EXPECT_EQ(c["bound_exceeded"].get<uint64_t>(), 0u);
+  EXPECT_EQ(c["tensors"].get<uint64_t>(), 25u);  // 33 layers, 8 residual adds fused
+  // The old verdict against the whole graph depends on the tiling's summation order: recorded.
+  RecordProperty("whole_graph_relative_error",
+                 std::to_string(c["max_relative_error"].get<double>()));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace

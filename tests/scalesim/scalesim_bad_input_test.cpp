@@ -131,6 +131,18 @@ TEST(ScalesimBadInput, TopologyDepthwiseChannelsBounded) {
             "layer per channel; expected at most 65536, got '9999999999'");
 }
 
+// And the whole file: rows each within the per-row bound may not add up to more than 16384
+// layers (fuzzing spent most of its time building such topologies).
+TEST(ScalesimBadInput, TopologyLayersBoundedInAll) {
+  EXPECT_EQ(topology_error("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
+                           "Channels, Num Filter, Strides,\n"
+                           "a_DP, 8, 8, 3, 3, 10000, 1, 1,\n"
+                           "b_DP, 8, 8, 3, 3, 6384, 1, 1,\n"
+                           "c_DP, 8, 8, 3, 3, 1, 1, 1,\n"),
+            "topo.csv:4: field 'Channels': this depthwise layer brings the topology to 16385 "
+            "layers; expected at most 16384 in all");
+}
+
 TEST(ScalesimBadInput, TopologyMissingTrailingComma) {
   EXPECT_EQ(topology_error("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
                            "Channels, Num Filter, Strides,\n"

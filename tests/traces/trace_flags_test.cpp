@@ -43,7 +43,7 @@ TEST(TraceFlags, UnknownLayerNamesTheLayersThatExist) {
   std::ofstream(dir / "trace.json") << "{\"old\": true}";  // an older trace must not survive
   expect_usage_error("--trace " + dir.string() + " --trace-layers conv1,nosuch",
                      "--trace-layers: unknown layer 'nosuch' (layers of mnist-cnn after fusion: "
-                     "conv1, pool1");
+                     "conv1, flatten");
   EXPECT_FALSE(fs::exists(dir / "trace.json"));
   EXPECT_FALSE(fs::exists(dir / "trace.json.tmp"));
 }

@@ -101,9 +101,11 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
     return fail(i, fmt::format("kernel_shape {} must be {} positive values", dims_text(kernel), s));
   }
   auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
-  if (std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
-    return fail(i,
-                fmt::format("dilations {}: only 1 is supported for pooling", dims_text(dilation)));
+  // One value per spatial axis (an empty list was read past its end: found by fuzzing).
+  if (dilation.size() != s ||
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
+    return fail(i, fmt::format("dilations {}: only {} values of 1 are supported for pooling",
+                               dims_text(dilation), s));
   }
   std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
   Window win;

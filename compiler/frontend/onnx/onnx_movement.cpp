@@ -67,8 +67,18 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
                              const std::vector<MoveOperand>& ops, const MoveSpec& spec) {
   const bool constant = std::all_of(ops.begin(), ops.end(),
                                     [](const MoveOperand& o) { return o.constant != nullptr; });
-  const int64_t n = product(spec.dims);
-  if (n <= 0) return fail(i, fmt::format("the result {} is empty", dims_text(spec.dims)));
+  // At most 2^24 elements: the importer maps every element (found by fuzzing: a huge result
+  // asked for gigabytes; tests/fuzz/corpus/onnx).
+  constexpr int64_t kMaxMoveElements = int64_t(1) << 24;
+  int64_t n = 1;
+  for (int64_t d : spec.dims) {
+    if (d <= 0) return fail(i, fmt::format("the result {} is empty", dims_text(spec.dims)));
+    if (n > kMaxMoveElements / d) {
+      return fail(i, fmt::format("the result {} has more than {} elements", dims_text(spec.dims),
+                                 kMaxMoveElements));
+    }
+    n *= d;
+  }
   // The source of every output element in ONNX order: operand and flat index, -1: the pad.
   std::vector<std::pair<int, int64_t>> from(static_cast<size_t>(n));
   std::vector<std::vector<int64_t>> strides;
@@ -299,6 +309,13 @@ void OnnxImporter::import_pad(int i) {
   if (!pads->is_int || pads->ints.size() != 2 * axes.size()) {
     return fail(i, fmt::format("pads '{}' must be {} integers (begins, then ends, per axis)",
                                n.input(1), 2 * axes.size()));
+  }
+  // Bounded, or the padded size overflows (found by fuzzing: tests/fuzz/corpus/onnx).
+  constexpr int64_t kMaxPad = int64_t(1) << 20;
+  if (std::any_of(pads->ints.begin(), pads->ints.end(),
+                  [](int64_t v) { return v > kMaxPad || v < -kMaxPad; })) {
+    return fail(
+        i, fmt::format("pads {}: each at most {} in magnitude", dims_text(pads->ints), kMaxPad));
   }
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   for (size_t k = 0; k < axes.size(); ++k) {

@@ -14,6 +14,11 @@
 namespace npusim::onnx_frontend {
 
 namespace {
+// The largest size Resize may give one axis.
+constexpr int64_t kMaxResizedAxis = int64_t(1) << 24;
+}  // namespace
+
+namespace {
 
 // The operand's axes as given (negative from the end), checked against its rank.
 std::string normalize(std::vector<int64_t>& axes, size_t rank) {
@@ -190,13 +195,25 @@ void OnnxImporter::import_resize(int i) {
     }
     for (size_t a = 0; a < x.size(); ++a) {
       scale[a] = scales->values[a];
-      spec.dims.push_back(int64_t(std::floor(double(x[a]) * scale[a])));
+      // Bounded before the conversion (found by fuzzing: tests/fuzz/corpus/onnx).
+      const double d = std::floor(double(x[a]) * scale[a]);
+      if (!(d >= 1.0 && d <= double(kMaxResizedAxis))) {
+        return fail(i, fmt::format("scales {} give axis {} a size outside 1 to {}",
+                                   fmt::join(scales->values, ", "), a, kMaxResizedAxis));
+      }
+      spec.dims.push_back(int64_t(d));
     }
   } else {
     if (!sizes->is_int || sizes->ints.size() != x.size()) {
       return fail(i, fmt::format("sizes must be {} integers", x.size()));
     }
     spec.dims = sizes->ints;
+    for (int64_t d : spec.dims) {
+      if (d < 1 || d > kMaxResizedAxis) {
+        return fail(i, fmt::format("sizes {}: each must be 1 to {}", dims_text(spec.dims),
+                                   kMaxResizedAxis));
+      }
+    }
     for (size_t a = 0; a < x.size(); ++a) scale[a] = double(spec.dims[a]) / double(x[a]);
   }
   if (ops[0].value && ops[0].value->batched) {

@@ -182,7 +182,10 @@ Program merge(const std::vector<const Program*>& per_core, const std::vector<int
     }
   }
   std::string split;
-  for (int b : images) split += (split.empty() ? "" : "+") + std::to_string(b);
+  for (int b : images) {
+    if (!split.empty()) split += '+';
+    split += std::to_string(b);
+  }
   m.parallel = fmt::format(
       "data parallel: batch {} over {} cores ({} images), weights shared in off-chip memory and "
       "loaded by each core",

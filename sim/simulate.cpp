@@ -103,7 +103,8 @@ const uint8_t* tensor_bytes(const Program& program, Soc& soc, size_t i,
   const TensorPlacement& t = program.tensors[i];
   const auto resident = [&](int core) { return soc.cores.at(core)->shadows.bytes(i); };
   if (t.parts.empty()) {
-    return t.buffer == BufferId::kUnified ? resident(0) : soc.memory_contents().data() + t.dram_addr;
+    return t.buffer == BufferId::kUnified ? resident(0)
+                                          : soc.memory_contents().data() + t.dram_addr;
   }
   gathered = read_tensor(t, soc.memory_contents().data(), resident);
   return gathered.data();

@@ -126,6 +126,13 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
                        "             peak: 137.63 TOPS int8, 137.63 TFLOPS bf16"),
             std::string::npos)
       << p.out;
+  EXPECT_NE(
+      p.out.find("ascend-910-like 16x16x16 cube x1 at 976.5625 MHz, 32 cores\n"
+                 "             peak: 256.00 TOPS int8, 256.00 TFLOPS bf16 (131072 MACs per "
+                 "cycle, 32 cores of 4096 MACs per cycle)\n"
+                 "             interconnect: crossbar, 256 B/cycle per link, 4 cycles per hop\n"),
+      std::string::npos)
+      << p.out;
   EXPECT_NE(p.out.find("ascend-like  16x16x16 cube x1 at 976.5625 MHz\n"
                        "             peak: 8.00 TOPS int8, 8.00 TFLOPS bf16 (4096 MACs per cycle)"),
             std::string::npos)
@@ -138,8 +145,8 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
       names.push_back(line.substr(0, line.find(' ')));
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"ascend-like", "edge", "tpu-v1-hbm", "tpu-v1",
-                                             "tpu-v4-like-core", "tpu-v4-like"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ascend-910-like", "ascend-like", "edge", "tpu-v1-hbm",
+                                             "tpu-v1", "tpu-v4-like-core", "tpu-v4-like"}));
   CommandResult z = run_npusim("zoo");
   EXPECT_EQ(z.exit_code, 0);
   EXPECT_NE(z.out.find("mnist-cnn"), std::string::npos);

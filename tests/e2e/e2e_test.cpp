@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "fidelity_compare.hpp"
 #include "run_npusim.hpp"
 
 namespace {
@@ -204,15 +205,8 @@ TEST_P(OperatorCoverage, MatchesTheReference) {
   } else {
     EXPECT_LE(stats["functional_check"]["max_relative_error"].get<double>(), 0.03);
   }
-  auto pe_dir = fresh_dir(std::string("cov-pe-") + c.workload + c.dtype + c.hw);
-  CommandResult pe = run_npusim(args + " --fidelity pe --out " + pe_dir.string());
-  ASSERT_EQ(pe.exit_code, 0) << pe.err;
-  json pe_stats = json::parse(slurp(pe_dir / "stats.json"));
-  EXPECT_EQ(pe_stats["total_cycles"], stats["total_cycles"]);
-  EXPECT_EQ(pe_stats["functional_check"]["max_abs_error"],
-            stats["functional_check"]["max_abs_error"]);
+  expect_pe_run_agrees(args, stats, std::string("cov-") + c.workload + c.dtype + c.hw);
   std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(pe_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OperatorCoverage,

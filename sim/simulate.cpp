@@ -578,7 +578,7 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
           l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
-  if (s.contains("host_cpu")) {
+  if (s.contains("host_cpu") && s["host_cpu"]["layers"].get<uint64_t>() > 0) {
     const auto &h = s["host_cpu"], &k = s["link"];
     out += fmt::format(
         "  host CPU           {} layers, {} cycles computing; link {} B to the host, {} B back\n",

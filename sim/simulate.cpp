@@ -584,6 +584,12 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
         "  host CPU           {} layers, {} cycles computing; link {} B to the host, {} B back\n",
         h["layers"].get<uint64_t>(), h["busy_cycles"].get<uint64_t>(),
         k["to_host_bytes"].get<uint64_t>(), k["to_device_bytes"].get<uint64_t>());
+    for (const auto& l : s["layers"]) {
+      if (!per_layer || !l.value("on_host", false)) continue;
+      out += fmt::format("    {:<16} on the host: {} cycles computing, {} cycles of link, {} B\n",
+                         l["name"].get<std::string>(), l["host_cycles"].get<uint64_t>(),
+                         l["link_cycles"].get<uint64_t>(), l["link_bytes"].get<uint64_t>());
+    }
   }
   out += multicore_report(s);
   out += power_report(s, per_layer);

@@ -160,6 +160,32 @@ TEST(Host, LayerTheAcceleratorCannotRunFallsBackToTheHost) {
   for (const auto& f : {no_host, with}) std::filesystem::remove(f);
 }
 
+// The accelerator's work that does not need a host layer's result runs while the host computes:
+// host_overlap.json's conv reads only the input, so its matrix work does not wait for the softmax
+// on the host; only the residual add fused into its epilogue needs the softmax's output.
+TEST(Host, AcceleratorWorkOverlapsTheHost) {
+  const auto hw = hw_file("host-g", test_host());
+  const HostRun r = run("run --hw " + hw.string() + " --workload " + NPUSIM_E2E_DATA +
+                            "/host_overlap.json --host-ops probs",
+                        "g");
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  const json& probs = layer(r.stats, "probs");
+  const json& conv = layer(r.stats, "conv");
+  ASSERT_TRUE(probs["on_host"].get<bool>());
+  EXPECT_EQ(conv["fused"], "sum");
+  // 16 x 16 rows of 8 channels: 2048 bytes each way, 5 operations per element.
+  EXPECT_EQ(probs["cycles"].get<uint64_t>(),
+            2 * link_cycles(2048) + compute_cycles(5 * 2048, 2 * 2048));
+  EXPECT_LT(conv["start_cycle"].get<uint64_t>(), probs["end_cycle"].get<uint64_t>());
+  // Serialized, the conv's matrix work would follow the host's: the run would last at least
+  // probs' end + the matrix units' busy cycles. It ends sooner.
+  EXPECT_LT(r.stats["total_cycles"].get<uint64_t>(),
+            probs["end_cycle"].get<uint64_t>() + conv["mxu_busy_cycles"].get<uint64_t>());
+  EXPECT_TRUE(r.stats["functional_check"]["bit_exact"].get<bool>());
+  std::filesystem::remove_all(r.dir);
+  std::filesystem::remove(hw);
+}
+
 TEST(Host, TraceHasAProcessForTheHost) {
   const auto hw = hw_file("host-d", test_host());
   const auto dir = fresh_dir("host-trace");

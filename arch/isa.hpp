@@ -16,9 +16,9 @@
 
 namespace npusim {
 
-enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector };
+enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector, kHost, kHostLink };
 // "dma_load", "dma_store" (the DMA queues' one name: the SoC's units, stats.json, traces,
-// assembly), "mxu", "vpu".
+// assembly), "mxu", "vpu", "host_cpu", "host_link" (docs/heterogeneous.md).
 const char* to_string(UnitKind kind);
 
 enum class BufferId { kDram, kUnified, kWeight, kAccumulator };
@@ -154,8 +154,24 @@ struct EltwiseOp {
   float clip_min = 0.0f, clip_max = 6.0f;
 };
 
-using Operation =
-    std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp, EltwiseOp>;
+// A layer run by the host CPU of a heterogeneous system (docs/heterogeneous.md), in three
+// instructions: its inputs cross the link to the host (unit kHostLink, queue 0), the host computes
+// (unit kHost), its output crosses back into off-chip memory (kHostLink, queue 1: the link is full
+// duplex). The host reads and writes only off-chip memory, never an on-chip buffer.
+enum class HostPhase { kToHost, kCompute, kToDevice };
+struct DramRange {
+  uint64_t begin = 0, end = 0;  // [begin, end) of off-chip memory
+};
+struct HostOp {
+  HostPhase phase = HostPhase::kCompute;
+  uint64_t bytes = 0;  // link: bytes crossing; compute: bytes the host reads and writes
+  uint64_t flops = 0;  // compute: arithmetic operations
+  // kToHost: the off-chip ranges read (the layer's inputs); kToDevice: written (its output).
+  std::vector<DramRange> dram;
+};
+
+using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
+                               EltwiseOp, HostOp>;
 
 struct Instruction {
   uint32_t id = 0;

@@ -91,6 +91,11 @@ struct AccessVisitor {
     }
     x.add(BufferId::kUnified, e.out_ub_addr, Extents::span(e.rows, e.cols, e.out_ld) * x.eb, true);
   }
+  void operator()(const HostOp& h) const {
+    for (const DramRange& r : h.dram) {
+      x.add(BufferId::kDram, r.begin, r.end - r.begin, h.phase == HostPhase::kToDevice);
+    }
+  }
 };
 
 // An access still pending when later instructions come: who, on which unit, until when.
@@ -136,7 +141,7 @@ class SegmentMap {
 };
 
 // Units are told apart per core: the same unit kind and index on two cores are two units.
-int unit_key(const Instruction& i) { return (i.core * 4 + int(i.unit)) * 4096 + i.unit_index; }
+int unit_key(const Instruction& i) { return (i.core * 8 + int(i.unit)) * 4096 + i.unit_index; }
 
 // Off-chip memory is one space for the chip; each core's buffers are spaces of their own (a core
 // never touches another core's buffers, so equal addresses on two cores are different bytes).

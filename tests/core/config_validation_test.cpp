@@ -54,8 +54,8 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
       "hw.json: /extra: unknown key \"extra\" (known keys here: buffers, clock_mhz, cores, "
-      "data_types, description, interconnect, matrix_unit, memory, name, schema_version, source, "
-      "technology_nm, vector_unit)",
+      "data_types, description, host, interconnect, matrix_unit, memory, name, schema_version, "
+      "source, technology_nm, vector_unit)",
   };
   EXPECT_EQ(errors, expected);
 }

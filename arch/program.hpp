@@ -71,6 +71,11 @@ struct LayerRecord {
   // The least off-chip traffic the layer could have: each input, weight and output byte once.
   uint64_t dram_bytes_lower_bound = 0;
   std::string tiling;  // a line describing the chosen tiles, for reports and assembly
+  // The cores its instructions run on, and how it was spread over them (docs/multicore.md):
+  // "core 0", "data", "tensor" (its output channels split over `cores` cores), with the estimate
+  // behind an `auto` choice.
+  int cores = 1;
+  std::string parallel = "core 0";
 };
 
 struct DramSegment {

@@ -164,7 +164,7 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Parallelism parallel_option(const po::variables_map& vm) {
   const std::string text = vm["parallel"].as<std::string>();
   const std::optional<Parallelism> p = parse_parallelism(text);
-  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data or auto", text));
+  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data, tensor or auto", text));
   return *p;
 }
 
@@ -194,8 +194,9 @@ void add_target_options(po::options_description& o) {
       "that file)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
-      "the cores) or auto (data when the batch has an image per core, else one core); "
-      "docs/multicore.md");
+      "the cores), tensor (each matrix layer's output channels split over the cores) or auto "
+      "(data when the batch has an image per core, else per matrix layer tensor or core 0 by "
+      "estimated cycles); docs/multicore.md");
   add_calibration_options(o);
 }
 

@@ -63,6 +63,8 @@ CompileResult Lowering::run() {
       if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
     }
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;
+    rec.cores = layer_cores(program_.layers.size());
+    if (program_.layers.size() < splits_.size()) rec.parallel = splits_[layer_index_].choice;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();
     if (!lower_layer(l)) return {false, {}, reason_};
@@ -75,8 +77,12 @@ CompileResult Lowering::run() {
 
 }  // namespace lowering
 
-CompileResult compile(const Graph& graph, const HwConfig& hw) {
-  return lowering::Lowering(graph, hw).run();
+CompileResult compile(const Graph& graph, const HwConfig& hw,
+                      const std::vector<LayerSplit>& splits) {
+  NPUSIM_CHECK(splits.empty() || splits.size() == graph.layers.size(),
+               "{} layer splits for the {} layers of {}", splits.size(), graph.layers.size(),
+               graph.name);
+  return lowering::Lowering(graph, hw, splits).run();
 }
 
 }  // namespace npusim

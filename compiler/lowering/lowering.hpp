@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
@@ -18,7 +19,16 @@ struct CompileResult {
   std::string reason;  // when !ok: why the network does not fit, and what to change
 };
 
-// `graph` must be quantized (compiler/quantize.hpp).
-CompileResult compile(const Graph& graph, const HwConfig& hw);
+// How one layer is spread over the cores of the chip (compiler/lowering/tensor_parallel.hpp):
+// `cores` 1 runs it on core 0; more split a matrix layer's output channels over cores 0..cores-1.
+struct LayerSplit {
+  int cores = 1;
+  std::string choice = "core 0";  // for LayerRecord::parallel
+};
+
+// `graph` must be quantized (compiler/quantize.hpp). `splits`: one per layer of the graph, or
+// empty (every layer on core 0).
+CompileResult compile(const Graph& graph, const HwConfig& hw,
+                      const std::vector<LayerSplit>& splits = {});
 
 }  // namespace npusim

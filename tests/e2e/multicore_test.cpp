@@ -135,7 +135,8 @@ TEST(Multicore, CompilePrintsTheChoice) {
   EXPECT_NE(data.out.find("\ncore1 "), std::string::npos);
   CommandResult single = run_npusim("compile --hw tpu-v4-like --workload mnist-cnn --batch 1");
   ASSERT_EQ(single.exit_code, 0) << single.err;
-  EXPECT_NE(single.out.find("; parallel: single core (auto: batch 1 on a chip of 2 cores)"),
+  EXPECT_NE(single.out.find("; parallel: single core (auto: batch 1 on a chip of 2 cores; no layer "
+                            "gains from a split over cores)"),
             std::string::npos);
   CommandResult one_core = run_npusim("compile --hw tpu-v4-like-core --workload mnist-cnn");
   ASSERT_EQ(one_core.exit_code, 0) << one_core.err;
@@ -191,9 +192,9 @@ TEST(Multicore, BadCoresAndInterconnectKeysExitWith2) {
 
 TEST(Multicore, BadParallelFlagExitsWith2) {
   CommandResult r =
-      run_npusim("run --hw tpu-v4-like --workload mnist-cnn --parallel pipeline --values off");
+      run_npusim("run --hw tpu-v4-like --workload mnist-cnn --parallel bogus --values off");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--parallel 'pipeline': expected data or auto"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--parallel 'bogus': expected "), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ CompileResult Lowering::run() {
       if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
     }
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;
-    rec.cores = layer_cores(program_.layers.size());
-    if (program_.layers.size() < splits_.size()) rec.parallel = splits_[layer_index_].choice;
+    rec.cores = layer_cores(size_t(layer_index_));
+    if (size_t(layer_index_) < splits_.size()) rec.parallel = splits_[layer_index_].choice;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();
     if (!lower_layer(l)) return {false, {}, reason_};

@@ -168,6 +168,15 @@ TEST(TensorParallel, AutoSplitsTheBigLayersAtBatchOneAndPrintsTheChoice) {
       << layer("intermediate");
   EXPECT_EQ(layer("head0_query"), "; cores: core 0 (64 output channels: one array-column tile)");
   EXPECT_EQ(layer("head0_probs"), "; cores: core 0 (vector layers run there)");
+  // The memory plan: what a split layer reads or writes is off chip (both cores load
+  // attention_norm; intermediate is gathered there), what only core 0 touches may stay on chip.
+  const auto plan = [&](const std::string& tensor) {
+    const size_t at = r.out.find(";   " + tensor + " ");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  EXPECT_NE(plan("attention_norm").find("dram["), std::string::npos) << plan("attention_norm");
+  EXPECT_NE(plan("intermediate").find("dram["), std::string::npos) << plan("intermediate");
+  EXPECT_NE(plan("head0_probs").find("ub["), std::string::npos) << plan("head0_probs");
   const size_t core1 = r.out.find("\ncore1 ");
   ASSERT_NE(core1, std::string::npos);
   // Core 1's first instruction loads the input core 0's layer norm wrote: a token across cores.

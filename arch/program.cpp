@@ -120,6 +120,7 @@ std::string to_assembly(const Program& p) {
         layer.op, layer.fused.empty() ? "" : ", fused: " + layer.fused, layer.macs,
         layer.dram_read_bytes, layer.dram_write_bytes, layer.dram_bytes_lower_bound);
     if (!layer.tiling.empty()) out += fmt::format("; tiling: {}\n", layer.tiling);
+    if (p.parallel != "single core") out += fmt::format("; cores: {}\n", layer.parallel);
     for (uint32_t i = layer.first_instruction; i < layer.end_instruction; ++i) {
       if (p.cores > 1) out += fmt::format("core{} ", p.instructions[i].core);
       out += to_assembly(p.instructions[i]);

@@ -75,6 +75,11 @@ struct LayerRecord {
   // in both directions together.
   bool on_host = false;
   uint64_t link_bytes = 0;
+  // The cores its instructions run on, and how it was spread over them (docs/multicore.md):
+  // "core 0", "data", "tensor" (its output channels split over `cores` cores), with the estimate
+  // behind an `auto` choice.
+  int cores = 1;
+  std::string parallel = "core 0";
 };
 
 struct DramSegment {

@@ -172,7 +172,7 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Parallelism parallel_option(const po::variables_map& vm) {
   const std::string text = vm["parallel"].as<std::string>();
   const std::optional<Parallelism> p = parse_parallelism(text);
-  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data or auto", text));
+  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data, tensor or auto", text));
   return *p;
 }
 
@@ -203,8 +203,9 @@ void add_target_options(po::options_description& o) {
       "that file)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
-      "the cores) or auto (data when the batch has an image per core, else one core); "
-      "docs/multicore.md")(
+      "the cores), tensor (each matrix layer's output channels split over the cores) or auto "
+      "(data when the batch has an image per core, else per matrix layer tensor or core 0 by "
+      "estimated cycles); docs/multicore.md")(
       "host-ops", po::value<std::string>(),
       "NAME,...: layers to run on the host CPU (hardware `host` section), each a layer name or "
       "an operator type as `npusim compile` names it (softmax, maxpool, conv2d, relu...); layers "

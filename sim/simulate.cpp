@@ -282,6 +282,13 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.column("layers", n, "op", "", "operator", [&recs](size_t i) { return recs[i].op; });
   reg.column("layers", n, "fused", "", "layers folded into it",
              [&recs](size_t i) { return recs[i].fused; });
+  reg.column("layers", n, "cores", "count",
+             "cores its instructions run on (several: split by output channels or data parallel)",
+             [&recs](size_t i) { return recs[i].cores; });
+  reg.column("layers", n, "parallel", "",
+             "how it was spread over the cores: core 0, data, or tensor, with the estimate of an "
+             "auto choice",
+             [&recs](size_t i) { return recs[i].parallel; });
   reg.column("layers", n, "cycles", "cycles",
              "end_cycle - start_cycle: from its first instruction's start to its last completion "
              "(spans of neighbouring layers may overlap)",

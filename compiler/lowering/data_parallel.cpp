@@ -5,6 +5,7 @@
 #include <map>
 #include <variant>
 
+#include "compiler/lowering/tensor_parallel.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -143,6 +144,8 @@ Program merge(const std::vector<const Program*>& per_core, const std::vector<int
     LayerRecord rec = first.layers[li];
     rec.first_instruction = uint32_t(m.instructions.size());
     rec.macs = rec.dram_read_bytes = rec.dram_write_bytes = rec.dram_bytes_lower_bound = 0;
+    rec.cores = cores;
+    rec.parallel = "data";
     for (int c = 0; c < cores; ++c) {
       const Program& p = *per_core[c];
       const LayerRecord& l = p.layers[li];
@@ -198,6 +201,7 @@ Program merge(const std::vector<const Program*>& per_core, const std::vector<int
 std::optional<Parallelism> parse_parallelism(const std::string& text) {
   if (text == "auto") return Parallelism::kAuto;
   if (text == "data") return Parallelism::kData;
+  if (text == "tensor") return Parallelism::kTensor;
   return std::nullopt;
 }
 
@@ -211,6 +215,10 @@ bool has_host_layers(const Program& p) {
 }  // namespace
 
 CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode) {
+  if (hw.cores > 1 &&
+      (mode == Parallelism::kTensor || (mode == Parallelism::kAuto && graph.batch < hw.cores))) {
+    return compile_tensor_parallel(graph, hw, mode == Parallelism::kTensor);
+  }
   const int cores = std::min(hw.cores, graph.batch);
   const bool data = hw.cores > 1 && (mode == Parallelism::kData || graph.batch >= hw.cores);
   auto single_core = [&](const char* why) {

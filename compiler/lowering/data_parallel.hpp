@@ -21,10 +21,12 @@
 namespace npusim {
 
 enum class Parallelism {
-  kAuto,  // data parallel when the batch has at least one image per core, else one core
-  kData,  // the batch over min(batch, cores) cores
+  kAuto,    // data parallel when the batch has at least one image per core, else per matrix
+            // layer tensor parallel or core 0 by the estimate of tensor_parallel.hpp
+  kData,    // the batch over min(batch, cores) cores
+  kTensor,  // every matrix layer's output channels over the cores (tensor_parallel.hpp)
 };
-// "auto", "data"; nullopt for anything else.
+// "auto", "data", "tensor"; nullopt for anything else.
 std::optional<Parallelism> parse_parallelism(const std::string& text);
 
 // Compiles the quantized `graph` for `hw` as `mode` says; Program::parallel says what was chosen

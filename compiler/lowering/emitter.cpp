@@ -13,7 +13,9 @@ uint32_t Lowering::emit(UnitKind unit, int index, Operation op,
   instr.unit = unit;
   instr.unit_index = index;
   instr.layer = static_cast<uint32_t>(program_.layers.size() - 1);
-  instr.deps = hazards_.add(instr.id, unit_key(unit, index), accesses);
+  instr.core = core_;
+  instr.deps =
+      hazards_.add(instr.id, unit_key(unit, index) + core_ * kUnitKeysPerCore, accesses, core_);
   instr.op = std::move(op);
   program_.instructions.push_back(std::move(instr));
   return program_.instructions.back().id;

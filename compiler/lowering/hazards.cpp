@@ -5,12 +5,18 @@
 
 namespace npusim {
 
+std::vector<HazardTracker::Record>& HazardTracker::records(BufferId buffer, int core) {
+  const size_t space = buffer == BufferId::kDram ? 0 : 1 + size_t(core) * 3 + size_t(buffer) - 1;
+  if (records_.size() <= space) records_.resize(space + 1);
+  return records_[space];
+}
+
 std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
-                                         const std::vector<BufferAccess>& accesses) {
+                                         const std::vector<BufferAccess>& accesses, int core) {
   std::map<int, uint32_t> latest_per_unit;
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    for (const Record& r : records_[static_cast<int>(a.buffer)]) {
+    for (const Record& r : records(a.buffer, core)) {
       bool overlap = r.begin < a.end && a.begin < r.end;
       if (!overlap || r.unit_key == unit_key) continue;
       if (!r.write && !a.write) continue;  // read after read is no hazard
@@ -20,7 +26,7 @@ std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
   }
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    auto& list = records_[static_cast<int>(a.buffer)];
+    auto& list = records(a.buffer, core);
     // A write orders everything it covers; a read supersedes the same unit's covered reads.
     std::erase_if(list, [&](const Record& r) {
       bool covered = a.begin <= r.begin && r.end <= a.end;

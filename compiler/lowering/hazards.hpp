@@ -4,10 +4,12 @@
 //
 // Contract: every unit executes its own instructions in order and completes them in order, so
 // waiting for a unit's latest conflicting instruction covers its earlier ones, and conflicts with
-// an instruction of the same unit need no token at all.
+// an instruction of the same unit need no token at all. On a chip of several cores, off-chip
+// memory is one space and each core's on-chip buffers are spaces of their own; a unit key names
+// the core too (a core reading what another stored off chip waits for that store: the token
+// crosses cores).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -24,8 +26,10 @@ struct BufferAccess {
 
 class HazardTracker {
  public:
-  // Returns the dependencies of instruction `id` on `unit_key` and records its accesses.
-  std::vector<uint32_t> add(uint32_t id, int unit_key, const std::vector<BufferAccess>& accesses);
+  // Returns the dependencies of instruction `id` on `unit_key` (unique over the chip) of core
+  // `core` and records its accesses (on-chip buffers: that core's).
+  std::vector<uint32_t> add(uint32_t id, int unit_key, const std::vector<BufferAccess>& accesses,
+                            int core = 0);
 
  private:
   struct Record {
@@ -34,7 +38,9 @@ class HazardTracker {
     int unit_key;
     bool write;
   };
-  std::array<std::vector<Record>, 4> records_;  // indexed by BufferId
+  std::vector<Record>& records(BufferId buffer, int core);
+  // Off-chip memory first, then per core its unified, weight and accumulator buffers.
+  std::vector<std::vector<Record>> records_;
 };
 
 }  // namespace npusim

@@ -70,6 +70,8 @@ CompileResult Lowering::run() {
       if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
     }
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;
+    rec.cores = layer_cores(size_t(layer_index_));
+    if (size_t(layer_index_) < splits_.size()) rec.parallel = splits_[layer_index_].choice;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();
     if (!lower_layer(l)) {
@@ -85,18 +87,24 @@ CompileResult Lowering::run() {
 
 }  // namespace lowering
 
-CompileResult compile(const Graph& graph, const HwConfig& hw) {
-  CompileResult r = lowering::Lowering(graph, hw).run();
+CompileResult compile(const Graph& graph, const HwConfig& hw,
+                      const std::vector<LayerSplit>& splits) {
+  NPUSIM_CHECK(splits.empty() || splits.size() == graph.layers.size(),
+               "{} layer splits for the {} layers of {}", splits.size(), graph.layers.size(),
+               graph.name);
+  CompileResult r = lowering::Lowering(graph, hw, splits).run();
   if (r.ok || !hw.host || r.failed_layer < 0) return r;
-  // Fallback: the layer that could not be lowered moves to the host and the whole graph is
-  // lowered again (its operands now live off chip, which changes the memory plan). Each round
-  // moves one more layer, so this ends.
+  // Fallback: the layer that could not be lowered moves to the host (on core 0's side of the
+  // chip, unsplit) and the whole graph is lowered again (its operands now live off chip, which
+  // changes the memory plan). Each round moves one more layer, so this ends.
   Graph g = graph;
+  std::vector<LayerSplit> s = splits;
   std::vector<std::string> fallen;
   while (!r.ok && r.failed_layer >= 0 && !g.layers[r.failed_layer].on_host) {
     g.layers[r.failed_layer].on_host = true;
+    if (!s.empty()) s[r.failed_layer] = LayerSplit{};
     fallen.push_back(g.layers[r.failed_layer].name);
-    r = lowering::Lowering(g, hw).run();
+    r = lowering::Lowering(g, hw, s).run();
   }
   if (!r.ok) return r;
   for (LayerRecord& rec : r.program.layers) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
@@ -25,10 +26,19 @@ struct CompileResult {
 // divide), 8 of layer norm, 1 per output element of the other operators.
 uint64_t layer_flops(const Layer& l, int batch);
 
-// `graph` must be quantized (compiler/quantize.hpp). Layers marked on_host run on the host CPU
-// (hw.host must be described). With a host, a layer the accelerator cannot run (its lowering
-// fails: it does not fit the on-chip buffers) falls back to the host, the fallback named in its
+// How one layer is spread over the cores of the chip (compiler/lowering/tensor_parallel.hpp):
+// `cores` 1 runs it on core 0; more split a matrix layer's output channels over cores 0..cores-1.
+struct LayerSplit {
+  int cores = 1;
+  std::string choice = "core 0";  // for LayerRecord::parallel
+};
+
+// `graph` must be quantized (compiler/quantize.hpp). `splits`: one per layer of the graph, or
+// empty (every layer on core 0). Layers marked on_host run on the host CPU (hw.host must be
+// described). With a host, a layer the accelerator cannot run (its lowering fails: it does not
+// fit the on-chip buffers) falls back to the host, the fallback named in its
 // LayerRecord::tiling; without one, the reason is returned as before.
-CompileResult compile(const Graph& graph, const HwConfig& hw);
+CompileResult compile(const Graph& graph, const HwConfig& hw,
+                      const std::vector<LayerSplit>& splits = {});
 
 }  // namespace npusim

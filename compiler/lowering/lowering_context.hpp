@@ -26,8 +26,8 @@ EltwiseOp eltwise_op(const Layer& l, int table);
 
 class Lowering {
  public:
-  Lowering(const Graph& graph, const HwConfig& hw)
-      : graph_(graph), hw_(hw), es_(graph.dtype == DataType::kBf16 ? 2 : 1) {}
+  Lowering(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits)
+      : graph_(graph), hw_(hw), es_(graph.dtype == DataType::kBf16 ? 2 : 1), splits_(splits) {}
 
   CompileResult run();
   int failed_layer() const { return failed_layer_; }
@@ -75,6 +75,8 @@ class Lowering {
   uint64_t ub_addr(const std::string& name) const { return ub_addr_.at(name); }
   uint64_t dram_addr(const std::string& name) const { return tensor_addr_.at(name); }
 
+  // The cores layer i of the graph runs on (tensor_parallel.hpp): 1 is core 0 alone.
+  int layer_cores(size_t i) const { return i < splits_.size() ? splits_[i].cores : 1; }
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
   void plan_unified_buffer();
   // Scratch the layer needs at least, given which tensors are resident.
@@ -97,6 +99,8 @@ class Lowering {
   const int es_;  // bytes per activation / weight element
   Program program_;
   HazardTracker hazards_;
+  const std::vector<LayerSplit>& splits_;
+  int core_ = 0;  // the core emit() puts instructions on
   LayerRecord* current_ = nullptr;
   uint64_t dram_top_ = 0;
   std::map<std::string, uint64_t> tensor_addr_;      // tensors off chip

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/lowering/lowering_context.hpp"
+#include "compiler/lowering/tensor_parallel.hpp"
 #include "support/error.hpp"
 
 namespace npusim::lowering {
@@ -25,6 +26,9 @@ class Lowering::MatrixLayer {
     table_lut_ = lut;
     stage_luts_ = std::move(stage_luts);
   }
+  // The output channels [begin, end) the next blocks compute, on a core of their own: the state
+  // of the block loop starts afresh (a core loads its own slabs, weights and biases).
+  void set_columns(int begin, int end);
   void load_resident_weights();
   void emit_all_blocks();
 
@@ -99,6 +103,7 @@ class Lowering::MatrixLayer {
   const uint64_t wb_half_, acc_unit_, acc_block_;
   int table_ = -1, table_lut_ = -1;
   std::vector<int> stage_luts_;
+  int n_lo_ = 0, n_hi_ = 0;  // the columns of set_columns; resident weights hold only them
   std::vector<SpatialBlock> blocks_;
   bool block_weights_fit_ = false;
   bool bias_loaded_ = false;
@@ -156,6 +161,17 @@ Lowering::MatrixLayer::MatrixLayer(Lowering& lo, const Layer& l, const ConvGeome
       for (int oh0 = 0; oh0 < g.out_h; oh0 += t.out_rows)
         blocks_.push_back({img, od, oh0, std::min(t.out_rows, g.out_h - oh0)});
   block_weights_fit_ = uint64_t(k_) * t.n_tile * es_ <= wb_half_;
+  n_hi_ = g.n;
+}
+
+void Lowering::MatrixLayer::set_columns(int begin, int end) {
+  NPUSIM_CHECK(0 <= begin && begin < end && end <= g_.n, "layer {}: columns [{}, {}) of {}",
+               l_.name, begin, end, g_.n);
+  n_lo_ = begin, n_hi_ = end;
+  slab_parity_ = chunk_index_ = out_index_ = 0;
+  loaded_block_ = loaded_image_ = loaded_n_block_ = -1;
+  std::fill(acc_parity_.begin(), acc_parity_.end(), 0);
+  bias_loaded_ = false;
 }
 
 std::string Lowering::MatrixLayer::describe() const {
@@ -187,12 +203,12 @@ void Lowering::MatrixLayer::load_resident_weights() {
   if (t_.weights_resident && !matmul_) {
     resident_wb_ = lo_.weight_half_ * wb_half_;
     lo_.weight_half_ ^= 1;
-    load_weights(resident_wb_, 0, 0, k_, 0, g_.n);
+    load_weights(resident_wb_, 0, 0, k_, n_lo_, n_hi_ - n_lo_);
   }
 }
 
 void Lowering::MatrixLayer::emit_all_blocks() {
-  const int n_blocks = ceil_div(g_.n, t_.n_tile);
+  const int n_blocks = ceil_div(n_hi_ - n_lo_, t_.n_tile);
   const int n_spatial = static_cast<int>(blocks_.size());
   const int step = t_.images_per_block;
   if (t_.channels_outside) {
@@ -266,7 +282,7 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
   if (t_.weights_resident && matmul_ && loaded_image_ != sb.img) {
     resident_wb_ = lo_.weight_half_ * wb_half_;
     lo_.weight_half_ ^= 1;
-    load_weights(resident_wb_, sb.img, 0, k_, 0, g_.n);
+    load_weights(resident_wb_, sb.img, 0, k_, n_lo_, n_hi_ - n_lo_);
     loaded_image_ = sb.img;
   }
   if (loaded_block_ != bi) load_slab(bi);
@@ -274,8 +290,8 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
   TileTarget target;
   target.m_blk = sb.rows * g_.out_w;
   target.unit = nb % mu_.count;
-  target.n0 = nb * t_.n_tile;
-  target.n_tb = std::min(t_.n_tile, g_.n - target.n0);
+  target.n0 = n_lo_ + nb * t_.n_tile;
+  target.n_tb = std::min(t_.n_tile, n_hi_ - target.n0);
   target.acc = target.unit * acc_unit_ + acc_parity_[target.unit] * (acc_unit_ / 2);
   acc_parity_[target.unit] ^= 1;
   if (t_.channels_outside && block_weights_fit_ && loaded_n_block_ != nb) {
@@ -302,7 +318,8 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
     // The biases come just before the first REQUANT needs them: loaded earlier, the DMA load
     // queue (in order) would hold this layer's weights back until its scratch range is free of
     // the previous layer's operands, and the weights could not prefetch.
-    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_, params_.bias, 4ull * g_.n, 1, 0);
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_ + 4ull * n_lo_,
+            params_.bias + 4ull * n_lo_, 4ull * (n_hi_ - n_lo_), 1, 0);
     bias_loaded_ = true;
   }
   for (int j = 0; j < count; ++j) emit_epilogue(at_image(target, j), blocks_[bi + j]);
@@ -311,8 +328,8 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
 void Lowering::MatrixLayer::place_weights(TileTarget& target, int img) {
   const int kc0 = target.kc0, n0 = target.n0, n_tb = target.n_tb;
   if (t_.weights_resident) {
-    target.wb = resident_wb_ + (uint64_t(kc0) * g_.n + n0) * es_;
-    target.w_ld = g_.n;
+    target.wb = resident_wb_ + (uint64_t(kc0) * (n_hi_ - n_lo_) + n0 - n_lo_) * es_;
+    target.w_ld = n_hi_ - n_lo_;
   } else if (t_.channels_outside && block_weights_fit_) {
     target.wb = block_wb_ + uint64_t(kc0) * n_tb * es_;
     target.w_ld = n_tb;
@@ -481,8 +498,27 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   std::vector<int> stage_luts;
   for (const Layer& s : l.epilogue) stage_luts.push_back(lut(s.lut));
   layer.set_tables(table, lut(l.lut), std::move(stage_luts));
-  layer.load_resident_weights();
-  layer.emit_all_blocks();
+  // Split over cores (tensor_parallel.hpp): each core the same blocks of its own columns, its
+  // resident weights in the same half of its own weight buffer.
+  const std::vector<ColumnRange> columns =
+      split_columns(g.n, hw_.matrix_unit.cols, layer_cores(size_t(layer_index_)));
+  const int half = weight_half_;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    core_ = int(c);
+    weight_half_ = half;
+    layer.set_columns(columns[c].begin, columns[c].end);
+    layer.load_resident_weights();
+    layer.emit_all_blocks();
+  }
+  core_ = 0;
+  if (columns.size() > 1) {
+    std::string where;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      where += fmt::format("{}[{}, {}) on core {}", c == 0 ? "" : ", ", columns[c].begin,
+                           columns[c].end, c);
+    }
+    rec.parallel += fmt::format("; output channels {}", where);
+  }
   return true;
 }
 

@@ -3,7 +3,8 @@
 // outputs and the second operand of a matmul of two activations (it streams through the weight
 // buffer, which the DMA fills from off-chip memory); each layer gets a scratch range for its own
 // blocks. Off-chip memory: parameters first, then the input, then every tensor not resident, each
-// 4 KiB-aligned. A free op's output shares its input's bytes, on or off chip.
+// 4 KiB-aligned. A free op's output shares its input's bytes, on or off chip. A layer split over
+// cores (tensor_parallel.hpp) has its input, residuals and output off chip.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -78,11 +79,14 @@ void Lowering::plan_unified_buffer() {
   const int steps = static_cast<int>(graph_.layers.size());
   for (int i = 0; i < steps; ++i) {
     const Layer& l = graph_.layers[i];
+    // A layer split over cores reads and writes off chip: every core loads the input, and the
+    // output's slices are gathered there (tensor_parallel.hpp).
+    const bool split = layer_cores(size_t(i)) > 1;
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const int b = buffer_of.at(l.inputs[k]);
       buffers[b].last = std::max(buffers[b].last, i);
       ++consumers[b];
-      if (l.kind == OpKind::kMatMul && k == 1) buffers[b].may_reside = false;
+      if ((l.kind == OpKind::kMatMul && k == 1) || split) buffers[b].may_reside = false;
       // A move's boxes are DMA copies between off-chip tensors (move_lowering.cpp).
       if (op_info(l.kind).lowering == OpLowering::kMove) buffers[b].may_reside = false;
       // The host reaches only off-chip memory (docs/heterogeneous.md).
@@ -92,7 +96,7 @@ void Lowering::plan_unified_buffer() {
       buffer_of[l.output] = buffer_of.at(l.inputs[0]);
     } else {
       new_buffer(l.output, l.last_stage().out_shape.elements(), i);  // what the layer stores
-      if (op_info(l.kind).lowering == OpLowering::kMove || l.on_host) {
+      if (op_info(l.kind).lowering == OpLowering::kMove || l.on_host || split) {
         buffers.back().may_reside = false;
       }
     }

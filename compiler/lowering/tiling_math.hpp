@@ -16,6 +16,8 @@ inline uint64_t align_up(uint64_t x, uint64_t a = kAlign) { return (x + a - 1) /
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 inline int unit_key(UnitKind kind, int index) { return static_cast<int>(kind) * 256 + index; }
+// Added per core to unit_key: the same unit on two cores are two units.
+constexpr int kUnitKeysPerCore = 4096;
 
 // The largest n in [1, hi] with fits(n), given fits(1) and fits growing false with n.
 template <class Fits>

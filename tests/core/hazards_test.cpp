@@ -41,5 +41,25 @@ TEST(Hazards, BuffersAreIndependent) {
   EXPECT_EQ(h.add(2, kMxu, {{BufferId::kWeight, 0, 1, false}}), std::vector<uint32_t>{0});
 }
 
+// Tensor parallelism's gather: two cores each store a slice of one off-chip tensor; a load of the
+// whole tensor on either core waits for both stores (the token crosses cores), while the cores'
+// on-chip buffers are spaces of their own (the same unified-buffer bytes on two cores never
+// conflict).
+TEST(Hazards, OffChipIsSharedByTheCoresAndTheirBuffersAreNot) {
+  HazardTracker h;
+  const int store = 3, per_core = 4096;
+  const auto DRAM = BufferId::kDram;
+  EXPECT_TRUE(h.add(0, kVpu, {{UB, 0, 64, true}}, 0).empty());
+  EXPECT_TRUE(h.add(1, kVpu + per_core, {{UB, 0, 64, true}}, 1).empty()) << "core 1's own buffer";
+  EXPECT_EQ(h.add(2, store, {{UB, 0, 64, false}, {DRAM, 0, 64, true}}, 0),
+            std::vector<uint32_t>{0});
+  EXPECT_EQ(h.add(3, store + per_core, {{UB, 0, 64, false}, {DRAM, 64, 128, true}}, 1),
+            std::vector<uint32_t>{1});
+  EXPECT_EQ(h.add(4, kDma + per_core, {{DRAM, 0, 128, false}, {UB, 256, 384, true}}, 1),
+            (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(h.add(5, kDma, {{DRAM, 0, 128, false}, {UB, 256, 384, true}}, 0),
+            (std::vector<uint32_t>{2, 3}));
+}
+
 }  // namespace
 }  // namespace npusim

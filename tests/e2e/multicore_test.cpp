@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "run_npusim.hpp"
+#include "saved_run.hpp"
 
 namespace {
 
@@ -27,30 +27,14 @@ std::filesystem::path chip_file(int cores, const std::string& extra = "") {
   return path;
 }
 
-struct CoreRun {
-  json stats;
-  std::map<std::string, std::string> tensors;  // every layer's saved tensor, by file name
-  std::string report;
-};
+using CoreRun = SavedRun;
 
 CoreRun run_on(int cores, const std::string& network, int batch) {
   const auto hw = chip_file(cores);
-  const auto dir = fresh_dir("multicore-" + std::filesystem::path(network).stem().string() +
-                             std::to_string(cores));
-  const auto saved = dir / "tensors";
-  CommandResult r = run_npusim("run --hw " + hw.string() + " --workload " + network + " --batch " +
-                               std::to_string(batch) + " --parallel data --out " + dir.string() +
-                               " --save-outputs " + saved.string() + " --save-intermediates");
-  CoreRun out;
-  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
-  if (r.exit_code == 0) {
-    out.stats = json::parse(slurp(dir / "stats.json"));
-    out.report = slurp(dir / "report.txt");
-    for (const auto& e : std::filesystem::directory_iterator(saved)) {
-      out.tensors[e.path().filename().string()] = slurp(e.path());
-    }
-  }
-  std::filesystem::remove_all(dir);
+  CoreRun out = run_saving_tensors(
+      "--hw " + hw.string() + " --workload " + network + " --batch " + std::to_string(batch) +
+          " --parallel data",
+      "multicore-" + std::filesystem::path(network).stem().string() + std::to_string(cores));
   std::filesystem::remove(hw);
   return out;
 }
@@ -135,7 +119,8 @@ TEST(Multicore, CompilePrintsTheChoice) {
   EXPECT_NE(data.out.find("\ncore1 "), std::string::npos);
   CommandResult single = run_npusim("compile --hw tpu-v4-like --workload mnist-cnn --batch 1");
   ASSERT_EQ(single.exit_code, 0) << single.err;
-  EXPECT_NE(single.out.find("; parallel: single core (auto: batch 1 on a chip of 2 cores)"),
+  EXPECT_NE(single.out.find("; parallel: single core (auto: batch 1 on a chip of 2 cores; no layer "
+                            "gains from a split over cores)"),
             std::string::npos);
   CommandResult one_core = run_npusim("compile --hw tpu-v4-like-core --workload mnist-cnn");
   ASSERT_EQ(one_core.exit_code, 0) << one_core.err;
@@ -215,9 +200,9 @@ TEST(Multicore, BadCoresAndInterconnectKeysExitWith2) {
 
 TEST(Multicore, BadParallelFlagExitsWith2) {
   CommandResult r =
-      run_npusim("run --hw tpu-v4-like --workload mnist-cnn --parallel pipeline --values off");
+      run_npusim("run --hw tpu-v4-like --workload mnist-cnn --parallel bogus --values off");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--parallel 'pipeline': expected data or auto"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--parallel 'bogus': expected "), std::string::npos) << r.err;
 }
 
 }  // namespace

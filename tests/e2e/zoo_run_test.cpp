@@ -156,34 +156,68 @@ struct CoresRun {
 };
 void PrintTo(const CoresRun& z, std::ostream* os) { *os << z.network << " on " << z.cores; }
 
+// `npusim run` of z.network on z.cores TensorCores, int8, with `flags`: its stats.json (null,
+// and a test failure, when the run fails).
+json run_on_tensorcores(const CoresRun& z, const std::string& flags) {
+  const auto hw = tensorcores(z.cores);
+  const auto dir = fresh_dir(std::string("zoo-cores-") + z.network + std::to_string(z.cores));
+  CommandResult r = run_npusim("run --hw " + hw.string() + " --workload " + z.network +
+                               " --dtype int8 " + flags + " --out " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  json stats = r.exit_code == 0 ? json::parse(slurp(dir / "stats.json")) : json();
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(hw);
+  return stats;
+}
+
 class MulticoreZoo : public testing::TestWithParam<CoresRun> {};
 
 // Data parallel, batch 4, int8: every layer's tensor bit-exact against the reference, so the same
 // on 1, 2 and 4 cores.
 TEST_P(MulticoreZoo, BitExactOnEveryCoreCount) {
   const CoresRun z = GetParam();
-  const auto hw = tensorcores(z.cores);
-  const auto dir = fresh_dir(std::string("zoo-mc-") + z.network + std::to_string(z.cores));
-  CommandResult r = run_npusim("run --hw " + hw.string() + " --workload " + z.network +
-                               " --batch 4 --dtype int8 --parallel data --out " + dir.string());
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  json stats = json::parse(slurp(dir / "stats.json"));
+  const json stats = run_on_tensorcores(z, "--batch 4 --parallel data");
+  ASSERT_FALSE(stats.is_null());
   EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
   EXPECT_EQ(stats["chip"]["cores_used"].get<int>(), z.cores);
   for (const auto& c : stats["cores"]) EXPECT_GT(c["macs"].get<uint64_t>(), 0u);
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove(hw);
 }
 
-std::vector<CoresRun> zoo_on_cores() {
+std::vector<CoresRun> zoo_on_cores(std::vector<int> core_counts = {1, 2, 4}) {
   std::vector<CoresRun> runs;
   for (const char* network : kZoo) {
-    for (int cores : {1, 2, 4}) runs.push_back({network, cores});
+    for (int cores : core_counts) runs.push_back({network, cores});
   }
   return runs;
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, MulticoreZoo, testing::ValuesIn(zoo_on_cores()),
+                         [](const testing::TestParamInfo<CoresRun>& p) {
+                           return test_name(std::string(p.param.network) + "_" +
+                                            std::to_string(p.param.cores) + "cores");
+                         });
+
+class TensorParallelZoo : public testing::TestWithParam<CoresRun> {};
+
+// Tensor parallel, batch 1, int8 (docs/multicore.md, "Tensor parallelism"): every layer's tensor
+// bit-exact against the reference with each matrix layer of two or more 128-column tiles split
+// over up to `cores` TensorCores (the hazard checker checks every run's cross-core tokens).
+TEST_P(TensorParallelZoo, BitExactWithTheLayersSplit) {
+  const CoresRun z = GetParam();
+  const json stats = run_on_tensorcores(z, "--batch 1 --parallel tensor");
+  ASSERT_FALSE(stats.is_null());
+  EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  int widest = 1;
+  for (const auto& l : stats["layers"]) widest = std::max(widest, l["cores"].get<int>());
+  EXPECT_LE(widest, z.cores);
+  EXPECT_EQ(stats["chip"]["cores_used"].get<int>(), widest);
+  const std::string network = z.network;
+  if (network == "resnet50" || network == "vgg16" || network == "alexnet") {
+    EXPECT_EQ(widest, z.cores) << "layers of 512 or more channels split over every core";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, TensorParallelZoo, testing::ValuesIn(zoo_on_cores({2, 4})),
                          [](const testing::TestParamInfo<CoresRun>& p) {
                            return test_name(std::string(p.param.network) + "_" +
                                             std::to_string(p.param.cores) + "cores");

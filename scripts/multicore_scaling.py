@@ -7,7 +7,8 @@ usage: scripts/multicore_scaling.py [--npusim build/sim/npusim] [--write docs/mu
 resnet50 at batch 8, timing only (--values off), data parallel on 1, 2 and 4 TPU v4 TensorCores
 (the tpu-v4-like-core preset with `cores` set) twice: on the core's own 16 HBM2 channels
 (614 GB/s, shared by all the cores) and on 2 of them (77 GB/s). Every figure is read from the
-run's stats.json (docs/stats.md); the wall time is the host's (host.wall_seconds). Without --write
+run's stats.json (docs/stats.md); the wall time is the host's (host.wall_seconds), the CPU time
+the npusim process's user + system time. Without --write
 the table goes to stdout; with --write the block between the markers of the doc is replaced. A
 failed run stops the script with a non-zero exit code. Python 3, standard library only.
 
@@ -20,6 +21,7 @@ split) and --parallel auto (split where the compiler's estimate says it pays).
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -64,19 +66,25 @@ def run(npusim, tmp, cores, channels, workload=WORKLOAD, batch=BATCH, parallel="
            "--values", values, "--parallel", parallel, "--out", out]
     sys.stderr.write("multicore_scaling.py: %s %s, %d cores, %d channels\n" %
                      (workload, parallel, cores, channels))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         sys.stderr.write(result.stderr)
         sys.exit("multicore_scaling.py: run failed (exit %d): %s" %
                  (result.returncode, " ".join(cmd)))
     with open(os.path.join(out, "stats.json")) as f:
-        return json.load(f)
+        stats = json.load(f)
+    # The simulation's CPU time (user + system), which the machine's load does not inflate as it
+    # does the wall time.
+    stats["cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return stats
 
 
 def table(npusim):
     rows = ["| memory | cores | total cycles | speed-up | load imbalance | max core MXU busy "
-            "| off-chip use of peak | cycles with DMA of several cores | wall s |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "| off-chip use of peak | cycles with DMA of several cores | wall s | CPU s |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="npusim-multicore-") as tmp:
         for channels, memory in MEMORIES:
             base = None
@@ -86,10 +94,10 @@ def table(npusim):
                 base = base or cycles
                 chip = s["chip"]
                 busiest = max(c["mxu_busy_cycles"] for c in s["cores"])
-                rows.append("| %s | %d | %d | %.2fx | %.3f | %d | %.1f %% | %d | %.2f |" % (
+                rows.append("| %s | %d | %d | %.2fx | %.3f | %d | %.1f %% | %d | %.2f | %.2f |" % (
                     memory, cores, cycles, base / cycles, chip["load_imbalance"], busiest,
                     100.0 * chip["offchip_utilization"], chip["offchip_contention_cycles"],
-                    s["host"]["wall_seconds"]))
+                    s["host"]["wall_seconds"], s["cpu_seconds"]))
     return "\n".join(rows) + "\n"
 
 

@@ -183,5 +183,14 @@ TEST(OnnxErrors, ExternalWeights) {
                                       "inside)"});
 }
 
+// The conformance gaps' neighbours that stay refused (tests/onnx/make_gap_models.py).
+TEST(OnnxErrors, LayerNormStashType) {
+  const std::string path = model_path("bad_gaps");
+  EXPECT_EQ(import_errors(path),
+            std::vector<std::string>{path +
+                                     ": node 'ln_half' (LayerNormalization): stash_type 10: only 1 "
+                                     "(float statistics) is supported"});
+}
+
 }  // namespace
 }  // namespace npusim

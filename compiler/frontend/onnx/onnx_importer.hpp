@@ -137,6 +137,10 @@ class OnnxImporter {
   void dense_along_axis(int i, const Value& x, size_t axis, std::vector<float> weights,
                         int64_t units, const std::string& out);
   void softmax_along_axis(int i, const Value& x, size_t axis, const std::string& out);
+  // LayerNormalization's Mean / InvStdDev outputs when used (onnx_normalization.cpp): `rows` is
+  // the IR tensor [.., inner] the normalization of x over its axes from `a` on reads.
+  void layer_norm_statistics(int i, const Value& x, size_t a, const std::string& rows,
+                             int64_t inner, float epsilon);
   // Resize linear / cubic to `dims` with `scale` (both with the batch axis when x is batched).
   void resize_interpolated(int i, const Value& x, const std::vector<int64_t>& dims,
                            const std::vector<double>& scale);

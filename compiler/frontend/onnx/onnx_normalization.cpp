@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "compiler/frontend/onnx/onnx_importer.hpp"
@@ -57,7 +58,10 @@ void OnnxImporter::import_layer_norm(int i) {
   const Node& n = g_.node(i);
   const Value* x = activation(i, 0);
   if (!x) return;
-  if (!extra_outputs_unused(i)) return;
+  if (attr_int(n, "stash_type", 1) != 1) {
+    return fail(i, fmt::format("stash_type {}: only 1 (float statistics) is supported",
+                               attr_int(n, "stash_type", 1)));
+  }
   const Constant* scale = constant(i, 1, "scale");
   if (!scale) return;
   const Constant* bias = optional_constant(i, 2, "bias");
@@ -68,9 +72,14 @@ void OnnxImporter::import_layer_norm(int i) {
   if (a == -2) return fail(i, what + ": out of range");
   if (a == -1) return batch_axis_needed(i, what + ": a normalization over axis 0");
   if (x->channels_first) {
-    return fail(i, what +
-                       " (channels first): npusim normalises tensors in ONNX order, not the "
-                       "channels of a feature map");
+    // A feature map ([C, (D,) H, W], channels last in the IR) is normalised in ONNX order: a
+    // layout move first.
+    const std::string name = n.output(0) + "_onnx_order";
+    add_relayout(*x, false, name, where(i));
+    Value v = *x;
+    v.channels_first = false;
+    set_value(name, std::move(v));
+    x = &values_.at(name);
   }
   // Over the axes from `a` on: the tensor viewed as [outer, inner] when they are not just the last.
   const std::vector<int64_t> normalized(x->dims.begin() + a, x->dims.end());
@@ -101,8 +110,65 @@ void OnnxImporter::import_layer_norm(int i) {
   l.gamma = permuted(gamma, map);
   l.beta = permuted(beta, map);
   if (reshape) add_layer(i, OpKind::kReshape, {out + "_normalized"}, out).reshape_to = dims;
-  Value v = *x;
-  set_value(out, std::move(v));
+  const Value xv = *x;  // set_value may move values_
+  set_value(out, Value(xv));
+  layer_norm_statistics(i, xv, static_cast<size_t>(a), in, inner, attr_float(n, "epsilon", 1e-5f));
+}
+
+// LayerNormalization's optional outputs Mean and InvStdDev (stash_type 1: in float), from the
+// rows [outer, inner] the normalization reads, as layers of their own: Mean = rows * (1 / n);
+// the centred rows d = rows * (I - J / n) (J all ones); InvStdDev = rsqrt((d * d) * (1 / n) +
+// epsilon). Both get x's shape with the normalized axes kept as 1.
+void OnnxImporter::layer_norm_statistics(int i, const Value& x, size_t a, const std::string& rows,
+                                         int64_t inner, float epsilon) {
+  const Node& n = g_.node(i);
+  auto used = [&](int k) {
+    return n.output_size() > k && !n.output(k).empty() && consumers_[n.output(k)] > 0;
+  };
+  if (!used(1) && !used(2)) return;
+  Value stat = x;
+  for (size_t k = a; k < stat.dims.size(); ++k) stat.dims[k] = 1;
+  stat.flat_from.clear();
+  const std::vector<int> stat_ir = ir_dims(stat);
+  const auto count = static_cast<size_t>(inner);
+  const float share = 1.0f / static_cast<float>(inner);
+  const std::string& base = n.output(0);
+  auto dense = [&](const std::string& in, const std::string& out, int64_t units,
+                   std::vector<float> weights, float bias) {
+    Layer& l = add_layer(i, OpKind::kDense, {in}, out);
+    l.filters = static_cast<int>(units);
+    l.weights = std::move(weights);
+    l.use_bias = bias != 0.0f;
+    l.bias.assign(static_cast<size_t>(units), bias);
+    return out;
+  };
+  // The IR shape of a [.., 1] result of `rows` (the rows' last axis reduced).
+  std::vector<int> reduced = ir_dims(x);
+  if (rows != x.ir_name) reduced = {static_cast<int>(product(x.dims) / inner), 1};
+  reduced.back() = 1;
+  // A [.., 1] statistic computed by `last` (writing `name`) as the ONNX output k.
+  auto output = [&](int k, const std::function<void(const std::string&)>& last) {
+    const std::string& out = n.output(k);
+    const bool same = reduced == stat_ir;
+    last(same ? out : out + "_rows");
+    if (!same) add_layer(i, OpKind::kReshape, {out + "_rows"}, out).reshape_to = stat_ir;
+    set_value(out, Value(stat));
+  };
+  if (used(1)) {
+    output(1, [&](const std::string& name) {
+      dense(rows, name, 1, std::vector<float>(count, share), 0.0f);
+    });
+  }
+  if (!used(2)) return;
+  std::vector<float> centre(count * count, -share);
+  for (size_t k = 0; k < count; ++k) centre[k * count + k] += 1.0f;
+  const std::string d = dense(rows, base + "_centred", inner, std::move(centre), 0.0f);
+  add_layer(i, OpKind::kMul, {d, d}, base + "_squares");
+  const std::string var =
+      dense(base + "_squares", base + "_variance", 1, std::vector<float>(count, share), epsilon);
+  output(2, [&](const std::string& name) {
+    add_layer(i, OpKind::kActivation, {var}, name).activation = Activation::kRsqrt;
+  });
 }
 
 void OnnxImporter::import_batch_norm(int i) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Builds the ONNX test models of the conformance gaps (issue 12): LayerNormalization with its
-Mean and InvStdDev outputs; expected outputs from independent numpy code. Same layout and conventions as make_models.py.
+Mean and InvStdDev outputs, 1-D pools over [N, C, L], MaxPool with dilations; expected outputs
+from independent numpy code. Same layout and conventions as make_models.py.
 
 Usage: make_gap_models.py OUT_DIR
 """
@@ -10,7 +11,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_models import Builder, save  # noqa: E402
+from make_models import Builder, per_sample, pool, save  # noqa: E402
 
 
 def statistics(x, axis, eps):
@@ -45,6 +46,53 @@ def layernorm_stats(out_dir):
         "mean_relu": np.maximum(mean, 0.0)})
 
 
+def pools_1d(out_dir):
+    """MaxPool and AveragePool over [N, C, L]: padded and strided, and the default window."""
+    b = Builder("pools_1d", 52)
+    b.node("MaxPool", ["x"], ["max"], kernel_shape=[3], strides=[2], pads=[1, 1])
+    b.node("AveragePool", ["x"], ["avg"], kernel_shape=[2])
+    b.node("AveragePool", ["x"], ["avg_pad"], kernel_shape=[3], strides=[2], pads=[1, 0])
+    model = b.model("x", [3, 11], ["max", "avg", "avg_pad"])
+    x = b.rng.uniform(-1, 1, [2, 3, 11]).astype(np.float32)
+    save(out_dir, b, model, x, {
+        "max": per_sample(lambda s: pool(s, [3], [2], [1, 1], "max"), x),
+        "avg": per_sample(lambda s: pool(s, [2], [1], [0, 0], "avg"), x),
+        "avg_pad": per_sample(lambda s: pool(s, [3], [2], [1, 0], "avg"), x)})
+
+
+def dilated_max(x, kernel, strides, pads, dilations):
+    """Max pool of one sample [C, spatial...] with dilated windows (ONNX MaxPool)."""
+    nsp = x.ndim - 1
+    xp = np.pad(x, [(0, 0)] + [(pads[i], pads[nsp + i]) for i in range(nsp)],
+                constant_values=-np.inf)
+    span = [(kernel[i] - 1) * dilations[i] + 1 for i in range(nsp)]
+    out = [(xp.shape[1 + i] - span[i]) // strides[i] + 1 for i in range(nsp)]
+    y = np.zeros([x.shape[0]] + out)
+    for pos in np.ndindex(*out):
+        sl = tuple(slice(pos[i] * strides[i], pos[i] * strides[i] + span[i], dilations[i])
+                   for i in range(nsp))
+        y[(slice(None),) + pos] = xp[(slice(None),) + sl].reshape(x.shape[0], -1).max(axis=1)
+    return y
+
+
+def maxpool_dilated(out_dir):
+    """MaxPool with dilations: 2x2 windows dilated by 2; padded, strided and dilated on one axis
+    only; 1-D with dilation 3."""
+    b = Builder("maxpool_dilated", 53)
+    b.node("MaxPool", ["x"], ["d2"], kernel_shape=[2, 2], dilations=[2, 2])
+    b.node("MaxPool", ["x"], ["d21"], kernel_shape=[3, 2], strides=[2, 2], pads=[1, 1, 2, 1],
+           dilations=[2, 1])
+    b.const("rows_shape", np.array([0, 2, 49], np.int64))
+    b.node("Reshape", ["x", "rows_shape"], ["rows"])
+    b.node("MaxPool", ["rows"], ["d3_1d"], kernel_shape=[3], dilations=[3], pads=[2, 0])
+    model = b.model("x", [2, 7, 7], ["d2", "d21", "d3_1d"])
+    x = b.rng.uniform(-1, 1, [2, 2, 7, 7]).astype(np.float32)
+    save(out_dir, b, model, x, {
+        "d2": per_sample(lambda s: dilated_max(s, [2, 2], [1, 1], [0, 0, 0, 0], [2, 2]), x),
+        "d21": per_sample(lambda s: dilated_max(s, [3, 2], [2, 2], [1, 1, 2, 1], [2, 1]), x),
+        "d3_1d": per_sample(lambda s: dilated_max(s.reshape(2, 49), [3], [1], [2, 0], [3]), x)})
+
+
 def layernorm_map(out_dir):
     """LayerNormalization of a rank-4 input (a feature map for npusim: moved to ONNX order first)
     over its last axis and over the axes from 1 on, with Mean and InvStdDev."""
@@ -65,12 +113,13 @@ def layernorm_map(out_dir):
 
 
 def bad_gaps(out_dir):
-    """What stays refused: LayerNormalization statistics in float16."""
+    """What stays refused: LayerNormalization statistics in float16, a dilated AveragePool."""
     b = Builder("bad_gaps", 54)
     b.const("scale", np.ones([4], np.float32))
     b.node("LayerNormalization", ["x", "scale"], ["y", "mean"], name="ln_half", axis=-1,
            stash_type=10)
-    model = b.model("x", [3, 4], ["y", "mean"], opset=17)
+    b.node("AveragePool", ["x"], ["avg"], name="avg_dilated", kernel_shape=[2], dilations=[2])
+    model = b.model("x", [3, 4], ["y", "mean", "avg"], opset=19)
     save(out_dir, b, model, None, {}, check=False)
 
 
@@ -79,7 +128,7 @@ def main():
         sys.exit(__doc__)
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
-    for build in (layernorm_stats, layernorm_map, bad_gaps):
+    for build in (layernorm_stats, layernorm_map, pools_1d, maxpool_dilated, bad_gaps):
         build(out_dir)
 
 

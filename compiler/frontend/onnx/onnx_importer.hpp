@@ -124,6 +124,10 @@ class OnnxImporter {
   void emit_move(int i, const std::string& out, const char* op, const std::vector<MoveOperand>& ops,
                  const MoveSpec& spec);
   void import_concat_move(int i);
+  // onnx_conv_pool.cpp: a pool of feature map x with the window attributes of `n` as `out`;
+  // a 1-D pool ([N, C, L]) through a feature map of height 1.
+  void pool_window(int i, const Node& n, const Value& x, OpKind kind, const std::string& out);
+  void import_pool_1d(int i, OpKind kind, const Value& x);
   // onnx_compose.cpp: x with its axes in the order `perm` (per-sample axes) as `out`; null after
   // reporting.
   const Value* permute_value(int i, const Value& x, const std::vector<int64_t>& perm,

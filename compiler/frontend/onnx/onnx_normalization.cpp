@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "compiler/frontend/onnx/onnx_importer.hpp"
@@ -116,9 +115,10 @@ void OnnxImporter::import_layer_norm(int i) {
 }
 
 // LayerNormalization's optional outputs Mean and InvStdDev (stash_type 1: in float), from the
-// rows [outer, inner] the normalization reads, as layers of their own: Mean = rows * (1 / n);
-// the centred rows d = rows * (I - J / n) (J all ones); InvStdDev = rsqrt((d * d) * (1 / n) +
-// epsilon). Both get x's shape with the normalized axes kept as 1.
+// rows [outer, inner] the normalization reads, as layers of their own: the mean m = rows * (1 / n)
+// (a dense layer); the centred rows d = rows + m * (-1, ..., -1) (the mean spread over the row by
+// a dense layer, then an add); InvStdDev = rsqrt((d * d) * (1 / n) + epsilon). Both outputs get
+// x's shape with the normalized axes kept as 1.
 void OnnxImporter::layer_norm_statistics(int i, const Value& x, size_t a, const std::string& rows,
                                          int64_t inner, float epsilon) {
   const Node& n = g_.node(i);
@@ -142,33 +142,29 @@ void OnnxImporter::layer_norm_statistics(int i, const Value& x, size_t a, const 
     l.bias.assign(static_cast<size_t>(units), bias);
     return out;
   };
-  // The IR shape of a [.., 1] result of `rows` (the rows' last axis reduced).
+  // The IR shape of a statistic, the rows' last axis reduced to 1; reshaped to ONNX's unless
+  // that is the same.
   std::vector<int> reduced = ir_dims(x);
   if (rows != x.ir_name) reduced = {static_cast<int>(product(x.dims) / inner), 1};
   reduced.back() = 1;
-  // A [.., 1] statistic computed by `last` (writing `name`) as the ONNX output k.
-  auto output = [&](int k, const std::function<void(const std::string&)>& last) {
-    const std::string& out = n.output(k);
-    const bool same = reduced == stat_ir;
-    last(same ? out : out + "_rows");
-    if (!same) add_layer(i, OpKind::kReshape, {out + "_rows"}, out).reshape_to = stat_ir;
-    set_value(out, Value(stat));
+  const bool same = reduced == stat_ir;
+  auto ir_name = [&](int k) { return same ? n.output(k) : n.output(k) + "_rows"; };
+  auto publish = [&](int k) {  // output k, once the layer writing ir_name(k) is in
+    if (!same) add_layer(i, OpKind::kReshape, {ir_name(k)}, n.output(k)).reshape_to = stat_ir;
+    set_value(n.output(k), Value(stat));
   };
-  if (used(1)) {
-    output(1, [&](const std::string& name) {
-      dense(rows, name, 1, std::vector<float>(count, share), 0.0f);
-    });
-  }
+  const std::string mean =
+      dense(rows, used(1) ? ir_name(1) : base + "_mean", 1, std::vector<float>(count, share), 0.0f);
+  if (used(1)) publish(1);
   if (!used(2)) return;
-  std::vector<float> centre(count * count, -share);
-  for (size_t k = 0; k < count; ++k) centre[k * count + k] += 1.0f;
-  const std::string d = dense(rows, base + "_centred", inner, std::move(centre), 0.0f);
-  add_layer(i, OpKind::kMul, {d, d}, base + "_squares");
+  const std::string minus_mean =
+      dense(mean, base + "_minus_mean", inner, std::vector<float>(count, -1.0f), 0.0f);
+  add_layer(i, OpKind::kAdd, {rows, minus_mean}, base + "_centred");
+  add_layer(i, OpKind::kMul, {base + "_centred", base + "_centred"}, base + "_squares");
   const std::string var =
       dense(base + "_squares", base + "_variance", 1, std::vector<float>(count, share), epsilon);
-  output(2, [&](const std::string& name) {
-    add_layer(i, OpKind::kActivation, {var}, name).activation = Activation::kRsqrt;
-  });
+  add_layer(i, OpKind::kActivation, {var}, ir_name(2)).activation = Activation::kRsqrt;
+  publish(2);
 }
 
 void OnnxImporter::import_batch_norm(int i) {

@@ -104,9 +104,19 @@ std::string gather_windows(const Value& x, const std::vector<int64_t>& kernel,
     in[off + a] = x.dims[a + 1], k[off + a] = kernel[a], d[off + a] = dilation[a];
     st[off + a] = win.strides[a], pb[off + a] = win.pads_begin[a], out[off + a] = win.out[a];
   }
-  const int64_t elements = out[0] * k[0] * out[1] * k[1] * out[2] * k[2] * c_n;
-  if (elements > (int64_t(1) << 24)) {
-    return fmt::format("the dilated windows would hold {} elements (more than 2^24)", elements);
+  // At most 2^24 elements, checked factor by factor so that no product overflows.
+  constexpr int64_t kMaxElements = int64_t(1) << 24;
+  int64_t elements = c_n;
+  for (size_t a = 0; a < 3; ++a) {
+    for (int64_t f : {out[a], k[a]}) {
+      if (f > kMaxElements || elements > kMaxElements / f) {
+        return fmt::format(
+            "the dilated windows would hold more than 2^24 elements (kernel {}, "
+            "output {})",
+            dims_text(kernel), dims_text(win.out));
+      }
+      elements *= f;
+    }
   }
   move.reshape_to.clear();
   for (size_t a = off; a < 3; ++a) move.reshape_to.push_back(static_cast<int>(out[a] * k[a]));

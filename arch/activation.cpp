@@ -25,14 +25,16 @@ const char* to_string(Activation a) {
       return "gelu";
     case Activation::kErf:
       return "erf";
+    case Activation::kRsqrt:
+      return "rsqrt";
   }
   return "?";
 }
 
 std::optional<Activation> parse_activation(const std::string& text) {
-  for (Activation a :
-       {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
-        Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf}) {
+  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
+                       Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf,
+                       Activation::kRsqrt}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;
@@ -56,6 +58,8 @@ float apply_activation(Activation a, float x, float clip_min, float clip_max) {
       return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
     case Activation::kErf:
       return std::erf(x);
+    case Activation::kRsqrt:
+      return 1.0f / std::sqrt(x);
   }
   return x;
 }

@@ -60,6 +60,8 @@ double activation_moment(Activation a, double m) {
       return 0.4 * m;
     case Activation::kErf:  // erf(x) ~ 2x / sqrt(pi) near 0, bounded by 1
       return (4 * m / std::numbers::pi) / (1 + 4 * m / std::numbers::pi);
+    case Activation::kRsqrt:  // of a positive input (a variance): about 1 / E[x]
+      return m > 0 ? 1 / std::sqrt(m) : 1.0;
   }
   return m;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "compiler/passes/parameters.hpp"
@@ -29,7 +30,9 @@ float choose_scale(float largest, const Layer& l) {
 std::vector<int8_t> make_lut(const Layer& l, float in_scale, float out_scale) {
   std::vector<int8_t> lut(256);
   for (int q = -128; q <= 127; ++q) {
-    const float y = apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max);
+    float y = apply_activation(l.activation, q * in_scale, l.clip_min, l.clip_max);
+    // rsqrt of a negative code (a variance never has one): the largest code, as at 0.
+    if (std::isnan(y)) y = std::numeric_limits<float>::infinity();
     lut[q + 128] = saturate_round(y / out_scale);
   }
   return lut;
@@ -71,6 +74,19 @@ float clamped_magnitude(const Layer& l, const std::vector<float>& real,
   return calibration_magnitude(y, options);
 }
 
+// 1/sqrt has no bound over the codes (+inf at 0): its output scale comes from the values it is
+// given (`real`, pre-activation; the finite results), or from the smallest positive code.
+float rsqrt_output_scale(const Layer& l, float in_scale, const std::vector<float>& real,
+                         const CalibrationOptions& options) {
+  std::vector<float> y;
+  for (float x : real) {
+    const float v = apply_activation(l.activation, x, l.clip_min, l.clip_max);
+    if (std::isfinite(v)) y.push_back(v);
+  }
+  if (y.empty()) y.push_back(apply_activation(l.activation, in_scale, l.clip_min, l.clip_max));
+  return choose_scale(calibration_magnitude(y, options), l);
+}
+
 // Output scale, clamps and table of a layer whose real pre-activation values are `real`.
 // Clamp-only activations saturate in the requantization; others requantize to an intermediate
 // scale and go through a table.
@@ -94,7 +110,9 @@ float set_output_quantization(Layer& l, const std::vector<float>& real,
   Layer plain = l;
   plain.fixed_output_scale = 0.0f;
   l.mid_scale = choose_scale(calibration_magnitude(real, options), plain);
-  l.out_scale = lut_output_scale(l, l.mid_scale);
+  l.out_scale = l.activation == Activation::kRsqrt
+                    ? rsqrt_output_scale(l, l.mid_scale, real, options)
+                    : lut_output_scale(l, l.mid_scale);
   l.lut = make_lut(l, l.mid_scale, l.out_scale);
   l.clamp_lo = -128;
   l.clamp_hi = 127;
@@ -215,7 +233,13 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
         break;
       }
       case OpKind::kActivation:
-        l.out_scale = lut_output_scale(l, l.in_scales[0]);
+        if (l.activation == Activation::kRsqrt) {
+          std::vector<float> real;
+          for (int8_t q : *in[0]) real.push_back(q * l.in_scales[0]);
+          l.out_scale = rsqrt_output_scale(l, l.in_scales[0], real, options);
+        } else {
+          l.out_scale = lut_output_scale(l, l.in_scales[0]);
+        }
         l.lut = make_lut(l, l.in_scales[0], l.out_scale);
         y = layer_values(l, in);
         break;

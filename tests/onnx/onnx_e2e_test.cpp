@@ -155,6 +155,13 @@ const auto kMovementModels = testing::Values(
     Case{"composed", {"up_linear", "down_cubic", "sm_h"}},
     Case{"composed_whole", {"mm", "g", "sm0"}, true});
 
+// make_gap_models.py: the conformance gaps (LayerNormalization's Mean / InvStdDev, 1-D pools,
+// MaxPool dilations).
+const auto kGapModels = testing::Values(
+    Case{"layernorm_stats", {"y", "mean", "inv_std", "y2", "mean2", "inv_std2", "mean_relu"}},
+    Case{"layernorm_map", {"y", "mean", "inv_std", "y1", "mean1", "inv_std1"}},
+    Case{"pools_1d", {"max", "avg", "avg_pad"}}, Case{"maxpool_dilated", {"d2", "d21", "d3_1d"}});
+
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;
 }
@@ -164,6 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxCli, kModels, model_name);
 INSTANTIATE_TEST_SUITE_P(Models, OnnxEndToEnd, kModels, model_name);
 INSTANTIATE_TEST_SUITE_P(Movement, OnnxCli, kMovementModels, model_name);
 INSTANTIATE_TEST_SUITE_P(Movement, OnnxEndToEnd, kMovementModels, model_name);
+INSTANTIATE_TEST_SUITE_P(Gaps, OnnxCli, kGapModels, model_name);
+INSTANTIATE_TEST_SUITE_P(Gaps, OnnxEndToEnd, kGapModels, model_name);
 
 }  // namespace
 }  // namespace npusim

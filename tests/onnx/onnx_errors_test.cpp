@@ -183,5 +183,16 @@ TEST(OnnxErrors, ExternalWeights) {
                                       "inside)"});
 }
 
+// The conformance gaps' neighbours that stay refused (tests/onnx/make_gap_models.py).
+TEST(OnnxErrors, LayerNormStashTypeAndDilatedAveragePool) {
+  const std::string path = model_path("bad_gaps");
+  EXPECT_EQ(import_errors(path),
+            (std::vector<std::string>{
+                path + ": node 'ln_half' (LayerNormalization): stash_type 10: only 1 (float "
+                       "statistics) is supported",
+                path + ": node 'avg_dilated' (AveragePool): dilations [2]: only MaxPool "
+                       "supports dilations"}));
+}
+
 }  // namespace
 }  // namespace npusim

@@ -88,10 +88,147 @@ void OnnxImporter::import_conv(int i) {
   set_value(out, std::move(v));
 }
 
+namespace {
+
+// The windows of a dilated max pool over feature map x, side by side: a move into the IR map
+// [(Do * Kd,) Ho * Kh, Wo * Kw, C] whose block (o, .) holds window o's elements, for a max pool
+// with the kernel as its stride. A window element in the padding copies a valid element of the
+// same window, which leaves its maximum unchanged. Returns an error message, empty when fine.
+std::string gather_windows(const Value& x, const std::vector<int64_t>& kernel,
+                           const std::vector<int64_t>& dilation, const Window& win, Layer& move) {
+  const size_t s = kernel.size(), off = 3 - s;
+  const int64_t c_n = x.dims[0];
+  std::array<int64_t, 3> in{1, 1, 1}, k{1, 1, 1}, d{1, 1, 1}, st{1, 1, 1}, pb{0, 0, 0},
+      out{1, 1, 1};
+  for (size_t a = 0; a < s; ++a) {
+    in[off + a] = x.dims[a + 1], k[off + a] = kernel[a], d[off + a] = dilation[a];
+    st[off + a] = win.strides[a], pb[off + a] = win.pads_begin[a], out[off + a] = win.out[a];
+  }
+  // At most 2^24 elements, checked factor by factor so that no product overflows.
+  constexpr int64_t kMaxElements = int64_t(1) << 24;
+  int64_t elements = c_n;
+  for (size_t a = 0; a < 3; ++a) {
+    for (int64_t f : {out[a], k[a]}) {
+      if (f > kMaxElements || elements > kMaxElements / f) {
+        return fmt::format(
+            "the dilated windows would hold more than 2^24 elements (kernel {}, "
+            "output {})",
+            dims_text(kernel), dims_text(win.out));
+      }
+      elements *= f;
+    }
+  }
+  move.reshape_to.clear();
+  for (size_t a = off; a < 3; ++a) move.reshape_to.push_back(static_cast<int>(out[a] * k[a]));
+  move.reshape_to.push_back(static_cast<int>(c_n));
+  move.move_from.assign(static_cast<size_t>(elements), MoveSource{});
+  const int64_t ow = out[2] * k[2], oh = out[1] * k[1];
+  for (int64_t oz = 0; oz < out[0]; ++oz) {
+    for (int64_t oy = 0; oy < out[1]; ++oy) {
+      for (int64_t ox = 0; ox < out[2]; ++ox) {
+        // The window's elements (input coordinates, -1 in the padding) and a valid one.
+        std::vector<int64_t> at;
+        int64_t valid = -1;
+        for (int64_t jz = 0; jz < k[0]; ++jz) {
+          for (int64_t jy = 0; jy < k[1]; ++jy) {
+            for (int64_t jx = 0; jx < k[2]; ++jx) {
+              const int64_t z = oz * st[0] - pb[0] + jz * d[0], y = oy * st[1] - pb[1] + jy * d[1],
+                            xx = ox * st[2] - pb[2] + jx * d[2];
+              const bool inside =
+                  z >= 0 && z < in[0] && y >= 0 && y < in[1] && xx >= 0 && xx < in[2];
+              at.push_back(inside ? (z * in[1] + y) * in[2] + xx : -1);
+              if (inside && valid < 0) valid = at.back();
+            }
+          }
+        }
+        if (valid < 0) {
+          return fmt::format("output position ({}, {}, {}) has a window entirely in the padding",
+                             oz, oy, ox);
+        }
+        size_t j = 0;
+        for (int64_t jz = 0; jz < k[0]; ++jz) {
+          for (int64_t jy = 0; jy < k[1]; ++jy) {
+            for (int64_t jx = 0; jx < k[2]; ++jx, ++j) {
+              const int64_t pixel = at[j] >= 0 ? at[j] : valid;
+              const int64_t o = ((oz * k[0] + jz) * oh + oy * k[1] + jy) * ow + ox * k[2] + jx;
+              for (int64_t c = 0; c < c_n; ++c) {
+                move.move_from[static_cast<size_t>(o * c_n + c)] = {
+                    0, static_cast<int32_t>(pixel * c_n + c)};
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 void OnnxImporter::import_pool(int i, OpKind kind) {
-  const Node& n = g_.node(i);
   const Value* x = activation(i, 0);
   if (!x) return;
+  if (!x->channels_first && x->batched && x->dims.size() == 2 && x->flat_from.empty()) {
+    return import_pool_1d(i, kind, *x);
+  }
+  pool_window(i, g_.node(i), *x, kind, g_.node(i).output(0));
+}
+
+// A 1-D pool over [N, C, L]: the input as a feature map of height 1 ([C, 1, L], the IR's
+// [1, L, C]), pooled with the window's attributes given a leading axis of 1, and moved back.
+void OnnxImporter::import_pool_1d(int i, OpKind kind, const Value& x) {
+  Node n = g_.node(i);
+  auto lead = [](std::vector<int64_t> v, int64_t value) {
+    v.insert(v.begin(), value);
+    return v;
+  };
+  for (auto& a : *n.mutable_attribute()) {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations") {
+      v = lead(v, 1);
+    } else if (a.name() == "pads" && v.size() == 2) {
+      v = {0, v[0], 0, v[1]};
+    } else {
+      continue;
+    }
+    a.clear_ints();
+    for (int64_t e : v) a.add_ints(e);
+  }
+  // out[c][r] = in[r][c] for IR tensors [rows, cols] -> [cols, rows] (shaped `ir`).
+  auto transpose = [&](const std::string& in, int rows, int cols, std::vector<int> ir,
+                       const std::string& out) {
+    Layer& l = add_layer(i, OpKind::kMove, {in}, out);
+    l.reshape_to = std::move(ir);
+    l.move_op = "transpose";
+    l.move_from.resize(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c)
+        l.move_from[size_t(c) * size_t(rows) + size_t(r)] = {0, r * cols + c};
+    }
+  };
+  const int channels = static_cast<int>(x.dims[0]), length = static_cast<int>(x.dims[1]);
+  const std::string out = n.output(0);
+  Value map;
+  map.channels_first = true;
+  map.dims = {x.dims[0], 1, x.dims[1]};
+  transpose(x.ir_name, channels, length, {1, length, channels}, out + "_map");
+  set_value(out + "_map", std::move(map));
+  const std::string pooled = out + "_pooled";
+  pool_window(i, n, values_.at(out + "_map"), kind, pooled);
+  auto it = values_.find(pooled);
+  if (it == values_.end()) return;
+  const int pooled_length = static_cast<int>(it->second.dims[2]);
+  transpose(pooled, pooled_length, channels, {channels, pooled_length}, out);
+  Value v;
+  v.dims = {x.dims[0], pooled_length};
+  set_value(out, std::move(v));
+}
+
+// A 2-D or 3-D pool of the feature map x as `out`; the window's attributes come from `n`.
+void OnnxImporter::pool_window(int i, const Node& n, const Value& xv, OpKind kind,
+                               const std::string& out) {
+  const Value* x = &xv;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   if (!extra_outputs_unused(i)) return;
   const size_t s = x->dims.size() - 1;
@@ -103,9 +240,15 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
   auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
   // One value per spatial axis (an empty list was read past its end: found by fuzzing).
   if (dilation.size() != s ||
-      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; })) {
-    return fail(i, fmt::format("dilations {}: only {} values of 1 are supported for pooling",
-                               dims_text(dilation), s));
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d < 1; })) {
+    return fail(i, fmt::format("dilations {} must be {} positive values", dims_text(dilation), s));
+  }
+  const bool dilated =
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  if (dilated && kind != OpKind::kMaxPool) {
+    // As the node gives them (a 1-D pool's have one value).
+    return fail(i, fmt::format("dilations {}: only MaxPool supports dilations",
+                               dims_text(attr_ints(g_.node(i), "dilations", dilation))));
   }
   std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
   Window win;
@@ -118,10 +261,11 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
     // Runtime, a window that would start in the end padding is dropped. The IR gets the overhang
     // as extra end padding, which max pooling and an average without padding both ignore.
     for (size_t a = 0; a < s; ++a) {
+      const int64_t span = (kernel[a] - 1) * dilation[a] + 1;
       const int64_t padded = in[a] + win.pads_begin[a] + win.pads_end[a];
-      int64_t out_ceil = (padded - kernel[a] + win.strides[a] - 1) / win.strides[a] + 1;
+      int64_t out_ceil = (padded - span + win.strides[a] - 1) / win.strides[a] + 1;
       if ((out_ceil - 1) * win.strides[a] >= in[a] + win.pads_begin[a]) --out_ceil;
-      const int64_t extra = (out_ceil - 1) * win.strides[a] + kernel[a] - padded;
+      const int64_t extra = (out_ceil - 1) * win.strides[a] + span - padded;
       if (extra <= 0) continue;
       if (kind == OpKind::kAvgPool && count_include_pad) {
         return fail(i,
@@ -132,12 +276,27 @@ void OnnxImporter::import_pool(int i, OpKind kind) {
       win.out[a] = out_ceil;
     }
   }
-  const std::string out = n.output(0);
+  std::string source = x->ir_name;
+  if (dilated) {
+    // The dilated windows side by side (a move), pooled with a stride of the kernel.
+    source = out + "_windows";
+    Layer m;
+    if (auto problem = gather_windows(*x, kernel, dilation, win, m); !problem.empty()) {
+      return fail(i, problem);
+    }
+    Layer& g = add_layer(i, OpKind::kMove, {x->ir_name}, source);
+    g.reshape_to = std::move(m.reshape_to);
+    g.move_from = std::move(m.move_from);
+    g.move_op = "dilated pooling windows";
+    win.strides = kernel;
+    win.pads_begin.assign(s, 0);
+    win.pads_end.assign(s, 0);
+  }
   Value v;
   v.channels_first = true;
   v.dims.push_back(x->dims[0]);
   v.dims.insert(v.dims.end(), win.out.begin(), win.out.end());
-  Layer& l = add_layer(i, kind, {x->ir_name}, out);
+  Layer& l = add_layer(i, kind, {source}, out);
   l.kernel = triple(kernel, 1);
   l.strides = triple(win.strides, 1);
   l.pads_begin = triple(win.pads_begin, 0);

@@ -124,6 +124,10 @@ class OnnxImporter {
   void emit_move(int i, const std::string& out, const char* op, const std::vector<MoveOperand>& ops,
                  const MoveSpec& spec);
   void import_concat_move(int i);
+  // onnx_conv_pool.cpp: a pool of feature map x with the window attributes of `n` as `out`;
+  // a 1-D pool ([N, C, L]) through a feature map of height 1.
+  void pool_window(int i, const Node& n, const Value& x, OpKind kind, const std::string& out);
+  void import_pool_1d(int i, OpKind kind, const Value& x);
   // onnx_compose.cpp: x with its axes in the order `perm` (per-sample axes) as `out`; null after
   // reporting.
   const Value* permute_value(int i, const Value& x, const std::vector<int64_t>& perm,
@@ -137,6 +141,10 @@ class OnnxImporter {
   void dense_along_axis(int i, const Value& x, size_t axis, std::vector<float> weights,
                         int64_t units, const std::string& out);
   void softmax_along_axis(int i, const Value& x, size_t axis, const std::string& out);
+  // LayerNormalization's Mean / InvStdDev outputs when used (onnx_normalization.cpp): `rows` is
+  // the IR tensor [.., inner] the normalization of x over its axes from `a` on reads.
+  void layer_norm_statistics(int i, const Value& x, size_t a, const std::string& rows,
+                             int64_t inner, float epsilon);
   // Resize linear / cubic to `dims` with `scale` (both with the batch axis when x is batched).
   void resize_interpolated(int i, const Value& x, const std::vector<int64_t>& dims,
                            const std::vector<double>& scale);

@@ -57,7 +57,10 @@ void OnnxImporter::import_layer_norm(int i) {
   const Node& n = g_.node(i);
   const Value* x = activation(i, 0);
   if (!x) return;
-  if (!extra_outputs_unused(i)) return;
+  if (attr_int(n, "stash_type", 1) != 1) {
+    return fail(i, fmt::format("stash_type {}: only 1 (float statistics) is supported",
+                               attr_int(n, "stash_type", 1)));
+  }
   const Constant* scale = constant(i, 1, "scale");
   if (!scale) return;
   const Constant* bias = optional_constant(i, 2, "bias");
@@ -68,9 +71,14 @@ void OnnxImporter::import_layer_norm(int i) {
   if (a == -2) return fail(i, what + ": out of range");
   if (a == -1) return batch_axis_needed(i, what + ": a normalization over axis 0");
   if (x->channels_first) {
-    return fail(i, what +
-                       " (channels first): npusim normalises tensors in ONNX order, not the "
-                       "channels of a feature map");
+    // A feature map ([C, (D,) H, W], channels last in the IR) is normalised in ONNX order: a
+    // layout move first.
+    const std::string name = n.output(0) + "_onnx_order";
+    add_relayout(*x, false, name, where(i));
+    Value v = *x;
+    v.channels_first = false;
+    set_value(name, std::move(v));
+    x = &values_.at(name);
   }
   // Over the axes from `a` on: the tensor viewed as [outer, inner] when they are not just the last.
   const std::vector<int64_t> normalized(x->dims.begin() + a, x->dims.end());
@@ -101,8 +109,62 @@ void OnnxImporter::import_layer_norm(int i) {
   l.gamma = permuted(gamma, map);
   l.beta = permuted(beta, map);
   if (reshape) add_layer(i, OpKind::kReshape, {out + "_normalized"}, out).reshape_to = dims;
-  Value v = *x;
-  set_value(out, std::move(v));
+  const Value xv = *x;  // set_value may move values_
+  set_value(out, Value(xv));
+  layer_norm_statistics(i, xv, static_cast<size_t>(a), in, inner, attr_float(n, "epsilon", 1e-5f));
+}
+
+// LayerNormalization's optional outputs Mean and InvStdDev (stash_type 1: in float), from the
+// rows [outer, inner] the normalization reads, as layers of their own: the mean m = rows * (1 / n)
+// (a dense layer); the centred rows d = rows + m * (-1, ..., -1) (the mean spread over the row by
+// a dense layer, then an add); InvStdDev = rsqrt((d * d) * (1 / n) + epsilon). Both outputs get
+// x's shape with the normalized axes kept as 1.
+void OnnxImporter::layer_norm_statistics(int i, const Value& x, size_t a, const std::string& rows,
+                                         int64_t inner, float epsilon) {
+  const Node& n = g_.node(i);
+  auto used = [&](int k) {
+    return n.output_size() > k && !n.output(k).empty() && consumers_[n.output(k)] > 0;
+  };
+  if (!used(1) && !used(2)) return;
+  Value stat = x;
+  for (size_t k = a; k < stat.dims.size(); ++k) stat.dims[k] = 1;
+  stat.flat_from.clear();
+  const std::vector<int> stat_ir = ir_dims(stat);
+  const auto count = static_cast<size_t>(inner);
+  const float share = 1.0f / static_cast<float>(inner);
+  const std::string& base = n.output(0);
+  auto dense = [&](const std::string& in, const std::string& out, int64_t units,
+                   std::vector<float> weights, float bias) {
+    Layer& l = add_layer(i, OpKind::kDense, {in}, out);
+    l.filters = static_cast<int>(units);
+    l.weights = std::move(weights);
+    l.use_bias = bias != 0.0f;
+    l.bias.assign(static_cast<size_t>(units), bias);
+    return out;
+  };
+  // The IR shape of a statistic, the rows' last axis reduced to 1; reshaped to ONNX's unless
+  // that is the same.
+  std::vector<int> reduced = ir_dims(x);
+  if (rows != x.ir_name) reduced = {static_cast<int>(product(x.dims) / inner), 1};
+  reduced.back() = 1;
+  const bool same = reduced == stat_ir;
+  auto ir_name = [&](int k) { return same ? n.output(k) : n.output(k) + "_rows"; };
+  auto publish = [&](int k) {  // output k, once the layer writing ir_name(k) is in
+    if (!same) add_layer(i, OpKind::kReshape, {ir_name(k)}, n.output(k)).reshape_to = stat_ir;
+    set_value(n.output(k), Value(stat));
+  };
+  const std::string mean =
+      dense(rows, used(1) ? ir_name(1) : base + "_mean", 1, std::vector<float>(count, share), 0.0f);
+  if (used(1)) publish(1);
+  if (!used(2)) return;
+  const std::string minus_mean =
+      dense(mean, base + "_minus_mean", inner, std::vector<float>(count, -1.0f), 0.0f);
+  add_layer(i, OpKind::kAdd, {rows, minus_mean}, base + "_centred");
+  add_layer(i, OpKind::kMul, {base + "_centred", base + "_centred"}, base + "_squares");
+  const std::string var =
+      dense(base + "_squares", base + "_variance", 1, std::vector<float>(count, share), epsilon);
+  add_layer(i, OpKind::kActivation, {var}, ir_name(2)).activation = Activation::kRsqrt;
+  publish(2);
 }
 
 void OnnxImporter::import_batch_norm(int i) {

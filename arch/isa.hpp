@@ -16,9 +16,9 @@
 
 namespace npusim {
 
-enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector };
+enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector, kLink };
 // "dma_load", "dma_store" (the DMA queues' one name: the SoC's units, stats.json, traces,
-// assembly), "mxu", "vpu".
+// assembly), "mxu", "vpu", "link" (a core's queue onto the interconnect).
 const char* to_string(UnitKind kind);
 
 enum class BufferId { kDram, kUnified, kWeight, kAccumulator };
@@ -154,8 +154,20 @@ struct EltwiseOp {
   float clip_min = 0.0f, clip_max = 6.0f;
 };
 
-using Operation =
-    std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp, EltwiseOp>;
+// Core-to-core copy over the on-chip interconnect (docs/multicore.md): `bytes` contiguous bytes
+// of the executing core's unified buffer at src_addr to dst_core's unified buffer at dst_addr. It
+// runs on the sending core's link queue (UnitKind::kLink), beside its DMA and compute units. No
+// implicit synchronization: the receiving core's consumers list the copy in their deps, and the
+// copy lists the instructions that wrote its source and last read its destination.
+struct CopyOp {
+  int dst_core = 0;
+  uint64_t src_addr = 0;
+  uint64_t dst_addr = 0;
+  uint64_t bytes = 0;
+};
+
+using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
+                               EltwiseOp, CopyOp>;
 
 struct Instruction {
   uint32_t id = 0;

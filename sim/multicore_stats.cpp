@@ -53,7 +53,7 @@ uint64_t covered_twice(const std::vector<std::vector<Interval>>& lists) {
 
 struct CoreFigures {
   uint64_t instructions = 0, active_cycles = 0, end_cycle = 0, mxu_busy = 0, vpu_busy = 0,
-           dma_busy = 0, stall = 0, macs = 0, read_bytes = 0, write_bytes = 0;
+           dma_busy = 0, stall = 0, macs = 0, read_bytes = 0, write_bytes = 0, link_bytes = 0;
   double dynamic_j = 0;
   std::vector<Interval> dma;  // merged windows of its DMA instructions
 };
@@ -97,6 +97,7 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
       c.macs += m->macs();
     }
     c.vpu_busy = core->vector_unit->stats().busy_cycles;
+    if (core->link_queue) c.link_bytes = core->link_queue->bytes_sent();
     std::array<double, kComponents> by{};
     c.dynamic_j = model.dynamic_pj(events, by) * 1e-12;
   }
@@ -131,6 +132,8 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
       [](const CoreFigures& c) { return c.read_bytes; });
   col("dram_write_bytes", "bytes", "off-chip bytes the core's DMA store queues moved",
       [](const CoreFigures& c) { return c.write_bytes; });
+  col("link_bytes", "bytes", "bytes the core's copies sent to other cores over the interconnect",
+      [](const CoreFigures& c) { return c.link_bytes; });
   col("dynamic_energy_j", "J",
       "energy of the core's events (MACs, buffer accesses, vector ops, DMA bytes); clock, "
       "leakage and off-chip memory are the chip's (energy.by_component_j)",

@@ -81,6 +81,7 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
   std::vector<Interval> d, c;
   for (uint32_t i = first; i < end; ++i) {
     const UnitKind u = program.instructions[i].unit;
+    if (u == UnitKind::kLink) continue;  // neither off-chip traffic nor compute (interconnect.*)
     const Interval x{timings[i].start_cycle, timings[i].end_cycle};
     if (u == UnitKind::kDmaLoad || u == UnitKind::kDmaStore) {
       d.push_back(x);
@@ -103,7 +104,8 @@ const uint8_t* tensor_bytes(const Program& program, Soc& soc, size_t i,
   const TensorPlacement& t = program.tensors[i];
   const auto resident = [&](int core) { return soc.cores.at(core)->shadows.bytes(i); };
   if (t.parts.empty()) {
-    return t.buffer == BufferId::kUnified ? resident(0) : soc.memory_contents().data() + t.dram_addr;
+    return t.buffer == BufferId::kUnified ? resident(0)
+                                          : soc.memory_contents().data() + t.dram_addr;
   }
   gathered = read_tensor(t, soc.memory_contents().data(), resident);
   return gathered.data();

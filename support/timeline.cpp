@@ -18,6 +18,8 @@ const char* to_string(TrackKind kind) {
       return "memory_channel";
     case TrackKind::kBursts:
       return "bursts";
+    case TrackKind::kLink:
+      return "link";
   }
   return "?";
 }

@@ -38,7 +38,15 @@ struct Filter {
   }
 };
 
-enum class TrackKind : uint8_t { kDmaLoad, kDmaStore, kMatrix, kVector, kMemoryChannel, kBursts };
+enum class TrackKind : uint8_t {
+  kDmaLoad,
+  kDmaStore,
+  kMatrix,
+  kVector,
+  kMemoryChannel,
+  kBursts,
+  kLink  // a core's queue onto the interconnect
+};
 const char* to_string(TrackKind kind);
 
 struct Track {

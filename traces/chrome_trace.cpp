@@ -48,6 +48,10 @@ std::string work_args(const Instruction& instr) {
           [](const LayerNormOp& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.length); },
           [](const LutOp& o) { return fmt::format(R"("tile":"{}")", o.elements); },
           [](const EltwiseOp& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.cols); },
+          [](const CopyOp& o) {
+            return fmt::format(R"("bytes":{},"to_core":{},"src_addr":"{:#x}","dst_addr":"{:#x}")",
+                               o.bytes, o.dst_core, o.src_addr, o.dst_addr);
+          },
       },
       instr.op);
 }

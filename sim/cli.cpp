@@ -92,7 +92,7 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
                           std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
                           bool keep_real_weights = false, bool values = true,
-                          Parallelism parallel = Parallelism::kAuto) {
+                          Parallelism parallel = Parallelism::kAuto, int micro_batch = 1) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
@@ -140,7 +140,7 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   fuse_epilogues(c.graph, [&](const Layer& l) {
     return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
   });
-  CompileResult result = compile_parallel(c.graph, c.hw, parallel);
+  CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
@@ -164,16 +164,28 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Parallelism parallel_option(const po::variables_map& vm) {
   const std::string text = vm["parallel"].as<std::string>();
   const std::optional<Parallelism> p = parse_parallelism(text);
-  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data or auto", text));
+  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data, pipeline or auto", text));
   return *p;
 }
 
+// Images per micro-batch of a pipeline: only with --parallel pipeline, at least 1.
+int micro_batch_option(const po::variables_map& vm, Parallelism parallel) {
+  if (!vm.count("micro-batch")) return 1;
+  const int n = vm["micro-batch"].as<int>();
+  if (parallel != Parallelism::kPipeline) {
+    throw UsageError(fmt::format("--micro-batch {}: micro-batches are for --parallel pipeline", n));
+  }
+  if (n < 1) throw UsageError(fmt::format("--micro-batch {}: expected at least 1 image", n));
+  return n;
+}
+
 Compiled load_and_compile(const po::variables_map& vm) {
-  return load_and_compile(
-      vm["hw"].as<std::string>(), vm["workload"].as<std::string>(), batch_option(vm),
-      vm["seed"].as<uint64_t>(), vm.count("input") ? vm["input"].as<std::string>() : "",
-      dtype_option(vm), calibration_request(vm), vm.count("save-float-outputs") > 0,
-      !vm.count("values") || vm["values"].as<std::string>() == "on", parallel_option(vm));
+  return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
+                          batch_option(vm), vm["seed"].as<uint64_t>(),
+                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
+                          calibration_request(vm), vm.count("save-float-outputs") > 0,
+                          !vm.count("values") || vm["values"].as<std::string>() == "on",
+                          parallel_option(vm), micro_batch_option(vm, parallel_option(vm)));
 }
 
 void add_target_options(po::options_description& o) {
@@ -194,8 +206,11 @@ void add_target_options(po::options_description& o) {
       "that file)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
-      "the cores) or auto (data when the batch has an image per core, else one core); "
-      "docs/multicore.md");
+      "the cores), pipeline (consecutive layers on the cores as stages, micro-batches streamed "
+      "through them, stage outputs sent core to core) or auto (data when the batch has an image "
+      "per core, else one core); docs/multicore.md")(
+      "micro-batch", po::value<int>(),
+      "images per micro-batch of --parallel pipeline (default 1; the last may be smaller)");
   add_calibration_options(o);
 }
 

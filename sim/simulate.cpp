@@ -102,9 +102,11 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
 const uint8_t* tensor_bytes(const Program& program, Soc& soc, size_t i,
                             std::vector<uint8_t>& gathered) {
   const TensorPlacement& t = program.tensors[i];
-  const auto resident = [&](int core) { return soc.cores.at(core)->shadows.bytes(i); };
+  const auto resident = [&](int core, size_t part) {
+    return soc.cores.at(core)->shadows.bytes(i, part);
+  };
   if (t.parts.empty()) {
-    return t.buffer == BufferId::kUnified ? resident(0)
+    return t.buffer == BufferId::kUnified ? resident(0, 0)
                                           : soc.memory_contents().data() + t.dram_addr;
   }
   gathered = read_tensor(t, soc.memory_contents().data(), resident);

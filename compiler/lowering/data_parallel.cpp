@@ -5,6 +5,7 @@
 #include <map>
 #include <variant>
 
+#include "compiler/lowering/pipeline_parallel.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -28,6 +29,8 @@ bool same_tables(const Program& a, const Program& b) {
   }
   return true;
 }
+
+}  // namespace
 
 // The parameters (dram_init) below the activations (which start at the input) are the same bytes
 // at the same addresses on every core's program: they are shared. Those the lowering allocates
@@ -59,6 +62,8 @@ void check_shared_parameters(const Program& first, const Program& p, int core) {
   }
   NPUSIM_CHECK(same_tables(first, p), "data parallel: core {}'s vector-unit tables differ", core);
 }
+
+namespace {
 
 // Core c's part of a batched tensor placement: its samples resident in its own unified buffer,
 // or at `offset` past where its program put them off chip.
@@ -198,10 +203,13 @@ Program merge(const std::vector<const Program*>& per_core, const std::vector<int
 std::optional<Parallelism> parse_parallelism(const std::string& text) {
   if (text == "auto") return Parallelism::kAuto;
   if (text == "data") return Parallelism::kData;
+  if (text == "pipeline") return Parallelism::kPipeline;
   return std::nullopt;
 }
 
-CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode) {
+CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode,
+                               int micro_batch) {
+  if (mode == Parallelism::kPipeline) return compile_pipeline(graph, hw, micro_batch);
   const int cores = std::min(hw.cores, graph.batch);
   const bool data = hw.cores > 1 && (mode == Parallelism::kData || graph.batch >= hw.cores);
   if (!data || cores == 1) {

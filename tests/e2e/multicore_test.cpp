@@ -191,9 +191,10 @@ TEST(Multicore, BadCoresAndInterconnectKeysExitWith2) {
 
 TEST(Multicore, BadParallelFlagExitsWith2) {
   CommandResult r =
-      run_npusim("run --hw tpu-v4-like --workload mnist-cnn --parallel pipeline --values off");
+      run_npusim("run --hw tpu-v4-like --workload mnist-cnn --parallel pipe --values off");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--parallel 'pipeline': expected data or auto"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--parallel 'pipe': expected data, pipeline or auto"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -182,6 +182,15 @@ std::string multicore_report(const nlohmann::json& s) {
       chip["cores_used"].get<int>(), chip["cores"].get<int>(), chip["parallel"].get<std::string>(),
       chip["load_imbalance"].get<double>(), 100.0 * chip["offchip_utilization"].get<double>(),
       chip["offchip_contention_cycles"].get<uint64_t>());
+  if (s.contains("interconnect") && s["interconnect"]["copies"].get<uint64_t>() > 0) {
+    const auto& ic = s["interconnect"];
+    out += fmt::format(
+        "  interconnect       {} B in {} core-to-core copies ({}), links {:.2f} % busy, {} cycles "
+        "of copies waiting for a link\n",
+        ic["bytes"].get<uint64_t>(), ic["copies"].get<uint64_t>(),
+        ic["topology"].get<std::string>(), 100.0 * ic["link_utilization"].get<double>(),
+        ic["wait_cycles"].get<uint64_t>());
+  }
   for (const auto& c : s["cores"]) {
     out += fmt::format(
         "  core {:<13} busy {} cycles, MXU utilization {:.2f} %, stalls {} cycles, {} B read, "

@@ -2,6 +2,7 @@
 // through 2 and 4 cores in micro-batches gives every tensor of one core, bit for bit; the stage
 // outputs kept on chip travel over the interconnect (stats, report, trace); `npusim compile`
 // prints the stages; bad flags exit with 2.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -104,6 +105,8 @@ TEST(Pipeline, MnistCnnOnTwoAndFourCoresIsBitExactWithCopiesOverTheLinks) {
       EXPECT_EQ(tracks.at("core2 link"), 8);
     }
     EXPECT_NE(p.report.find("pipeline: batch 8 in 8 micro-batches of 1"), std::string::npos)
+        << p.report;
+    EXPECT_NE(p.report.find(fmt::format("interconnect       {} B in", expected)), std::string::npos)
         << p.report;
   }
 }

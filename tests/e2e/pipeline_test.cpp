@@ -137,6 +137,26 @@ TEST(Pipeline, CompilePrintsTheStages) {
   std::filesystem::remove(hw);
 }
 
+// --trace-layers fc1 selects fc1 of every micro-batch; conv1@mb2 one micro-batch's conv1.
+TEST(Pipeline, TraceLayersSelectMicroBatches) {
+  const auto hw = chip_file(2);
+  const auto dir = fresh_dir("pipeline-trace-layers");
+  CommandResult r = run_npusim("run --hw " + hw.string() +
+                               " --workload mnist-cnn --batch 4 --parallel pipeline --trace " +
+                               dir.string() + " --trace-layers fc1,conv1@mb2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> layers;
+  for (const auto& e : json::parse(slurp(dir / "trace.json"))["traceEvents"]) {
+    if (e["ph"] == "X" && e.contains("args") && e["args"].contains("layer")) {
+      layers.insert(e["args"]["layer"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(layers,
+            (std::set<std::string>{"conv1@mb2", "fc1@mb0", "fc1@mb1", "fc1@mb2", "fc1@mb3"}));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(hw);
+}
+
 TEST(Pipeline, BadFlagsExitWith2) {
   const std::string base = "run --hw tpu-v4-like --workload mnist-cnn --values off ";
   CommandResult r = run_npusim(base + "--parallel pipeline --micro-batch 0");

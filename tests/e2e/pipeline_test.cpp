@@ -146,7 +146,8 @@ TEST(Pipeline, TraceLayersSelectMicroBatches) {
                                dir.string() + " --trace-layers fc1,conv1@mb2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> layers;
-  for (const auto& e : json::parse(slurp(dir / "trace.json"))["traceEvents"]) {
+  const json trace = json::parse(slurp(dir / "trace.json"));
+  for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "X" && e.contains("args") && e["args"].contains("layer")) {
       layers.insert(e["args"]["layer"].get<std::string>());
     }

@@ -22,6 +22,14 @@ uint64_t HwConfig::memory_latency_cycles() const {
   return static_cast<uint64_t>(std::ceil(memory.latency_ns / cycle_time_ns() - 1e-9));
 }
 
+// PCI-SIG, PCI Express Base Specification revisions 3.0, 4.0 and 5.0: 8, 16 and 32 GT/s per lane,
+// each direction, with 128b/130b encoding, so 8 * 128 / 130 / 8 = 0.985 GB/s per lane for 3.0,
+// doubling per generation (packet headers and flow control not counted).
+double pcie_lane_gbps(int generation) {
+  const double gt_per_s = generation == 5 ? 32.0 : generation == 4 ? 16.0 : 8.0;
+  return gt_per_s * 128.0 / 130.0 / 8.0;
+}
+
 namespace {
 
 BufferConfig read_buffer(ObjectReader& parent, const std::string& key, const BufferConfig& fallback,
@@ -134,6 +142,49 @@ void read_memory(ObjectReader& top, OffChipMemoryConfig& m) {
   r.finish();
 }
 
+// The optional host section: absent, no host.
+void read_host(ObjectReader& top, std::optional<HostConfig>& host) {
+  ObjectReader r = top.object("host");
+  if (!r.present()) return;
+  JsonDiagnostics& diag = r.diagnostics();
+  HostConfig h;
+  h.gflops = r.number("gflops", h.gflops, 1e-3, 1e9);
+  h.memory_gbps = r.number("memory_gbps", h.memory_gbps, 1e-3, 1e6);
+  {
+    ObjectReader l = r.object("link");
+    HostLinkConfig& link = h.link;
+    link.latency_ns = l.number("latency_ns", link.latency_ns, 0.0, 1e9);
+    const bool pcie = l.raw("pcie") != nullptr, stated = l.raw("bandwidth_gbps") != nullptr;
+    if (pcie && stated) {
+      diag.error(l.pointer_of("bandwidth_gbps"),
+                 "expected either pcie or bandwidth_gbps, not both (pcie sets the bandwidth)");
+    }
+    if (stated) {
+      link.kind = HostLinkKind::kBandwidth;
+      link.bandwidth_gbps = l.number("bandwidth_gbps", 0.0, 1e-3, 1e6);
+    } else {
+      ObjectReader p = l.object("pcie");
+      link.pcie_generation = static_cast<int>(p.integer("generation", link.pcie_generation, 3, 5));
+      link.pcie_lanes = static_cast<int>(p.integer("lanes", link.pcie_lanes, 1, 16));
+      p.finish();
+      link.bandwidth_gbps = pcie_lane_gbps(link.pcie_generation) * link.pcie_lanes;
+    }
+    l.finish();
+  }
+  r.finish();
+  host = h;
+}
+
+json host_json(const HostConfig& h) {
+  json link{{"latency_ns", h.link.latency_ns}};
+  if (h.link.kind == HostLinkKind::kPcie) {
+    link["pcie"] = {{"generation", h.link.pcie_generation}, {"lanes", h.link.pcie_lanes}};
+  } else {
+    link["bandwidth_gbps"] = h.link.bandwidth_gbps;
+  }
+  return json{{"gflops", h.gflops}, {"memory_gbps", h.memory_gbps}, {"link", link}};
+}
+
 }  // namespace
 
 HwConfig parse_hw_config(const json& root, const std::string& origin) {
@@ -234,6 +285,7 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
     }
     r.finish();
   }
+  read_host(top, c.host);
   top.finish();
 
   // Cross-field checks: only meaningful once each field on its own is valid.
@@ -296,7 +348,7 @@ json to_json(const HwConfig& c) {
   auto buffer = [](const BufferConfig& b) {
     return json{{"capacity_bytes", b.capacity_bytes}, {"banks", b.banks}};
   };
-  return json{
+  json j{
       {"schema_version", kHwSchemaVersion},
       {"name", c.name},
       {"description", c.description},
@@ -323,6 +375,8 @@ json to_json(const HwConfig& c) {
         {"weight", to_string(c.data_types.weight)},
         {"accumulator", to_string(c.data_types.accumulator)}}},
   };
+  if (c.host) j["host"] = host_json(*c.host);
+  return j;
 }
 
 }  // namespace npusim

@@ -77,6 +77,28 @@ struct InterconnectConfig {
   int hop_latency_cycles = 4;     // router + wire per hop
 };
 
+// The host CPU of a heterogeneous system (docs/heterogeneous.md): it runs the layers the
+// accelerator cannot (or that --host-ops pins to it) from off-chip memory it reaches over a link.
+// A layer's time on the host is max(flops / gflops, bytes / memory_gbps); each crossing of the
+// link takes latency_ns + bytes / bandwidth_gbps.
+enum class HostLinkKind { kPcie, kBandwidth };
+struct HostLinkConfig {
+  HostLinkKind kind = HostLinkKind::kPcie;
+  int pcie_generation = 3;  // kPcie: 3, 4 or 5
+  int pcie_lanes = 16;      // kPcie: 1 to 16
+  // GB/s per direction: given (kBandwidth) or the PCIe generation's lane rate times lanes.
+  double bandwidth_gbps = 0.0;
+  double latency_ns = 1000.0;  // per crossing, one direction
+};
+// GB/s of one PCIe lane per direction after 128b/130b encoding: generation 3, 4, 5.
+double pcie_lane_gbps(int generation);
+
+struct HostConfig {
+  double gflops = 1300.0;     // 10^9 operations per second
+  double memory_gbps = 51.0;  // GB/s
+  HostLinkConfig link;
+};
+
 struct DataTypeConfig {
   DataType activation = DataType::kInt8;
   DataType weight = DataType::kInt8;
@@ -102,6 +124,7 @@ struct HwConfig {
   BufferConfig accumulators{4ull << 20, 8};
   OffChipMemoryConfig memory;
   DataTypeConfig data_types;
+  std::optional<HostConfig> host;  // none: no host, every layer runs on the accelerator
 
   // Derived figures.
   double cycle_time_ns() const { return 1000.0 / clock_mhz; }

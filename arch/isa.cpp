@@ -14,6 +14,10 @@ const char* to_string(UnitKind kind) {
       return "mxu";
     case UnitKind::kVector:
       return "vpu";
+    case UnitKind::kHost:
+      return "host_cpu";
+    case UnitKind::kHostLink:
+      return "host_link";
     case UnitKind::kLink:
       return "link";
   }
@@ -55,6 +59,17 @@ struct OpcodeName {
         return "MUL";
       case EltwiseKind::kRescale:
         return "RESCALE";
+    }
+    return "?";
+  }
+  const char* operator()(const HostOp& h) const {
+    switch (h.phase) {
+      case HostPhase::kToHost:
+        return "TO_HOST";
+      case HostPhase::kCompute:
+        return "HOST_OP";
+      case HostPhase::kToDevice:
+        return "TO_DEVICE";
     }
     return "?";
   }
@@ -125,6 +140,15 @@ struct Operands {
                            ? std::string()
                            : fmt::format(", ub[{:#x}] ld {}", e.b_ub_addr, e.b_ld),
                        e.rows, e.cols, e.lo, e.hi, lut_text(e.lut));
+  }
+  std::string operator()(const HostOp& h) const {
+    if (h.phase == HostPhase::kCompute) return fmt::format("flops {} bytes {}", h.flops, h.bytes);
+    std::string ranges;
+    for (const DramRange& r : h.dram) {
+      ranges += fmt::format("{}dram[{:#x}, {:#x})", ranges.empty() ? "" : " ", r.begin, r.end);
+    }
+    return fmt::format("{} bytes {} {}", h.phase == HostPhase::kToHost ? "<-" : "->", h.bytes,
+                       ranges);
   }
 };
 }  // namespace

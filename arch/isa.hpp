@@ -16,9 +16,10 @@
 
 namespace npusim {
 
-enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector, kLink };
+enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector, kHost, kHostLink, kLink };
 // "dma_load", "dma_store" (the DMA queues' one name: the SoC's units, stats.json, traces,
-// assembly), "mxu", "vpu", "link" (a core's queue onto the interconnect).
+// assembly), "mxu", "vpu", "host_cpu", "host_link" (docs/heterogeneous.md), "link" (a core's queue
+// onto the interconnect, docs/multicore.md).
 const char* to_string(UnitKind kind);
 
 enum class BufferId { kDram, kUnified, kWeight, kAccumulator };
@@ -154,6 +155,22 @@ struct EltwiseOp {
   float clip_min = 0.0f, clip_max = 6.0f;
 };
 
+// A layer run by the host CPU of a heterogeneous system (docs/heterogeneous.md), in three
+// instructions: its inputs cross the link to the host (unit kHostLink, queue 0), the host computes
+// (unit kHost), its output crosses back into off-chip memory (kHostLink, queue 1: the link is full
+// duplex). The host reads and writes only off-chip memory, never an on-chip buffer.
+enum class HostPhase { kToHost, kCompute, kToDevice };
+struct DramRange {
+  uint64_t begin = 0, end = 0;  // [begin, end) of off-chip memory
+};
+struct HostOp {
+  HostPhase phase = HostPhase::kCompute;
+  uint64_t bytes = 0;  // link: bytes crossing; compute: bytes the host reads and writes
+  uint64_t flops = 0;  // compute: arithmetic operations
+  // kToHost: the off-chip ranges read (the layer's inputs); kToDevice: written (its output).
+  std::vector<DramRange> dram;
+};
+
 // Core-to-core copy over the on-chip interconnect (docs/multicore.md): `bytes` contiguous bytes
 // of the executing core's unified buffer at src_addr to dst_core's unified buffer at dst_addr. It
 // runs on the sending core's link queue (UnitKind::kLink), beside its DMA and compute units. No
@@ -167,7 +184,7 @@ struct CopyOp {
 };
 
 using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
-                               EltwiseOp, CopyOp>;
+                               EltwiseOp, HostOp, CopyOp>;
 
 struct Instruction {
   uint32_t id = 0;

@@ -78,6 +78,10 @@ struct LayerRecord {
   // The least off-chip traffic the layer could have: each input, weight and output byte once.
   uint64_t dram_bytes_lower_bound = 0;
   std::string tiling;  // a line describing the chosen tiles, for reports and assembly
+  // Run by the host CPU (docs/heterogeneous.md): its inputs and output cross the link, link_bytes
+  // in both directions together.
+  bool on_host = false;
+  uint64_t link_bytes = 0;
 };
 
 struct DramSegment {

@@ -126,6 +126,9 @@ struct Counter {
     ub_read(uint64_t(e.rows) * (e.kind == EltwiseKind::kRescale ? 1 : 2), e.cols * eb());
     ub_write(e.rows, e.cols * eb());
   }
+  // The host and its link touch no part of the accelerator: no event (docs/heterogeneous.md says
+  // why their energy is not modelled).
+  void operator()(const HostOp&) {}
   void operator()(const PoolOp& pool) {
     const uint64_t outputs = uint64_t(pool.out_h) * pool.out_w * pool.c;
     const uint64_t window = uint64_t(pool.window_d) * pool.window_h * pool.window_w;

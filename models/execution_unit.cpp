@@ -55,6 +55,10 @@ void ExecutionUnit::attribute_stall(const Instruction& instr, uint64_t stalled) 
     case UnitKind::kMatrix:
       c.matrix += stalled;
       break;
+    case UnitKind::kHost:
+    case UnitKind::kHostLink:
+      c.host += stalled;
+      break;
   }
 }
 

@@ -95,6 +95,11 @@ struct AccessVisitor {
     }
     x.add(BufferId::kUnified, e.out_ub_addr, Extents::span(e.rows, e.cols, e.out_ld) * x.eb, true);
   }
+  void operator()(const HostOp& h) const {
+    for (const DramRange& r : h.dram) {
+      x.add(BufferId::kDram, r.begin, r.end - r.begin, h.phase == HostPhase::kToDevice);
+    }
+  }
 };
 
 // An access still pending when later instructions come: who, on which unit, until when.

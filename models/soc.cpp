@@ -45,6 +45,21 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
     for (auto& m : core->matrix_units) matrix_units.push_back(m.get());
     vector_units.push_back(core->vector_unit.get());
   }
+  bool host_work = false;
+  for (const auto& instr : program.instructions) {
+    host_work = host_work || instr.unit == UnitKind::kHost || instr.unit == UnitKind::kHostLink;
+  }
+  if (host_work) {
+    NPUSIM_CHECK(hw.host.has_value(), "the program has host instructions, the hardware no host");
+    auto unit = [&](const char* unit_name, UnitKind kind, int index) {
+      return std::make_unique<HostUnit>(unit_name, program,
+                                        Core::stream_of(program, 0, kind, index), scoreboard, clock,
+                                        *hw.host, hw.clock_mhz, host, memory_contents());
+    };
+    link_to_host = unit("link_to_host", UnitKind::kHostLink, 0);
+    host_cpu = unit("host_cpu", UnitKind::kHost, 0);
+    link_to_device = unit("link_to_device", UnitKind::kHostLink, 1);
+  }
   if (hw.cores > 1) {
     interconnect = std::make_unique<Interconnect>("interconnect", hw.interconnect, hw.cores, clock,
                                                   compute_values);
@@ -71,8 +86,16 @@ std::vector<const ExecutionUnit*> Soc::units() const {
   return out;
 }
 
+std::vector<const HostUnit*> Soc::host_units() const {
+  if (!host_cpu) return {};
+  return {link_to_host.get(), host_cpu.get(), link_to_device.get()};
+}
+
 std::string Soc::describe_units() const {
   std::string out;
+  for (const HostUnit* u : host_units()) {
+    out += fmt::format("\n  {}: {}", u->basename(), u->state());
+  }
   for (const auto& core : cores) {
     const std::string prefix = core->index == 0 ? "" : fmt::format("core{}.", core->index);
     for (const ExecutionUnit* u : core->units()) {
@@ -114,6 +137,10 @@ void Soc::record_to(timeline::Timeline& timeline) {
         return TrackKind::kMatrix;
       case UnitKind::kVector:
         return TrackKind::kVector;
+      case UnitKind::kHost:
+        return TrackKind::kHost;
+      case UnitKind::kHostLink:
+        return TrackKind::kHostLink;
       case UnitKind::kLink:
         return TrackKind::kLink;
     }
@@ -147,6 +174,14 @@ void Soc::record_to(timeline::Timeline& timeline) {
         }
       }
     }
+  }
+  if (host_cpu) {
+    host_cpu->record_to(
+        &timeline, timeline.add_track("host_cpu", TrackKind::kHost, 0, timeline::kHostProcess));
+    link_to_host->record_to(&timeline, timeline.add_track("link_to_host", TrackKind::kHostLink, 0,
+                                                          timeline::kHostProcess));
+    link_to_device->record_to(&timeline, timeline.add_track("link_to_device", TrackKind::kHostLink,
+                                                            1, timeline::kHostProcess));
   }
   memory->record_to(timeline);
 }

@@ -17,6 +17,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "models/core.hpp"
+#include "models/host_unit.hpp"
 #include "models/interconnect.hpp"
 #include "models/offchip_memory_interface.hpp"
 #include "models/scoreboard.hpp"
@@ -58,6 +59,12 @@ class Soc : public sc_core::sc_module {
   std::vector<DmaEngine*> load_queues, store_queues;
   std::vector<MatrixUnit*> matrix_units;
   std::vector<VectorUnit*> vector_units;
+  // The host CPU and its link, one unit per direction (models/host_unit.hpp): built when the
+  // program has host instructions; `host.kernel` computes a host layer's values (set it before
+  // sc_start, or leave it empty for timing only).
+  HostState host;
+  std::unique_ptr<HostUnit> host_cpu, link_to_host, link_to_device;
+  std::vector<const HostUnit*> host_units() const;
   // Core 0's buffers and first DMA queues (a one-core chip's).
   OnChipBuffers& buffers;
   DmaEngine& dma_load;

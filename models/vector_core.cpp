@@ -35,8 +35,9 @@ struct CycleRule {
   uint64_t operator()(const DmaOp&) const { return unsupported(); }
   uint64_t operator()(const CopyOp&) const { return unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return unsupported(); }
+  uint64_t operator()(const HostOp&) const { return unsupported(); }
   static uint64_t unsupported() {
-    NPUSIM_CHECK(false, "the vector unit was given a DMA or MATMUL instruction");
+    NPUSIM_CHECK(false, "the vector unit was given a DMA, MATMUL or host instruction");
     return 0;
   }
 };
@@ -271,6 +272,7 @@ struct Executor {
   uint64_t operator()(const DmaOp&) const { return CycleRule::unsupported(); }
   uint64_t operator()(const CopyOp&) const { return CycleRule::unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return CycleRule::unsupported(); }
+  uint64_t operator()(const HostOp&) const { return CycleRule::unsupported(); }
 };
 
 }  // namespace

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from doc_block import replace_block
+
 BEGIN = "<!-- multicore_scaling.py: begin generated table -->"
 END = "<!-- multicore_scaling.py: end generated table -->"
 
@@ -89,14 +91,7 @@ def main():
     if not args.write:
         sys.stdout.write(text)
         return
-    with open(args.write) as f:
-        doc = f.read()
-    if BEGIN not in doc or END not in doc:
-        sys.exit("multicore_scaling.py: %s has no %s ... %s block" % (args.write, BEGIN, END))
-    head, rest = doc.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    with open(args.write, "w") as f:
-        f.write(head + BEGIN + "\n\n" + text + "\n" + END + tail)
+    replace_block(args.write, BEGIN, END, text, "multicore_scaling.py")
 
 
 if __name__ == "__main__":

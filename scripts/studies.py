@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from doc_block import replace_block
+
 BEGIN = "<!-- studies.py: begin generated tables -->"
 END = "<!-- studies.py: end generated tables -->"
 
@@ -212,14 +214,7 @@ def main():
     if not args.write:
         print(text)
         return
-    with open(args.write) as f:
-        doc = f.read()
-    if BEGIN not in doc or END not in doc:
-        sys.exit("studies.py: %s has no %s ... %s block" % (args.write, BEGIN, END))
-    head, rest = doc.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    with open(args.write, "w") as f:
-        f.write(head + BEGIN + "\n\n" + text + "\n" + END + tail)
+    replace_block(args.write, BEGIN, END, text, "studies.py")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include "models/soc.hpp"
 #include "sim/calibration.hpp"
 #include "sim/command_line.hpp"
+#include "sim/host_ops.hpp"
 #include "sim/membench_command.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/preset_listing.hpp"
@@ -92,7 +93,8 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                           std::optional<int> batch, uint64_t seed, const std::string& input_npy,
                           std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
                           bool keep_real_weights = false, bool values = true,
-                          Parallelism parallel = Parallelism::kAuto, int micro_batch = 1) {
+                          Parallelism parallel = Parallelism::kAuto,
+                          const std::string& host_ops = "", int micro_batch = 1) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
@@ -117,6 +119,7 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   c.input = std::move(in.bytes);
   c.input_real = std::move(in.real);
   optimize_graph(c.graph);
+  pin_host_ops(c.graph, c.hw, host_ops, hw_spec);
   if (!int8) {
     prepare_bf16(c.graph);
   } else if (values) {
@@ -138,6 +141,8 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   }
   const int element_bytes = c.graph.dtype == DataType::kBf16 ? 2 : 1;
   fuse_epilogues(c.graph, [&](const Layer& l) {
+    // A layer pinned to the host stays a layer of its own, and nothing joins a host layer.
+    if (l.on_host || (!l.epilogue.empty() && l.epilogue.back().on_host)) return false;
     return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
   });
   CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
@@ -146,8 +151,11 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   c.program = std::move(result.program);
   // The program holds the int8 weights now; only the reference reads the graph's copy, and it
   // has run already (the calibration's tensors) or will not run (timing only).
+  // A host layer's weights stay: the host computes it with the reference (sim/host_run.hpp).
   if (int8 && (!values || !c.reference.empty())) {
-    for (Layer& l : c.graph.layers) std::vector<int8_t>().swap(l.qweights);
+    for (size_t i = 0; i < c.graph.layers.size(); ++i) {
+      if (!c.program.layers[i].on_host) std::vector<int8_t>().swap(c.graph.layers[i].qweights);
+    }
   }
   return c;
 }
@@ -180,12 +188,13 @@ int micro_batch_option(const po::variables_map& vm, Parallelism parallel) {
 }
 
 Compiled load_and_compile(const po::variables_map& vm) {
-  return load_and_compile(vm["hw"].as<std::string>(), vm["workload"].as<std::string>(),
-                          batch_option(vm), vm["seed"].as<uint64_t>(),
-                          vm.count("input") ? vm["input"].as<std::string>() : "", dtype_option(vm),
-                          calibration_request(vm), vm.count("save-float-outputs") > 0,
-                          !vm.count("values") || vm["values"].as<std::string>() == "on",
-                          parallel_option(vm), micro_batch_option(vm, parallel_option(vm)));
+  return load_and_compile(
+      vm["hw"].as<std::string>(), vm["workload"].as<std::string>(), batch_option(vm),
+      vm["seed"].as<uint64_t>(), vm.count("input") ? vm["input"].as<std::string>() : "",
+      dtype_option(vm), calibration_request(vm), vm.count("save-float-outputs") > 0,
+      !vm.count("values") || vm["values"].as<std::string>() == "on", parallel_option(vm),
+      vm.count("host-ops") ? vm["host-ops"].as<std::string>() : "",
+      micro_batch_option(vm, parallel_option(vm)));
 }
 
 void add_target_options(po::options_description& o) {
@@ -210,7 +219,11 @@ void add_target_options(po::options_description& o) {
       "through them, stage outputs sent core to core) or auto (data when the batch has an image "
       "per core, else one core); docs/multicore.md")(
       "micro-batch", po::value<int>(),
-      "images per micro-batch of --parallel pipeline (default 1; the last may be smaller)");
+      "images per micro-batch of --parallel pipeline (default 1; the last may be smaller)")(
+      "host-ops", po::value<std::string>(),
+      "NAME,...: layers to run on the host CPU (hardware `host` section), each a layer name or "
+      "an operator type as `npusim compile` names it (softmax, maxpool, conv2d, relu...); layers "
+      "the accelerator cannot run fall back to the host anyway; docs/heterogeneous.md");
   add_calibration_options(o);
 }
 

@@ -66,6 +66,8 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
   std::vector<CoreFigures> f(soc.cores.size());
   std::vector<std::vector<Interval>> all(f.size()), dma(f.size());
   for (const Instruction& instr : program.instructions) {
+    // The host CPU and its link are no core's (docs/heterogeneous.md).
+    if (instr.unit == UnitKind::kHost || instr.unit == UnitKind::kHostLink) continue;
     const InstructionTiming& t = timings[instr.id];
     CoreFigures& c = f[size_t(instr.core)];
     c.instructions += 1;

@@ -66,6 +66,16 @@ std::vector<PresetFact> preset_facts(const HwConfig& hw) {
   facts.push_back({"technology", fmt::format("{} nm, {:.0f} mm2 modelled die area (docs/power.md)",
                                              hw.technology_nm, die_area_mm2(hw))});
   facts.push_back({"data type", fmt::format("{} by default", to_string(hw.data_types.activation))});
+  if (hw.host) {
+    const HostLinkConfig& l = hw.host->link;
+    const std::string link = l.kind == HostLinkKind::kPcie
+                                 ? fmt::format("PCIe {}.0 x{}", l.pcie_generation, l.pcie_lanes)
+                                 : std::string("a link");
+    facts.push_back({"host", fmt::format("{:g} GFLOP/s, {:g} GB/s, over {} ({:.2f} GB/s, {:g} ns) "
+                                         "(docs/heterogeneous.md)",
+                                         hw.host->gflops, hw.host->memory_gbps, link,
+                                         l.bandwidth_gbps, l.latency_ns)});
+  }
   return facts;
 }
 

@@ -18,6 +18,7 @@
 
 #include "models/hazard_checker.hpp"
 #include "models/soc.hpp"
+#include "sim/host_run.hpp"
 #include "sim/multicore_stats.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/tensor_check.hpp"
@@ -74,8 +75,8 @@ struct Activity {
   uint64_t dma = 0, compute = 0, both = 0;
 };
 
-// DMA and compute (matrix, vector) activity of instructions [first, end): cycles with a DMA
-// instruction in flight, with a compute instruction in flight, and with both.
+// DMA and compute (matrix, vector; not the host's) activity of instructions [first, end): cycles
+// with a DMA instruction in flight, with a compute instruction in flight, and with both.
 void activity(const Program& program, const std::vector<InstructionTiming>& timings, uint32_t first,
               uint32_t end, uint64_t* dma, uint64_t* compute, uint64_t* both) {
   std::vector<Interval> d, c;
@@ -85,7 +86,7 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
     const Interval x{timings[i].start_cycle, timings[i].end_cycle};
     if (u == UnitKind::kDmaLoad || u == UnitKind::kDmaStore) {
       d.push_back(x);
-    } else {
+    } else if (u == UnitKind::kMatrix || u == UnitKind::kVector) {
       c.push_back(x);
     }
   }
@@ -292,7 +293,8 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
              [L](size_t i) { return L[i].start_cycle; });
   reg.column("layers", n, "end_cycle", "cycles", "completion of its last instruction",
              [L](size_t i) { return L[i].end_cycle; });
-  reg.column("layers", n, "macs", "count", "multiply-accumulates",
+  reg.column("layers", n, "macs", "count",
+             "multiply-accumulates of the matrix units (0 on a layer the host CPU runs)",
              [&recs](size_t i) { return recs[i].macs; });
   reg.column("layers", n, "mxu_utilization", "ratio", "macs / (cycles x peak MACs per cycle)",
              [L, &recs, &hw](size_t i) { return utilization(hw, recs[i].macs, L[i].cycles()); });
@@ -426,6 +428,9 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
                input.size(), program.input.bytes());
   Soc soc("soc", hw, program, fidelity, run.values);
   write_tensor(program.input, input, soc.memory_contents().data());
+  // Host layers compile for one core (a layer record per graph layer); a pipeline's records are
+  // per micro-batch and it has no host layers.
+  if (run.values && soc.host_cpu) soc.host.kernel = host_reference_kernel(program, graph);
   if (recording.timeline) soc.record_to(*recording.timeline);
   VcdFile vcd(recording.vcd_path);
   if (vcd.file) soc.trace_waveforms(vcd.file);
@@ -488,6 +493,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   stats::Registry reg;
   register_run(reg, hw, program, run, soc, r, layers, total);
   soc.register_stats(reg, hw, r.total_cycles);
+  register_host_stats(reg, hw, program, soc);
   register_power_stats(reg, hw, program, soc, r.total_cycles, recording.timeline);
   r.descriptors = reg.descriptors();
   r.wall_seconds =
@@ -575,6 +581,19 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
           l["macs"].get<uint64_t>(), 100.0 * l["mxu_utilization"].get<double>(),
           l["mxu_stall_cycles"].get<uint64_t>(), l["dma_exposed_cycles"].get<uint64_t>(),
           l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
+    }
+  }
+  if (s.contains("host_cpu") && s["host_cpu"]["layers"].get<uint64_t>() > 0) {
+    const auto &h = s["host_cpu"], &k = s["link"];
+    out += fmt::format(
+        "  host CPU           {} layers, {} cycles computing; link {} B to the host, {} B back\n",
+        h["layers"].get<uint64_t>(), h["busy_cycles"].get<uint64_t>(),
+        k["to_host_bytes"].get<uint64_t>(), k["to_device_bytes"].get<uint64_t>());
+    for (const auto& l : s["layers"]) {
+      if (!per_layer || !l.value("on_host", false)) continue;
+      out += fmt::format("    {:<16} on the host: {} cycles computing, {} cycles of link, {} B\n",
+                         l["name"].get<std::string>(), l["host_cycles"].get<uint64_t>(),
+                         l["link_cycles"].get<uint64_t>(), l["link_bytes"].get<uint64_t>());
     }
   }
   out += multicore_report(s);

@@ -18,6 +18,10 @@ const char* to_string(TrackKind kind) {
       return "memory_channel";
     case TrackKind::kBursts:
       return "bursts";
+    case TrackKind::kHost:
+      return "host";
+    case TrackKind::kHostLink:
+      return "host_link";
     case TrackKind::kLink:
       return "link";
   }

@@ -45,16 +45,21 @@ enum class TrackKind : uint8_t {
   kVector,
   kMemoryChannel,
   kBursts,
-  kLink  // a core's queue onto the interconnect
+  kHost,      // the host CPU of a heterogeneous system
+  kHostLink,  // its link to the accelerator, one track per direction
+  kLink       // a core's queue onto the interconnect
 };
 const char* to_string(TrackKind kind);
 
 struct Track {
   std::string name;  // "dma_load", "matrix_unit0", "dram ch1", "dma_load bursts"
   TrackKind kind;
-  int index = 0;    // queue, matrix unit or channel number
-  int process = 0;  // 0: the chip (off-chip memory, every unit of a one-core chip); c + 1: core c
+  int index = 0;  // queue, matrix unit or channel number
+  // 0: the chip (off-chip memory, every unit of a one-core chip); c + 1: core c; kHostProcess:
+  // the host CPU and its link.
+  int process = 0;
 };
+constexpr int kHostProcess = 1000;
 
 struct InstructionRecord {
   uint32_t track = kNone;

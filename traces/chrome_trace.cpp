@@ -48,6 +48,11 @@ std::string work_args(const Instruction& instr) {
           [](const LayerNormOp& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.length); },
           [](const LutOp& o) { return fmt::format(R"("tile":"{}")", o.elements); },
           [](const EltwiseOp& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.cols); },
+          [](const HostOp& o) {
+            return o.phase == HostPhase::kCompute
+                       ? fmt::format(R"("flops":{},"bytes":{})", o.flops, o.bytes)
+                       : fmt::format(R"("bytes":{})", o.bytes);
+          },
           [](const CopyOp& o) {
             return fmt::format(R"("bytes":{},"to_core":{},"src_addr":"{:#x}","dst_addr":"{:#x}")",
                                o.bytes, o.dst_core, o.src_addr, o.dst_addr);
@@ -203,7 +208,19 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
       json_string(fmt::format("{} on {} ({} MHz)", run.workload, run.hardware, t.clock_mhz()))));
   // A multi-core chip: one process per core (Track::process c + 1 is core c), after the chip's.
   int processes = 0;
-  for (const auto& track : tracks) processes = std::max(processes, track.process);
+  bool host = false;
+  for (const auto& track : tracks) {
+    host = host || track.process == timeline::kHostProcess;
+    if (track.process != timeline::kHostProcess) processes = std::max(processes, track.process);
+  }
+  if (host) {
+    // The host CPU and its link (docs/heterogeneous.md), after the cores.
+    w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"host"}}}})",
+                        kPid + timeline::kHostProcess));
+    w.event(fmt::format(
+        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",
+        kPid + timeline::kHostProcess, timeline::kHostProcess));
+  }
   for (int p = 1; p <= processes; ++p) {
     w.event(
         fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"core {}"}}}})",

@@ -130,6 +130,9 @@ struct Layer {
   int8_t clamp_lo = -128, clamp_hi = 127;  // saturation of the requantized output
   std::vector<float> input_ratios;         // add / mul / concat: input scale(s) over output scale
   std::vector<std::string> fused;          // names of layers folded or fused into this one
+  // Runs on the host CPU of a heterogeneous system (docs/heterogeneous.md): pinned there by
+  // --host-ops, or fallen back because the accelerator cannot run it (compiler/lowering).
+  bool on_host = false;
 
   // Set by fuse_epilogues (compiler/passes/fusion.hpp) on a conv / dense / matmul: the residual
   // add and pool layers that run in its epilogue, in order, each on the block the stage before

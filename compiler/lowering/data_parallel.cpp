@@ -207,20 +207,40 @@ std::optional<Parallelism> parse_parallelism(const std::string& text) {
   return std::nullopt;
 }
 
+namespace {
+bool has_host_layers(const Program& p) {
+  for (const LayerRecord& l : p.layers) {
+    if (l.on_host) return true;
+  }
+  return false;
+}
+}  // namespace
+
 CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode,
                                int micro_batch) {
-  if (mode == Parallelism::kPipeline) return compile_pipeline(graph, hw, micro_batch);
   const int cores = std::min(hw.cores, graph.batch);
   const bool data = hw.cores > 1 && (mode == Parallelism::kData || graph.batch >= hw.cores);
-  if (!data || cores == 1) {
+  auto single_core = [&](const char* why) {
     CompileResult r = compile(graph, hw);
     if (r.ok && hw.cores > 1) {
-      r.program.parallel =
-          fmt::format("single core ({}: batch {} on a chip of {} cores)",
-                      mode == Parallelism::kAuto ? "auto" : "data", graph.batch, hw.cores);
+      r.program.parallel = fmt::format("single core ({}: batch {} on a chip of {} cores{})",
+                                       mode == Parallelism::kAuto       ? "auto"
+                                       : mode == Parallelism::kPipeline ? "pipeline"
+                                                                        : "data",
+                                       graph.batch, hw.cores, why);
     }
     return r;
+  };
+  // Host layers (docs/heterogeneous.md) run on one core's program: the merges relocate and place
+  // the accelerator's instructions only.
+  bool host = false;
+  for (const Layer& l : graph.layers) host = host || l.on_host;
+  if (mode == Parallelism::kPipeline) {
+    if (host) return single_core("; host layers run with a single-core program");
+    return compile_pipeline(graph, hw, micro_batch);
   }
+  if (!data || cores == 1) return single_core("");
+  if (host) return single_core("; host layers run with a single-core program");
   std::vector<int> images(cores, graph.batch / cores);
   for (int c = 0; c < graph.batch % cores; ++c) ++images[c];
   // One compilation per distinct share of the batch (at most two).
@@ -232,6 +252,8 @@ CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Paralleli
     CompileResult r = compile(g, hw);
     if (!r.ok)
       return {false, {}, fmt::format("data parallel, {} images per core: {}", b, r.reason)};
+    if (has_host_layers(r.program))
+      return single_core("; host layers run with a single-core program");
     by_batch.emplace(b, std::move(r.program));
   }
   std::vector<const Program*> per_core;

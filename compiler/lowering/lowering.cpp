@@ -11,6 +11,10 @@ namespace lowering {
 
 // The operator table says how each layer is lowered.
 bool Lowering::lower_layer(const Layer& l) {
+  if (l.on_host) {
+    lower_host(l, *current_);
+    return true;
+  }
   switch (op_info(l.kind).lowering) {
     case OpLowering::kMatrix:
       return lower_matrix(l, *current_);
@@ -39,7 +43,8 @@ CompileResult Lowering::run() {
   program_.network = graph_.name;
   program_.batch = graph_.batch;
   program_.matrix_units = hw_.matrix_unit.count;
-  program_.total_macs = graph_.total_macs();
+  program_.total_macs = 0;  // the matrix units': a host layer's MACs are the host's
+  for (const auto& l : graph_.layers) program_.total_macs += l.on_host ? 0 : l.macs(graph_.batch);
   program_.dtype = graph_.dtype;
 
   if (!plan_memory()) return {false, {}, reason_};
@@ -57,7 +62,9 @@ CompileResult Lowering::run() {
     rec.first_instruction = static_cast<uint32_t>(program_.instructions.size());
     // Operands resident in the unified buffer cost no off-chip bytes; a fused epilogue's residual
     // operands are among the inputs, and the layer stores its last stage's output.
-    uint64_t bound = (l.qweights.size() + l.bf16_weights.size()) * es_ + 4 * l.bias.size();
+    // A host layer's parameters are the host's own (docs/heterogeneous.md).
+    uint64_t bound =
+        l.on_host ? 0 : (l.qweights.size() + l.bf16_weights.size()) * es_ + 4 * l.bias.size();
     if (!resident(l.output)) bound += l.last_stage().out_shape.elements() * graph_.batch * es_;
     for (size_t i = 0; i < l.inputs.size(); ++i) {
       if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
@@ -65,7 +72,10 @@ CompileResult Lowering::run() {
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();
-    if (!lower_layer(l)) return {false, {}, reason_};
+    if (!lower_layer(l)) {
+      failed_layer_ = layer_index_;
+      return {false, {}, reason_, failed_layer_};
+    }
     current_->end_instruction = static_cast<uint32_t>(program_.instructions.size());
   }
   for (const auto& name : graph_.outputs) program_.outputs.push_back(placement(name));
@@ -76,7 +86,25 @@ CompileResult Lowering::run() {
 }  // namespace lowering
 
 CompileResult compile(const Graph& graph, const HwConfig& hw) {
-  return lowering::Lowering(graph, hw).run();
+  CompileResult r = lowering::Lowering(graph, hw).run();
+  if (r.ok || !hw.host || r.failed_layer < 0) return r;
+  // Fallback: the layer that could not be lowered moves to the host and the whole graph is
+  // lowered again (its operands now live off chip, which changes the memory plan). Each round
+  // moves one more layer, so this ends.
+  Graph g = graph;
+  std::vector<std::string> fallen;
+  while (!r.ok && r.failed_layer >= 0 && !g.layers[r.failed_layer].on_host) {
+    g.layers[r.failed_layer].on_host = true;
+    fallen.push_back(g.layers[r.failed_layer].name);
+    r = lowering::Lowering(g, hw).run();
+  }
+  if (!r.ok) return r;
+  for (LayerRecord& rec : r.program.layers) {
+    for (const auto& name : fallen) {
+      if (rec.name == name) rec.tiling = "host (fallback: the accelerator cannot run it)";
+    }
+  }
+  return r;
 }
 
 }  // namespace npusim

@@ -30,6 +30,7 @@ class Lowering {
       : graph_(graph), hw_(hw), es_(graph.dtype == DataType::kBf16 ? 2 : 1) {}
 
   CompileResult run();
+  int failed_layer() const { return failed_layer_; }
 
  private:
   uint32_t emit(UnitKind unit, int index, Operation op, std::vector<BufferAccess> accesses);
@@ -89,6 +90,7 @@ class Lowering {
   bool lower_eltwise(const Layer& l, LayerRecord& rec);
   bool lower_concat(const Layer& l, LayerRecord& rec);
   bool lower_move(const Layer& l, LayerRecord& rec);
+  void lower_host(const Layer& l, LayerRecord& rec);  // compiler/lowering/host_lowering.cpp
 
   const Graph& graph_;
   const HwConfig& hw_;
@@ -108,6 +110,7 @@ class Lowering {
   std::map<std::string, Params> params_;
   int weight_half_ = 0;  // resident weights alternate between the halves of the weight buffer
   std::string reason_;
+  int failed_layer_ = -1;
 };
 
 }  // namespace npusim::lowering

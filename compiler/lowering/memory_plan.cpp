@@ -18,7 +18,9 @@ namespace npusim::lowering {
 bool Lowering::plan_memory() {
   for (const auto& l : graph_.layers) {
     Params p;
-    if (l.has_weights() && es_ == 1) {
+    if (l.on_host) {
+      // The host keeps its own copy of the layer's parameters (docs/heterogeneous.md).
+    } else if (l.has_weights() && es_ == 1) {
       NPUSIM_CHECK(l.qweights.size() == l.reduction() * l.filters, "layer {}: no int8 weights",
                    l.name);
       p.weights = dram_param(l.qweights.data(), l.qweights.size());
@@ -83,12 +85,16 @@ void Lowering::plan_unified_buffer() {
       if (l.kind == OpKind::kMatMul && k == 1) buffers[b].may_reside = false;
       // A move's boxes are DMA copies between off-chip tensors (move_lowering.cpp).
       if (op_info(l.kind).lowering == OpLowering::kMove) buffers[b].may_reside = false;
+      // The host reaches only off-chip memory (docs/heterogeneous.md).
+      if (l.on_host) buffers[b].may_reside = false;
     }
     if (op_info(l.kind).lowering == OpLowering::kFree) {
       buffer_of[l.output] = buffer_of.at(l.inputs[0]);
     } else {
       new_buffer(l.output, l.last_stage().out_shape.elements(), i);  // what the layer stores
-      if (op_info(l.kind).lowering == OpLowering::kMove) buffers.back().may_reside = false;
+      if (op_info(l.kind).lowering == OpLowering::kMove || l.on_host) {
+        buffers.back().may_reside = false;
+      }
     }
   }
   for (const auto& name : graph_.outputs) buffers[buffer_of.at(name)].may_reside = false;
@@ -119,6 +125,7 @@ void Lowering::plan_unified_buffer() {
 
 uint64_t Lowering::scratch_min(const Layer& l,
                                const std::function<bool(const std::string&)>& res) const {
+  if (l.on_host) return 0;  // no instruction of the accelerator touches the unified buffer
   const bool in = res(l.inputs[0]), out = res(l.output);
   auto twice = [](uint64_t bytes) { return 2 * align_up(bytes); };
   switch (op_info(l.kind).lowering) {

@@ -35,6 +35,7 @@ struct VectorElements {
   uint64_t operator()(const DmaOp&) const { return 0; }
   uint64_t operator()(const MatmulOp&) const { return 0; }
   uint64_t operator()(const CopyOp&) const { return 0; }
+  uint64_t operator()(const HostOp&) const { return 0; }
 };
 
 // Merges micro-batch programs into one pipeline Program (the protocol is in the header).

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "models/systolic/cube_fast_model.hpp"
 #include "models/systolic/cube_pe_model.hpp"
 #include "models/systolic/fast_array_model.hpp"
 #include "models/systolic/pe_array_model.hpp"

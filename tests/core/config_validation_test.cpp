@@ -54,8 +54,8 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
       "hw.json: /extra: unknown key \"extra\" (known keys here: buffers, clock_mhz, cores, "
-      "data_types, description, interconnect, matrix_unit, memory, name, schema_version, source, "
-      "technology_nm, vector_unit)",
+      "data_types, description, host, interconnect, matrix_unit, memory, name, schema_version, "
+      "source, technology_nm, vector_unit)",
   };
   EXPECT_EQ(errors, expected);
 }
@@ -149,6 +149,11 @@ TEST(ConfigValidation, PublishedChipPresetsPeak) {
   EXPECT_EQ(ascend.matrix_unit.kind, MatrixUnitKind::kCube);
   const double core_tflops = 2.0 * ascend.peak_macs_per_cycle() * ascend.clock_mhz * 1e6 / 1e12;
   EXPECT_NEAR(core_tflops, 256.0 / 32, 1e-9);
+  // The whole chip: 32 of those cores, 256 TFLOPS, sharing four HBM2 stacks (32 channels).
+  HwConfig chip = load_hw_config("ascend-910-like");
+  EXPECT_EQ(chip.cores, 32);
+  EXPECT_NEAR(2.0 * chip.chip_peak_macs_per_cycle() * chip.clock_mhz * 1e6 / 1e12, 256.0, 1e-9);
+  EXPECT_EQ(chip.memory.channels, 32);
 }
 
 TEST(ConfigValidation, MalformedJsonNamesLineAndColumn) {
@@ -167,14 +172,14 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_STREQ(e.what(),
-                 "--hw 'tpu-v9': no such file and no such preset (presets: ascend-like, edge, "
-                 "tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like)");
+                 "--hw 'tpu-v9': no such file and no such preset (presets: ascend-910-like, "
+                 "ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like)");
   }
 }
 
 TEST(ConfigValidation, ShippedPresetsAreValid) {
-  for (const char* name :
-       {"tpu-v1", "edge", "tpu-v1-hbm", "tpu-v4-like", "tpu-v4-like-core", "ascend-like"}) {
+  for (const char* name : {"tpu-v1", "edge", "tpu-v1-hbm", "tpu-v4-like", "tpu-v4-like-core",
+                           "ascend-like", "ascend-910-like"}) {
     HwConfig c = load_hw_config(name);
     EXPECT_EQ(c.name, name);
     EXPECT_FALSE(c.source.empty()) << name << " must name its source";

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "fidelity_compare.hpp"
 #include "run_npusim.hpp"
 
 namespace {
@@ -45,15 +46,8 @@ TEST_P(EpilogueFusionRuns, MatchTheReferenceInBothFidelities) {
   EXPECT_EQ(fused["c5"], "ap2");
   EXPECT_EQ(fused["d2"], "res2");
   EXPECT_EQ(fused.count("ap"), 1u);  // its producer already pools in its epilogue
-  auto pe_dir = fresh_dir(std::string("fusion-pe-") + c.dtype + c.hw);
-  CommandResult pe = run_npusim(args + " --fidelity pe --out " + pe_dir.string());
-  ASSERT_EQ(pe.exit_code, 0) << pe.err;
-  json pe_stats = json::parse(slurp(pe_dir / "stats.json"));
-  EXPECT_EQ(pe_stats["total_cycles"], stats["total_cycles"]);
-  EXPECT_EQ(pe_stats["functional_check"]["max_abs_error"],
-            stats["functional_check"]["max_abs_error"]);
+  expect_pe_run_agrees(args, stats, std::string("fusion-") + c.dtype + c.hw);
   std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(pe_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fusion, EpilogueFusionRuns,

@@ -11,6 +11,19 @@
 
 #include "run_npusim.hpp"
 
+// Runs `args` (a fast-fidelity run whose stats.json is `fast`) again with --fidelity pe: the same
+// cycles and the same largest error against the reference.
+inline void expect_pe_run_agrees(const std::string& args, const nlohmann::json& fast,
+                                 const std::string& tag) {
+  const std::filesystem::path dir = fresh_dir("pe-run-" + tag);
+  const CommandResult pe = run_npusim(args + " --fidelity pe --out " + dir.string());
+  ASSERT_EQ(pe.exit_code, 0) << pe.err;
+  const nlohmann::json stats = nlohmann::json::parse(slurp(dir / "stats.json"));
+  EXPECT_EQ(stats["total_cycles"], fast["total_cycles"]);
+  EXPECT_EQ(stats["functional_check"]["max_abs_error"], fast["functional_check"]["max_abs_error"]);
+  std::filesystem::remove_all(dir);
+}
+
 inline void expect_fidelities_agree(const std::string& hw, const std::string& network,
                                     const std::string& dtype) {
   namespace fs = std::filesystem;

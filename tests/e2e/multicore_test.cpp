@@ -142,6 +142,30 @@ TEST(Multicore, CompilePrintsTheChoice) {
   EXPECT_EQ(one_core.out.find("; parallel:"), std::string::npos);
 }
 
+// The ascend-910-like preset: a chip of 32 Da Vinci cores. A batch of 32 gives every core one
+// image; the values are the reference's bit for bit and each core's row reports its own work.
+TEST(Multicore, Ascend910ChipRunsABatchOnAll32Cores) {
+  const auto dir = fresh_dir("multicore-ascend-910");
+  CommandResult r =
+      run_npusim("run --hw ascend-910-like --workload mnist-cnn --batch 32 --dtype int8 --out " +
+                 dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_EQ(stats["chip"]["cores"], 32);
+  EXPECT_EQ(stats["chip"]["cores_used"], 32);
+  EXPECT_DOUBLE_EQ(stats["chip"]["peak_macs_per_cycle"].get<double>(), 32.0 * 4096);
+  EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  ASSERT_EQ(stats["cores"].size(), 32u);
+  uint64_t macs = 0;
+  for (const auto& c : stats["cores"]) {
+    EXPECT_GT(c["mxu_busy_cycles"].get<uint64_t>(), 0u) << c;
+    macs += c["macs"].get<uint64_t>();
+  }
+  // One image per core: the cores' MACs are 32 equal shares of the chip's.
+  EXPECT_EQ(stats["cores"][0]["macs"].get<uint64_t>() * 32, macs);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Multicore, TheTraceHasAProcessPerCore) {
   const auto hw = chip_file(2);
   const auto dir = fresh_dir("multicore-trace");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -70,6 +71,18 @@ TEST(StatsDoc, MembenchWritesTheMemoryKeysOfStatsJson) {
   }
   EXPECT_EQ(bench_keys, run_keys);
   expect_documented(nlohmann::json{{"memory", bench["memory"]}}, "membench");
+}
+
+TEST(StatsDoc, EveryKeyOfARunWithAHostIsDocumented) {
+  const auto hw = std::filesystem::temp_directory_path() /
+                  ("npusim-statsdoc-host-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(hw) << R"({"schema_version": 1, "matrix_unit": {"rows": 16, "cols": 16},
+    "host": {"link": {"pcie": {"generation": 4, "lanes": 8}}}})";
+  const nlohmann::json stats =
+      run_stats("run --hw " + hw.string() + " --workload mnist-cnn --host-ops softmax");
+  std::filesystem::remove(hw);
+  ASSERT_EQ(stats["host_cpu"]["layers"].get<int>(), 1);
+  expect_documented(stats, "host");
 }
 
 }  // namespace

@@ -61,23 +61,12 @@ void check_sequence(const Config& c, uint32_t seed, int tiles, int stream_factor
     expect_same_timing(tf, tp);
     EXPECT_TRUE(for_fast.same_results(for_pe));
     if (::testing::Test::HasFailure()) return;
-    const int gap = static_cast<int>(rng() % 16);
-    issue = tf.next_issue_cycle + (gap < 10 ? 0 : gap < 15 ? rng() % 8 : 50 + rng() % 100);
+    issue = next_issue_cycle(rng, tf);
   }
   const ArrayStats& f = fast->stats();
   const ArrayStats& p = pe->stats();
-  EXPECT_EQ(f.tiles, static_cast<uint64_t>(tiles));
-  EXPECT_EQ(f.tiles, p.tiles);
-  EXPECT_EQ(f.macs, p.macs);
-  EXPECT_EQ(f.int8_macs + f.bf16_macs + f.fp16_macs, f.macs);
-  EXPECT_EQ(f.int8_macs, p.int8_macs);
-  EXPECT_EQ(f.bf16_macs, p.bf16_macs);
-  EXPECT_EQ(f.fp16_macs, p.fp16_macs);
+  expect_same_counts(f, p, tiles);
   EXPECT_EQ(f.stationary_rows_loaded, p.stationary_rows_loaded);
-  EXPECT_EQ(f.accumulator_writes, p.accumulator_writes);
-  EXPECT_EQ(f.accumulator_reads, p.accumulator_reads);
-  EXPECT_EQ(f.busy_cycles, p.busy_cycles);
-  EXPECT_EQ(f.last_done_cycle, p.last_done_cycle);
 }
 
 constexpr struct {

@@ -124,6 +124,29 @@ inline void expect_same_timing(const TileTiming& fast, const TileTiming& pe) {
   EXPECT_EQ(fast.busy_cycles, pe.busy_cycles);
 }
 
+// The issue cycle of the tile after one timed `t`: mostly back to back, sometimes a few cycles
+// later, now and then a long gap.
+inline uint64_t next_issue_cycle(std::mt19937& rng, const TileTiming& t) {
+  const int gap = static_cast<int>(rng() % 16);
+  return t.next_issue_cycle + (gap < 10 ? 0 : gap < 15 ? rng() % 8 : 50 + rng() % 100);
+}
+
+// The statistics two fidelities of one unit must agree on after the same `tiles` tiles (the
+// stationary rows aside: the caller checks those).
+inline void expect_same_counts(const ArrayStats& f, const ArrayStats& p, int tiles) {
+  EXPECT_EQ(f.tiles, static_cast<uint64_t>(tiles));
+  EXPECT_EQ(f.tiles, p.tiles);
+  EXPECT_EQ(f.macs, p.macs);
+  EXPECT_EQ(f.int8_macs + f.bf16_macs + f.fp16_macs, f.macs);
+  EXPECT_EQ(f.int8_macs, p.int8_macs);
+  EXPECT_EQ(f.bf16_macs, p.bf16_macs);
+  EXPECT_EQ(f.fp16_macs, p.fp16_macs);
+  EXPECT_EQ(f.accumulator_writes, p.accumulator_writes);
+  EXPECT_EQ(f.accumulator_reads, p.accumulator_reads);
+  EXPECT_EQ(f.busy_cycles, p.busy_cycles);
+  EXPECT_EQ(f.last_done_cycle, p.last_done_cycle);
+}
+
 // A cube unit of M0 x K0 x N0 blocks (ArrayParams keeps K0 in rows, N0 in cols).
 inline ArrayParams cube_params(int m0, int k0, int n0) {
   ArrayParams p;

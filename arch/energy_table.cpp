@@ -30,6 +30,8 @@ const std::vector<EnergyKey>& energy_keys() {
       {"events_pj", "vector_reduction", "pJ", "energy", "one element added into a reduction"},
       {"events_pj", "dma_byte", "pJ", "energy",
        "one byte moved by a DMA queue across the chip (address generation and wires)"},
+      {"events_pj", "link_byte", "pJ", "energy",
+       "one byte a core-to-core copy moves over the interconnect (wires and router buffers)"},
       {"events_pj", "simple_memory_byte", "pJ", "",
        "one byte read or written in off-chip memory, for memory.model simple"},
       {"sram", "reference_pj", "pJ", "energy", "read of the reference SRAM"},

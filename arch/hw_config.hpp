@@ -66,8 +66,8 @@ struct OffChipMemoryConfig {
   std::optional<dram::MemoryConfig> dram;
 };
 
-// The on-chip network between the cores of a multi-core chip (docs/multicore.md). Described and
-// validated; no instruction moves data over it yet (the data-parallel lowering needs none).
+// The on-chip network between the cores of a multi-core chip (docs/multicore.md): COPY
+// instructions move unified-buffer bytes over it (models/interconnect_timing.hpp: the timing rule).
 enum class Topology { kRing, kCrossbar };
 const char* to_string(Topology topology);  // "ring", "crossbar"
 

@@ -18,6 +18,8 @@ const char* to_string(UnitKind kind) {
       return "host_cpu";
     case UnitKind::kHostLink:
       return "host_link";
+    case UnitKind::kLink:
+      return "link";
   }
   return "?";
 }
@@ -48,6 +50,7 @@ struct OpcodeName {
   const char* operator()(const SoftmaxOp&) const { return "SOFTMAX"; }
   const char* operator()(const LayerNormOp&) const { return "LAYERNORM"; }
   const char* operator()(const LutOp&) const { return "LUT"; }
+  const char* operator()(const CopyOp&) const { return "COPY"; }
   const char* operator()(const EltwiseOp& e) const {
     switch (e.kind) {
       case EltwiseKind::kAdd:
@@ -125,6 +128,10 @@ struct Operands {
   std::string operator()(const LutOp& l) const {
     return fmt::format("ub[{:#x}] <- lut {} ub[{:#x}] n {}", l.out_ub_addr, l.lut, l.in_ub_addr,
                        l.elements);
+  }
+  std::string operator()(const CopyOp& c) const {
+    return fmt::format("core{}.ub[{:#x}] <- ub[{:#x}] n {}", c.dst_core, c.dst_addr, c.src_addr,
+                       c.bytes);
   }
   std::string operator()(const EltwiseOp& e) const {
     return fmt::format("ub[{:#x}] ld {} <- ub[{:#x}] ld {}{} {}x{} clamp [{}, {}]{}", e.out_ub_addr,

@@ -16,9 +16,10 @@
 
 namespace npusim {
 
-enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector, kHost, kHostLink };
+enum class UnitKind { kDmaLoad, kDmaStore, kMatrix, kVector, kHost, kHostLink, kLink };
 // "dma_load", "dma_store" (the DMA queues' one name: the SoC's units, stats.json, traces,
-// assembly), "mxu", "vpu", "host_cpu", "host_link" (docs/heterogeneous.md).
+// assembly), "mxu", "vpu", "host_cpu", "host_link" (docs/heterogeneous.md), "link" (a core's queue
+// onto the interconnect, docs/multicore.md).
 const char* to_string(UnitKind kind);
 
 enum class BufferId { kDram, kUnified, kWeight, kAccumulator };
@@ -170,8 +171,20 @@ struct HostOp {
   std::vector<DramRange> dram;
 };
 
+// Core-to-core copy over the on-chip interconnect (docs/multicore.md): `bytes` contiguous bytes
+// of the executing core's unified buffer at src_addr to dst_core's unified buffer at dst_addr. It
+// runs on the sending core's link queue (UnitKind::kLink), beside its DMA and compute units. No
+// implicit synchronization: the receiving core's consumers list the copy in their deps, and the
+// copy lists the instructions that wrote its source and last read its destination.
+struct CopyOp {
+  int dst_core = 0;
+  uint64_t src_addr = 0;
+  uint64_t dst_addr = 0;
+  uint64_t bytes = 0;
+};
+
 using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
-                               EltwiseOp, HostOp>;
+                               EltwiseOp, HostOp, CopyOp>;
 
 struct Instruction {
   uint32_t id = 0;

@@ -9,19 +9,20 @@
 namespace npusim {
 
 namespace {
-// Calls f(part, offset in the sample-order bytes, length) for each stored run of `t` (a tensor
-// without parts is one part of core 0).
+// Calls f(part, offset in the sample-order bytes, length, index in t.parts) for each stored run of
+// `t` (a tensor without parts is one part of core 0, index 0).
 template <class F>
 void for_each_part(const TensorPlacement& t, F f) {
   if (t.parts.empty()) {
-    f(part_on_core(t, 0), 0, t.bytes());
+    f(part_on_core(t, 0), 0, t.bytes(), size_t{0});
     return;
   }
   uint64_t offset = 0;
   int samples = 0;
-  for (const TensorPart& part : t.parts) {
+  for (size_t i = 0; i < t.parts.size(); ++i) {
+    const TensorPart& part = t.parts[i];
     const uint64_t n = t.sample_bytes() * static_cast<uint64_t>(part.batch);
-    f(part, offset, n);
+    f(part, offset, n, i);
     offset += n;
     samples += part.batch;
   }
@@ -41,14 +42,14 @@ TensorPart part_on_core(const TensorPlacement& t, int core) {
 }
 
 std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory,
-                                 const std::function<const uint8_t*(int core)>& resident) {
+                                 const std::function<const uint8_t*(int, size_t)>& resident) {
   std::vector<uint8_t> out(t.bytes());
-  for_each_part(t, [&](const TensorPart& part, uint64_t offset, uint64_t n) {
+  for_each_part(t, [&](const TensorPart& part, uint64_t offset, uint64_t n, size_t index) {
     const uint8_t* from = memory + part.dram_addr;
     if (part.buffer == BufferId::kUnified) {
       NPUSIM_CHECK(resident, "tensor {} is resident on core {}: no copy of it to read", t.name,
                    part.core);
-      from = resident(part.core);
+      from = resident(part.core, index);
       NPUSIM_CHECK(from != nullptr, "tensor {}: core {} captured no copy of it", t.name, part.core);
     }
     std::memcpy(out.data() + offset, from, n);
@@ -59,7 +60,7 @@ std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory
 void write_tensor(const TensorPlacement& t, const std::vector<uint8_t>& bytes, uint8_t* memory) {
   NPUSIM_CHECK(bytes.size() == t.bytes(), "tensor {}: {} bytes given, it has {}", t.name,
                bytes.size(), t.bytes());
-  for_each_part(t, [&](const TensorPart& part, uint64_t offset, uint64_t n) {
+  for_each_part(t, [&](const TensorPart& part, uint64_t offset, uint64_t n, size_t) {
     NPUSIM_CHECK(part.buffer == BufferId::kDram, "tensor {}: core {}'s part is not off chip",
                  t.name, part.core);
     std::memcpy(memory + part.dram_addr, bytes.data() + offset, n);
@@ -82,7 +83,7 @@ std::string memory_plan(const Program& p) {
   for (const auto& t : p.tensors) {
     // On a data-parallel program, each core's part (core<c>: where its samples are).
     std::string where;
-    for_each_part(t, [&](const TensorPart& part, uint64_t, uint64_t n) {
+    for_each_part(t, [&](const TensorPart& part, uint64_t, uint64_t n, size_t) {
       if (!t.parts.empty()) where += fmt::format("{}core{} ", where.empty() ? "" : " ", part.core);
       where += part.buffer == BufferId::kUnified
                    ? fmt::format("ub[{:#x}, {:#x})", part.ub_addr, part.ub_addr + n)
@@ -109,6 +110,7 @@ std::string to_assembly(const Program& p) {
       p.network, p.batch, p.instructions.size(), p.matrix_units, p.input.name, p.input.dram_addr,
       shape(p.input), p.input.scale);
   if (p.parallel != "single core") out += fmt::format("; parallel: {}\n", p.parallel);
+  for (const std::string& stage : p.parallel_stages) out += fmt::format(";   {}\n", stage);
   for (const auto& o : p.outputs) {
     out += fmt::format("; output {} at dram[{:#x}] {} int8 scale {:.6g}\n", o.name, o.dram_addr,
                        shape(o), o.scale);

@@ -21,6 +21,11 @@ struct TensorPart {
   int core = 0;
   BufferId buffer = BufferId::kDram;
   uint64_t ub_addr = 0;
+  // The LayerRecord whose instructions write this part, when it is not the tensor's first_layer: a
+  // pipeline has one record per micro-batch and layer, and a core's micro-batches of a resident
+  // tensor take turns at the same ub_addr (compiler/lowering/pipeline_parallel.hpp). -1:
+  // first_layer.
+  int layer = -1;
 };
 
 // A tensor of `batch` channels-last samples, int8 (or bf16) with a real-value scale, in off-chip
@@ -49,10 +54,12 @@ struct TensorPlacement {
 };
 
 // The tensor's bytes in sample order, gathered from its parts: off chip from `memory` (off-chip
-// contents), resident in core c's unified buffer from resident(c) (that core's captured copy of
-// its part, models/tensor_shadows.hpp), which is required when a part is resident.
-std::vector<uint8_t> read_tensor(const TensorPlacement& t, const uint8_t* memory,
-                                 const std::function<const uint8_t*(int core)>& resident = {});
+// contents), resident in core c's unified buffer from resident(c, p) (that core's captured copy of
+// part p of t.parts, or of the whole tensor when it has no parts and p is 0,
+// models/tensor_shadows.hpp), which is required when a part is resident.
+std::vector<uint8_t> read_tensor(
+    const TensorPlacement& t, const uint8_t* memory,
+    const std::function<const uint8_t*(int core, size_t part)>& resident = {});
 // Core `core`'s part of `t` (a tensor without parts is core 0's, whole); batch 0 when the core
 // holds none of its samples.
 TensorPart part_on_core(const TensorPlacement& t, int core);
@@ -96,6 +103,9 @@ struct Program {
   // How the work was spread over the cores: "single core" or "data parallel: ..."
   // (compiler/lowering/data_parallel.hpp).
   std::string parallel = "single core";
+  // A pipeline's stages, one line each (compiler/lowering/pipeline_parallel.hpp); printed by
+  // `npusim compile`.
+  std::vector<std::string> parallel_stages;
   std::vector<Instruction> instructions;
   std::vector<LayerRecord> layers;
   std::vector<DramSegment> dram_init;  // weights and biases

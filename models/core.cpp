@@ -46,6 +46,10 @@ Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, con
       "vector_unit", program, stream_of(program, index, UnitKind::kVector, 0), scoreboard, clock,
       buffers, hw.vector_unit, compute_values);
   vector_unit->capture_into(&shadows);
+  if (hw.cores > 1) {
+    link_queue = std::make_unique<LinkQueue>(
+        "link", program, stream_of(program, index, UnitKind::kLink, 0), scoreboard, clock, buffers);
+  }
   for (ExecutionUnit* u : mutable_units()) u->set_buffer_ports(buffer_ports(hw, program.dtype));
 }
 
@@ -71,6 +75,7 @@ std::vector<const ExecutionUnit*> Core::units() const {
   for (const auto& q : store_queues) out.push_back(q.get());
   for (const auto& m : matrix_units) out.push_back(m.get());
   out.push_back(vector_unit.get());
+  if (link_queue) out.push_back(link_queue.get());
   return out;
 }
 
@@ -80,6 +85,7 @@ std::vector<ExecutionUnit*> Core::mutable_units() {
   for (auto& q : store_queues) out.push_back(q.get());
   for (auto& m : matrix_units) out.push_back(m.get());
   out.push_back(vector_unit.get());
+  if (link_queue) out.push_back(link_queue.get());
   return out;
 }
 

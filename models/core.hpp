@@ -1,11 +1,13 @@
 // One core of the chip: its banked on-chip buffers and the units that run the core's instructions
 // (Instruction::core): DMA load and store queues (one of each, more if the program names more),
-// the matrix units and the vector unit. Every core of a chip is a copy of the same description
-// (HwConfig: the per-unit figures are per core); the cores share the scoreboard (one over the
-// program's global instruction ids) and the off-chip memory, whose socket every DMA queue of every
-// core binds to, so its channels and their contention are shared. A core's units touch only its
-// own buffers: another core's bytes are reached through off-chip memory, ordered by dependency
-// tokens like any other access.
+// the matrix units, the vector unit and, on a chip of several cores, a link queue that sends its
+// core-to-core copies over the interconnect (the Soc binds it). Every core of a chip is a copy of
+// the same description (HwConfig: the per-unit figures are per core); the cores share the
+// scoreboard (one over the program's global instruction ids) and the off-chip memory, whose socket
+// every DMA queue of every core binds to, so its channels and their contention are shared. A core's
+// units touch only its own buffers, except a COPY writing another core's unified buffer: another
+// core's bytes are reached through off-chip memory or a copy, ordered by dependency tokens like any
+// other access.
 #pragma once
 
 #include <memory>
@@ -15,6 +17,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "models/dma_engine.hpp"
+#include "models/link_queue.hpp"
 #include "models/matrix_unit.hpp"
 #include "models/offchip_memory_interface.hpp"
 #include "models/onchip_buffers.hpp"
@@ -30,7 +33,8 @@ class Core : public sc_core::sc_module {
        Scoreboard& scoreboard, const CoreClock& clock, OffChipMemoryInterface& memory,
        systolic::Fidelity fidelity, bool compute_values);
 
-  // Every unit, DMA queues first (loads, then stores), then matrix units, then the vector unit.
+  // Every unit, DMA queues first (loads, then stores), then matrix units, then the vector unit,
+  // then the link queue (when there is one).
   std::vector<const ExecutionUnit*> units() const;
   std::vector<ExecutionUnit*> mutable_units();
   // The instructions of `program` this core's unit (kind, index) runs, in program order.
@@ -47,6 +51,7 @@ class Core : public sc_core::sc_module {
   std::vector<std::unique_ptr<DmaEngine>> load_queues, store_queues;
   std::vector<std::unique_ptr<MatrixUnit>> matrix_units;
   std::unique_ptr<VectorUnit> vector_unit;
+  std::unique_ptr<LinkQueue> link_queue;  // chips of several cores only
 
  private:
   void add_queues(const Program& program, UnitKind kind, DmaParams params, Scoreboard& scoreboard,

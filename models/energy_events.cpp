@@ -30,6 +30,7 @@ constexpr EventInfo kEvents[kEnergyEvents] = {
     {"vector_table", "vector-unit transcendentals through a table (exp, reciprocal, activation)"},
     {"vector_reduction", "vector-unit reduction steps (sums for pooling, softmax, layer norm)"},
     {"dma_bytes", "bytes the DMA queues moved across the chip"},
+    {"link_bytes", "bytes core-to-core copies moved over the interconnect"},
 };
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -85,6 +86,11 @@ struct Counter {
     c[EnergyEvent::kDmaByte] += d.bytes();
     const uint64_t n = accesses(1, d.bytes(), port_bytes(p, d.buffer));
     c[unit == UnitKind::kDmaLoad ? write_of(d.buffer) : read_of(d.buffer)] += n;
+  }
+  void operator()(const CopyOp& copy) {
+    c[EnergyEvent::kLinkByte] += copy.bytes;
+    ub_read(1, copy.bytes);
+    ub_write(1, copy.bytes);
   }
   void operator()(const MatmulOp& m) {
     const uint64_t macs = uint64_t(m.m) * m.k * m.n;

@@ -9,6 +9,8 @@
 //     reads m rows of k elements, weight buffer reads k rows of n, accumulator writes m rows of n
 //     (and as many reads when it accumulates).
 //   DMA: one DMA byte per byte moved; the buffer side is written (load) or read (store).
+//   COPY (core to core): one link byte per byte moved; the source unified buffer is read and the
+//     destination's written (both charged to the sending core).
 //   Vector unit, per element: REQUANT bias add and scale multiply (2 add/mul), saturation
 //     (2 compares), a table when it has an activation; LUT one table; ELTWISE add a*ra + b*rb (2
 //     mul, 1 add), mul a*b*ra (2 mul), rescale (1 mul), saturation (2 compares), a table when it
@@ -45,6 +47,7 @@ enum class EnergyEvent {
   kVectorTable,
   kVectorReduction,
   kDmaByte,
+  kLinkByte,
   kCount
 };
 constexpr size_t kEnergyEvents = size_t(EnergyEvent::kCount);

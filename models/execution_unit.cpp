@@ -46,6 +46,7 @@ void ExecutionUnit::attribute_stall(const Instruction& instr, uint64_t stalled) 
   switch (program_.instructions[last].unit) {
     case UnitKind::kDmaLoad:
     case UnitKind::kDmaStore:
+    case UnitKind::kLink:  // data movement, as the DMA's
       c.dma += stalled;
       break;
     case UnitKind::kVector:

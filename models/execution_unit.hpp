@@ -24,7 +24,8 @@
 
 namespace npusim {
 
-// Cycles a unit's next instruction waited, by the unit of the dependency that completed last.
+// Cycles a unit's next instruction waited, by the unit of the dependency that completed last (a
+// core-to-core copy counts as data movement, with the DMA).
 struct StallCauses {
   uint64_t dma = 0, vector = 0, matrix = 0, host = 0;  // host: the host CPU or its link
 };

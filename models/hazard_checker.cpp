@@ -14,11 +14,11 @@ namespace {
 struct Extents {
   std::vector<Access>& out;
   int eb;  // bytes per unified-buffer element: 1 (int8) or 2 (bf16)
-  void add(BufferId space, uint64_t begin, uint64_t bytes, bool write) const {
+  void add(BufferId space, uint64_t begin, uint64_t bytes, bool write, int core = -1) const {
     if (bytes == 0) return;
     // Emplace, then assign: GCC 12 warns falsely (-Wstringop-overflow) on push_back({...}) here.
     Access& a = out.emplace_back();
-    a = {space, begin, begin + bytes, write};
+    a = {space, begin, begin + bytes, write, core};
   }
   // rows x cols elements with a row pitch of `ld` elements, as one span.
   static uint64_t span(int rows, int cols, int ld) {
@@ -84,6 +84,10 @@ struct AccessVisitor {
     x.add(BufferId::kUnified, l.in_ub_addr, l.elements * x.eb, false);
     x.add(BufferId::kUnified, l.out_ub_addr, l.elements * x.eb, true);
   }
+  void operator()(const CopyOp& c) const {
+    x.add(BufferId::kUnified, c.src_addr, c.bytes, false);
+    x.add(BufferId::kUnified, c.dst_addr, c.bytes, true, c.dst_core);
+  }
   void operator()(const EltwiseOp& e) const {
     x.add(BufferId::kUnified, e.a_ub_addr, Extents::span(e.rows, e.cols, e.a_ld) * x.eb, false);
     if (e.kind != EltwiseKind::kRescale) {
@@ -143,10 +147,11 @@ class SegmentMap {
 // Units are told apart per core: the same unit kind and index on two cores are two units.
 int unit_key(const Instruction& i) { return (i.core * 8 + int(i.unit)) * 4096 + i.unit_index; }
 
-// Off-chip memory is one space for the chip; each core's buffers are spaces of their own (a core
-// never touches another core's buffers, so equal addresses on two cores are different bytes).
-size_t space_index(const Instruction& i, BufferId space) {
-  return space == BufferId::kDram ? 0 : size_t(i.core) * 3 + size_t(space);
+// Off-chip memory is one space for the chip; each core's buffers are spaces of their own (only a
+// COPY reaches another core's unified buffer, so equal addresses on two cores are different bytes).
+size_t space_index(const Instruction& i, const Access& a) {
+  const int core = a.core >= 0 ? a.core : i.core;
+  return a.space == BufferId::kDram ? 0 : size_t(core) * 3 + size_t(a.space);
 }
 
 std::string describe(const Program& p, uint32_t id) { return describe_instruction(p, id); }
@@ -161,7 +166,10 @@ std::vector<Access> accesses_of(const Instruction& instr, DataType dtype) {
 
 std::optional<Hazard> find_hazard(const Program& program, const std::vector<Window>& windows) {
   int cores = 1;
-  for (const Instruction& instr : program.instructions) cores = std::max(cores, instr.core + 1);
+  for (const Instruction& instr : program.instructions) {
+    cores = std::max(cores, instr.core + 1);
+    if (const auto* c = std::get_if<CopyOp>(&instr.op)) cores = std::max(cores, c->dst_core + 1);
+  }
   std::vector<SegmentMap> spaces(size_t(cores) * 3 + 1);
   for (size_t id = 0; id < program.instructions.size(); ++id) {
     const Instruction& instr = program.instructions[id];
@@ -171,7 +179,7 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
     // Check every access against what is pending before recording any of them (an instruction
     // may read and write the same bytes).
     for (const Access& a : accesses) {
-      SegmentMap& space = spaces[space_index(instr, a.space)];
+      SegmentMap& space = spaces[space_index(instr, a)];
       for (auto it = space.first(a.begin); it != space.map().end() && it->first < a.end; ++it) {
         const Segment& seg = it->second;
         const Pending* conflict = nullptr;
@@ -203,7 +211,7 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
       }
     }
     for (const Access& a : accesses) {
-      SegmentMap& space = spaces[space_index(instr, a.space)];
+      SegmentMap& space = spaces[space_index(instr, a)];
       space.split(a.begin);
       space.split(a.end);
       auto& map = space.map();

@@ -31,9 +31,11 @@ struct Access {
   BufferId space = BufferId::kUnified;  // kDram: off-chip memory
   uint64_t begin = 0, end = 0;          // bytes, end exclusive
   bool write = false;
+  int core = -1;  // whose buffer: -1 the instruction's own core (a COPY writes another core's)
 };
 
-// What `instr` reads and writes, from its operands; DMA boxes as their contiguous off-chip runs.
+// What `instr` reads and writes, from its operands; DMA boxes as their contiguous off-chip runs; a
+// COPY reads its core's unified buffer and writes the destination core's.
 std::vector<Access> accesses_of(const Instruction& instr, DataType dtype);
 
 struct Window {

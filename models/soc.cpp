@@ -60,6 +60,14 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
     host_cpu = unit("host_cpu", UnitKind::kHost, 0);
     link_to_device = unit("link_to_device", UnitKind::kHostLink, 1);
   }
+  if (hw.cores > 1) {
+    interconnect = std::make_unique<Interconnect>("interconnect", hw.interconnect, hw.cores, clock,
+                                                  compute_values);
+    for (auto& core : cores) {  // in core order: the target socket's index is the sending core
+      core->link_queue->socket.bind(interconnect->socket);
+      interconnect->attach(core->index, &core->buffers);
+    }
+  }
   // Timing only: no byte moves, so the memory image stays untouched.
   memory->set_moves_bytes(compute_values);
   for (const auto& segment : program.dram_init) {
@@ -111,6 +119,7 @@ void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_
         core->index == 0 ? std::string("units.") : fmt::format("units.core{}.", core->index);
     for (const ExecutionUnit* u : core->units()) u->register_stats(reg, prefix + u->basename());
   }
+  if (interconnect) interconnect->register_stats(reg, end_cycle);
   reg.value("memory.model", "", "off-chip memory model: simple or dram",
             to_string(hw.memory.model));
   memory->register_stats(reg, "memory", end_cycle);
@@ -132,6 +141,8 @@ void Soc::record_to(timeline::Timeline& timeline) {
         return TrackKind::kHost;
       case UnitKind::kHostLink:
         return TrackKind::kHostLink;
+      case UnitKind::kLink:
+        return TrackKind::kLink;
     }
     return TrackKind::kVector;
   };
@@ -153,6 +164,7 @@ void Soc::record_to(timeline::Timeline& timeline) {
     for (size_t i = 0; i < core->matrix_units.size(); ++i)
       add_unit(*core->matrix_units[i], UnitKind::kMatrix, int(i));
     add_unit(*core->vector_unit, UnitKind::kVector, 0);
+    if (core->link_queue) add_unit(*core->link_queue, UnitKind::kLink, 0);
     if (timeline.filter().detail == timeline::Detail::kBursts) {
       for (auto* queues : {&core->load_queues, &core->store_queues}) {
         for (size_t i = 0; i < queues->size(); ++i) {

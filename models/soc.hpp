@@ -1,11 +1,13 @@
 // The accelerator: `cores` copies of a core (models/core.hpp: DMA load and store queues, matrix
 // units, vector unit, banked on-chip buffers), one scoreboard over the program's instruction ids,
 // and the off-chip memory they all share: every core's DMA queues reach it through TLM-2.0
-// sockets bound to its one target socket. The off-chip memory is whichever model memory.model
-// names, behind one interface (models/offchip_memory_interface.hpp). Built from a hardware
-// description and loaded with a Program; sc_start runs it to completion. With `compute_values`
-// false (npusim run --values off) the matrix and vector units compute no values (timing never
-// depends on them: docs/performance.md); the DMA still moves bytes.
+// sockets bound to its one target socket. On a chip of several cores, each core's link queue binds
+// to the interconnect (models/interconnect.hpp), which carries core-to-core copies. The off-chip
+// memory is whichever model memory.model names, behind one interface
+// (models/offchip_memory_interface.hpp). Built from a hardware description and loaded with a
+// Program; sc_start runs it to completion. With `compute_values` false (npusim run --values off)
+// the matrix and vector units compute no values (timing never depends on them:
+// docs/performance.md); the DMA still moves bytes.
 #pragma once
 
 #include <memory>
@@ -16,6 +18,7 @@
 #include "arch/program.hpp"
 #include "models/core.hpp"
 #include "models/host_unit.hpp"
+#include "models/interconnect.hpp"
 #include "models/offchip_memory_interface.hpp"
 #include "models/scoreboard.hpp"
 
@@ -66,6 +69,8 @@ class Soc : public sc_core::sc_module {
   OnChipBuffers& buffers;
   DmaEngine& dma_load;
   DmaEngine& dma_store;
+  // Between the cores' link queues: chips of several cores only.
+  std::unique_ptr<Interconnect> interconnect;
 
  private:
   std::vector<ExecutionUnit*> mutable_units();

@@ -13,16 +13,22 @@ TensorShadows::TensorShadows(const Program& program, int core) : program_(progra
   std::map<std::pair<uint64_t, int>, size_t> by_range;
   for (size_t i = 0; i < program.tensors.size(); ++i) {
     const TensorPlacement& t = program.tensors[i];
-    // This core's samples of the tensor: all of them without parts (core 0), else its part.
-    const TensorPart part = part_on_core(t, core);
-    if (part.batch == 0 || part.buffer != BufferId::kUnified) continue;
-    const uint64_t bytes = t.sample_bytes() * static_cast<uint64_t>(part.batch);
-    auto [it, inserted] = by_range.emplace(std::pair(part.ub_addr, t.first_layer), shadows_.size());
-    if (inserted) {
-      shadows_.push_back({part.ub_addr, part.ub_addr + bytes, t.first_layer, {}});
-      shadows_.back().data.resize(bytes);
+    // This core's samples of the tensor: all of them without parts (core 0), else its parts (one
+    // on a data-parallel program, one per micro-batch on a pipeline's).
+    const std::vector<TensorPart> parts =
+        t.parts.empty() ? std::vector<TensorPart>{part_on_core(t, 0)} : t.parts;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const TensorPart& part = parts[p];
+      if (part.core != core || part.batch == 0 || part.buffer != BufferId::kUnified) continue;
+      const uint64_t bytes = t.sample_bytes() * static_cast<uint64_t>(part.batch);
+      const int layer = part.layer >= 0 ? part.layer : t.first_layer;
+      auto [it, inserted] = by_range.emplace(std::pair(part.ub_addr, layer), shadows_.size());
+      if (inserted) {
+        shadows_.push_back({part.ub_addr, part.ub_addr + bytes, layer, {}});
+        shadows_.back().data.resize(bytes);
+      }
+      of_part_[{i, p}] = it->second;
     }
-    of_tensor_[i] = it->second;
   }
   by_layer_.resize(program.layers.size());
   for (size_t k = 0; k < shadows_.size(); ++k) {
@@ -44,9 +50,9 @@ void TensorShadows::capture(const Instruction& instr, const uint8_t* unified) {
   }
 }
 
-const uint8_t* TensorShadows::bytes(size_t tensor) const {
-  auto it = of_tensor_.find(tensor);
-  return it == of_tensor_.end() ? nullptr : shadows_[it->second].data.data();
+const uint8_t* TensorShadows::bytes(size_t tensor, size_t part) const {
+  auto it = of_part_.find({tensor, part});
+  return it == of_part_.end() ? nullptr : shadows_[it->second].data.data();
 }
 
 }  // namespace npusim

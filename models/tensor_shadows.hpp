@@ -23,8 +23,9 @@ class TensorShadows {
 
   // After `instr` wrote its values into `unified` (the unified buffer's bytes).
   void capture(const Instruction& instr, const uint8_t* unified);
-  // The bytes of this core's samples of program.tensors[i] when they are resident, else null.
-  const uint8_t* bytes(size_t tensor) const;
+  // The bytes of part `part` of program.tensors[i] (the whole tensor when it has no parts and
+  // `part` is 0) when that part is resident on this core, else null.
+  const uint8_t* bytes(size_t tensor, size_t part = 0) const;
 
  private:
   struct Shadow {
@@ -35,7 +36,8 @@ class TensorShadows {
   const Program& program_;
   const int core_;
   std::vector<Shadow> shadows_;
-  std::map<size_t, size_t> of_tensor_;         // program.tensors index -> shadows_ index
+  // (program.tensors index, part index) -> shadows_ index
+  std::map<std::pair<size_t, size_t>, size_t> of_part_;
   std::vector<std::vector<size_t>> by_layer_;  // the shadows each layer writes
 };
 

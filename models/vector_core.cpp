@@ -33,6 +33,7 @@ struct CycleRule {
     return latency() + uint64_t(l.rows) * (g(l.length) * 4 + c.transcendental_cycles);
   }
   uint64_t operator()(const DmaOp&) const { return unsupported(); }
+  uint64_t operator()(const CopyOp&) const { return unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return unsupported(); }
   uint64_t operator()(const HostOp&) const { return unsupported(); }
   static uint64_t unsupported() {
@@ -269,6 +270,7 @@ struct Executor {
     return bytes;
   }
   uint64_t operator()(const DmaOp&) const { return CycleRule::unsupported(); }
+  uint64_t operator()(const CopyOp&) const { return CycleRule::unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return CycleRule::unsupported(); }
   uint64_t operator()(const HostOp&) const { return CycleRule::unsupported(); }
 };

@@ -94,7 +94,7 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                           std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
                           bool keep_real_weights = false, bool values = true,
                           Parallelism parallel = Parallelism::kAuto,
-                          const std::string& host_ops = "") {
+                          const std::string& host_ops = "", int micro_batch = 1) {
   Compiled c;
   c.hw = load_hw_config(hw_spec);
   c.graph = load_workload(workload_spec, batch);
@@ -145,7 +145,7 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
     if (l.on_host || (!l.epilogue.empty() && l.epilogue.back().on_host)) return false;
     return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
   });
-  CompileResult result = compile_parallel(c.graph, c.hw, parallel);
+  CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
   if (!result.ok)
     throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
   c.program = std::move(result.program);
@@ -172,8 +172,21 @@ std::optional<DataType> dtype_option(const po::variables_map& vm) {
 Parallelism parallel_option(const po::variables_map& vm) {
   const std::string text = vm["parallel"].as<std::string>();
   const std::optional<Parallelism> p = parse_parallelism(text);
-  if (!p) throw UsageError(fmt::format("--parallel '{}': expected data, tensor or auto", text));
+  if (!p) {
+    throw UsageError(fmt::format("--parallel '{}': expected data, tensor, pipeline or auto", text));
+  }
   return *p;
+}
+
+// Images per micro-batch of a pipeline: only with --parallel pipeline, at least 1.
+int micro_batch_option(const po::variables_map& vm, Parallelism parallel) {
+  if (!vm.count("micro-batch")) return 1;
+  const int n = vm["micro-batch"].as<int>();
+  if (parallel != Parallelism::kPipeline) {
+    throw UsageError(fmt::format("--micro-batch {}: micro-batches are for --parallel pipeline", n));
+  }
+  if (n < 1) throw UsageError(fmt::format("--micro-batch {}: expected at least 1 image", n));
+  return n;
 }
 
 Compiled load_and_compile(const po::variables_map& vm) {
@@ -182,7 +195,8 @@ Compiled load_and_compile(const po::variables_map& vm) {
       vm["seed"].as<uint64_t>(), vm.count("input") ? vm["input"].as<std::string>() : "",
       dtype_option(vm), calibration_request(vm), vm.count("save-float-outputs") > 0,
       !vm.count("values") || vm["values"].as<std::string>() == "on", parallel_option(vm),
-      vm.count("host-ops") ? vm["host-ops"].as<std::string>() : "");
+      vm.count("host-ops") ? vm["host-ops"].as<std::string>() : "",
+      micro_batch_option(vm, parallel_option(vm)));
 }
 
 void add_target_options(po::options_description& o) {
@@ -203,9 +217,12 @@ void add_target_options(po::options_description& o) {
       "that file)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
-      "the cores), tensor (each matrix layer's output channels split over the cores) or auto "
-      "(data when the batch has an image per core, else per matrix layer tensor or core 0 by "
-      "estimated cycles); docs/multicore.md")(
+      "the cores), tensor (each matrix layer's output channels split over the cores), pipeline "
+      "(consecutive layers on the cores as stages, micro-batches streamed through them, stage "
+      "outputs sent core to core) or auto (data when the batch has an image per core, else per "
+      "matrix layer tensor or core 0 by estimated cycles); docs/multicore.md")(
+      "micro-batch", po::value<int>(),
+      "images per micro-batch of --parallel pipeline (default 1; the last may be smaller)")(
       "host-ops", po::value<std::string>(),
       "NAME,...: layers to run on the host CPU (hardware `host` section), each a layer name or "
       "an operator type as `npusim compile` names it (softmax, maxpool, conv2d, relu...); layers "

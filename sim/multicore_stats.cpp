@@ -53,7 +53,7 @@ uint64_t covered_twice(const std::vector<std::vector<Interval>>& lists) {
 
 struct CoreFigures {
   uint64_t instructions = 0, active_cycles = 0, end_cycle = 0, mxu_busy = 0, vpu_busy = 0,
-           dma_busy = 0, stall = 0, macs = 0, read_bytes = 0, write_bytes = 0;
+           dma_busy = 0, stall = 0, macs = 0, read_bytes = 0, write_bytes = 0, link_bytes = 0;
   double dynamic_j = 0;
   std::vector<Interval> dma;  // merged windows of its DMA instructions
 };
@@ -99,6 +99,7 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
       c.macs += m->macs();
     }
     c.vpu_busy = core->vector_unit->stats().busy_cycles;
+    if (core->link_queue) c.link_bytes = core->link_queue->bytes_sent();
     std::array<double, kComponents> by{};
     c.dynamic_j = model.dynamic_pj(events, by) * 1e-12;
   }
@@ -133,6 +134,8 @@ void register_core_stats(stats::Registry& reg, const HwConfig& hw, const Program
       [](const CoreFigures& c) { return c.read_bytes; });
   col("dram_write_bytes", "bytes", "off-chip bytes the core's DMA store queues moved",
       [](const CoreFigures& c) { return c.write_bytes; });
+  col("link_bytes", "bytes", "bytes the core's copies sent to other cores over the interconnect",
+      [](const CoreFigures& c) { return c.link_bytes; });
   col("dynamic_energy_j", "J",
       "energy of the core's events (MACs, buffer accesses, vector ops, DMA bytes); clock, "
       "leakage and off-chip memory are the chip's (energy.by_component_j)",
@@ -181,6 +184,15 @@ std::string multicore_report(const nlohmann::json& s) {
       chip["cores_used"].get<int>(), chip["cores"].get<int>(), chip["parallel"].get<std::string>(),
       chip["load_imbalance"].get<double>(), 100.0 * chip["offchip_utilization"].get<double>(),
       chip["offchip_contention_cycles"].get<uint64_t>());
+  if (s.contains("interconnect") && s["interconnect"]["copies"].get<uint64_t>() > 0) {
+    const auto& ic = s["interconnect"];
+    out += fmt::format(
+        "  interconnect       {} B in {} core-to-core copies ({}), links {:.2f} % busy, {} cycles "
+        "of copies waiting for a link\n",
+        ic["bytes"].get<uint64_t>(), ic["copies"].get<uint64_t>(),
+        ic["topology"].get<std::string>(), 100.0 * ic["link_utilization"].get<double>(),
+        ic["wait_cycles"].get<uint64_t>());
+  }
   for (const auto& c : s["cores"]) {
     out += fmt::format(
         "  core {:<13} busy {} cycles, MXU utilization {:.2f} %, stalls {} cycles, {} B read, "

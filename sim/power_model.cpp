@@ -117,13 +117,14 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
       {EnergyEvent::kVectorTable, "events_pj.vector_table"},
       {EnergyEvent::kVectorReduction, "events_pj.vector_reduction"},
       {EnergyEvent::kDmaByte, "events_pj.dma_byte"},
+      {EnergyEvent::kLinkByte, "events_pj.link_byte"},
   };
   for (const auto& [e, key] : priced) {
     event_pj[size_t(e)] = t.at(key);
-    event_component[size_t(e)] = size_t(e) <= size_t(EnergyEvent::kWeightRegisterLoad)
-                                     ? Component::kMatrixUnit
-                                 : e == EnergyEvent::kDmaByte ? Component::kDma
-                                                              : Component::kVectorUnit;
+    event_component[size_t(e)] =
+        size_t(e) <= size_t(EnergyEvent::kWeightRegisterLoad)       ? Component::kMatrixUnit
+        : e == EnergyEvent::kDmaByte || e == EnergyEvent::kLinkByte ? Component::kDma
+                                                                    : Component::kVectorUnit;
   }
 }
 

@@ -182,7 +182,8 @@ void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Progra
              [v = bound](size_t i) { return v[i]; });
   const std::vector<StallCauses> stalls = layer_stalls(soc, n);
   reg.column("layers", n, "stall_dma_cycles", "cycles",
-             "its units' dependency waits whose last dependency was a DMA instruction",
+             "its units' dependency waits whose last dependency was a DMA or core-to-core copy "
+             "instruction",
              [v = stalls](size_t i) { return v[i].dma; });
   reg.column("layers", n, "stall_vector_cycles", "cycles",
              "its units' dependency waits whose last dependency was a vector instruction",

@@ -82,6 +82,7 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
   std::vector<Interval> d, c;
   for (uint32_t i = first; i < end; ++i) {
     const UnitKind u = program.instructions[i].unit;
+    if (u == UnitKind::kLink) continue;  // neither off-chip traffic nor compute (interconnect.*)
     const Interval x{timings[i].start_cycle, timings[i].end_cycle};
     if (u == UnitKind::kDmaLoad || u == UnitKind::kDmaStore) {
       d.push_back(x);
@@ -102,9 +103,11 @@ void activity(const Program& program, const std::vector<InstructionTiming>& timi
 const uint8_t* tensor_bytes(const Program& program, Soc& soc, size_t i,
                             std::vector<uint8_t>& gathered) {
   const TensorPlacement& t = program.tensors[i];
-  const auto resident = [&](int core) { return soc.cores.at(core)->shadows.bytes(i); };
+  const auto resident = [&](int core, size_t part) {
+    return soc.cores.at(core)->shadows.bytes(i, part);
+  };
   if (t.parts.empty()) {
-    return t.buffer == BufferId::kUnified ? resident(0)
+    return t.buffer == BufferId::kUnified ? resident(0, 0)
                                           : soc.memory_contents().data() + t.dram_addr;
   }
   gathered = read_tensor(t, soc.memory_contents().data(), resident);
@@ -432,7 +435,9 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
                input.size(), program.input.bytes());
   Soc soc("soc", hw, program, fidelity, run.values);
   write_tensor(program.input, input, soc.memory_contents().data());
-  if (run.values) soc.host.kernel = host_reference_kernel(program, graph);
+  // Host layers compile for one core (a layer record per graph layer); a pipeline's records are
+  // per micro-batch and it has no host layers.
+  if (run.values && soc.host_cpu) soc.host.kernel = host_reference_kernel(program, graph);
   if (recording.timeline) soc.record_to(*recording.timeline);
   VcdFile vcd(recording.vcd_path);
   if (vcd.file) soc.trace_waveforms(vcd.file);

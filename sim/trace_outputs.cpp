@@ -158,7 +158,9 @@ std::unique_ptr<timeline::Timeline> TraceOutputs::make_timeline(const HwConfig& 
     for (const std::string& name : layers_) {
       bool found = false;
       for (size_t l = 0; l < program.layers.size(); ++l) {
-        if (program.layers[l].name == name) filter.layers[l] = 1, found = true;
+        // A pipeline's records are "<layer>@mb<k>": the layer's name selects every micro-batch.
+        const std::string& rec = program.layers[l].name;
+        if (rec == name || rec.rfind(name + "@mb", 0) == 0) filter.layers[l] = 1, found = true;
       }
       if (!found) {
         std::string known;

@@ -22,6 +22,8 @@ const char* to_string(TrackKind kind) {
       return "host";
     case TrackKind::kHostLink:
       return "host_link";
+    case TrackKind::kLink:
+      return "link";
   }
   return "?";
 }

@@ -47,6 +47,7 @@ enum class TrackKind : uint8_t {
   kBursts,
   kHost,      // the host CPU of a heterogeneous system
   kHostLink,  // its link to the accelerator, one track per direction
+  kLink       // a core's queue onto the interconnect
 };
 const char* to_string(TrackKind kind);
 

@@ -53,6 +53,10 @@ std::string work_args(const Instruction& instr) {
                        ? fmt::format(R"("flops":{},"bytes":{})", o.flops, o.bytes)
                        : fmt::format(R"("bytes":{})", o.bytes);
           },
+          [](const CopyOp& o) {
+            return fmt::format(R"("bytes":{},"to_core":{},"src_addr":"{:#x}","dst_addr":"{:#x}")",
+                               o.bytes, o.dst_core, o.src_addr, o.dst_addr);
+          },
       },
       instr.op);
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <variant>
 
+#include "compiler/lowering/pipeline_parallel.hpp"
 #include "compiler/lowering/tensor_parallel.hpp"
 #include "support/error.hpp"
 
@@ -29,6 +30,8 @@ bool same_tables(const Program& a, const Program& b) {
   }
   return true;
 }
+
+}  // namespace
 
 // The parameters (dram_init) below the activations (which start at the input) are the same bytes
 // at the same addresses on every core's program: they are shared. Those the lowering allocates
@@ -60,6 +63,8 @@ void check_shared_parameters(const Program& first, const Program& p, int core) {
   }
   NPUSIM_CHECK(same_tables(first, p), "data parallel: core {}'s vector-unit tables differ", core);
 }
+
+namespace {
 
 // Core c's part of a batched tensor placement: its samples resident in its own unified buffer,
 // or at `offset` past where its program put them off chip.
@@ -202,6 +207,7 @@ std::optional<Parallelism> parse_parallelism(const std::string& text) {
   if (text == "auto") return Parallelism::kAuto;
   if (text == "data") return Parallelism::kData;
   if (text == "tensor") return Parallelism::kTensor;
+  if (text == "pipeline") return Parallelism::kPipeline;
   return std::nullopt;
 }
 
@@ -214,7 +220,8 @@ bool has_host_layers(const Program& p) {
 }
 }  // namespace
 
-CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode) {
+CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode,
+                               int micro_batch) {
   if (hw.cores > 1 &&
       (mode == Parallelism::kTensor || (mode == Parallelism::kAuto && graph.batch < hw.cores))) {
     return compile_tensor_parallel(graph, hw, mode == Parallelism::kTensor);
@@ -224,18 +231,24 @@ CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Paralleli
   auto single_core = [&](const char* why) {
     CompileResult r = compile(graph, hw);
     if (r.ok && hw.cores > 1) {
-      r.program.parallel =
-          fmt::format("single core ({}: batch {} on a chip of {} cores{})",
-                      mode == Parallelism::kAuto ? "auto" : "data", graph.batch, hw.cores, why);
+      r.program.parallel = fmt::format("single core ({}: batch {} on a chip of {} cores{})",
+                                       mode == Parallelism::kAuto       ? "auto"
+                                       : mode == Parallelism::kPipeline ? "pipeline"
+                                                                        : "data",
+                                       graph.batch, hw.cores, why);
     }
     return r;
   };
-  if (!data || cores == 1) return single_core("");
-  // Host layers (docs/heterogeneous.md) run on one core's program: the merge below relocates the
-  // accelerator's DMA only.
-  for (const Layer& l : graph.layers) {
-    if (l.on_host) return single_core("; host layers run with a single-core program");
+  // Host layers (docs/heterogeneous.md) run on one core's program: the merges relocate and place
+  // the accelerator's instructions only.
+  bool host = false;
+  for (const Layer& l : graph.layers) host = host || l.on_host;
+  if (mode == Parallelism::kPipeline) {
+    if (host) return single_core("; host layers run with a single-core program");
+    return compile_pipeline(graph, hw, micro_batch);
   }
+  if (!data || cores == 1) return single_core("");
+  if (host) return single_core("; host layers run with a single-core program");
   std::vector<int> images(cores, graph.batch / cores);
   for (int c = 0; c < graph.batch % cores; ++c) ++images[c];
   // One compilation per distinct share of the batch (at most two).

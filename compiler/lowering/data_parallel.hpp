@@ -21,16 +21,23 @@
 namespace npusim {
 
 enum class Parallelism {
-  kAuto,    // data parallel when the batch has at least one image per core, else per matrix
-            // layer tensor parallel or core 0 by the estimate of tensor_parallel.hpp
-  kData,    // the batch over min(batch, cores) cores
-  kTensor,  // every matrix layer's output channels over the cores (tensor_parallel.hpp)
+  kAuto,      // data parallel when the batch has at least one image per core, else per matrix
+              // layer tensor parallel or core 0 by the estimate of tensor_parallel.hpp
+  kData,      // the batch over min(batch, cores) cores
+  kTensor,    // every matrix layer's output channels over the cores (tensor_parallel.hpp)
+  kPipeline,  // consecutive layers on the cores, micro-batches streamed (pipeline_parallel.hpp)
 };
-// "auto", "data", "tensor"; nullopt for anything else.
+// "auto", "data", "tensor", "pipeline"; nullopt for anything else.
 std::optional<Parallelism> parse_parallelism(const std::string& text);
 
 // Compiles the quantized `graph` for `hw` as `mode` says; Program::parallel says what was chosen
-// and why.
-CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode);
+// and why. `micro_batch`: images per micro-batch of a pipeline (kPipeline only).
+CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Parallelism mode,
+                               int micro_batch = 1);
+
+// Programs of one graph compiled at different batch sizes share their parameters: those below the
+// activations (which start at the input) are the same bytes at the same addresses, and the
+// vector-unit tables are equal (always-on check; `index` names the program in the message).
+void check_shared_parameters(const Program& first, const Program& p, int index);
 
 }  // namespace npusim

@@ -17,7 +17,7 @@ namespace {
 // "units.<unit>.busy_cycles" (the page's spelling).
 std::string documented_form(const std::string& path) {
   static const std::regex unit(
-      R"(^units\.(core\d+\.)?(dma_load|dma_store|matrix_unit|vector_unit)\d*\.)");
+      R"(^units\.(core\d+\.)?(dma_load|dma_store|matrix_unit|vector_unit|link)\d*\.)");
   return std::regex_replace(path, unit, "units.<unit>.");
 }
 

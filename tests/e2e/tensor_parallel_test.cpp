@@ -205,7 +205,8 @@ TEST(TensorParallel, BadParallelValueExitsWith2) {
                                  " --hw tpu-v4-like --workload mnist-cnn --parallel columns");
     EXPECT_EQ(r.exit_code, 2) << command;
     EXPECT_TRUE(r.out.empty()) << r.out;
-    EXPECT_NE(r.err.find("--parallel 'columns': expected data, tensor or auto"), std::string::npos)
+    EXPECT_NE(r.err.find("--parallel 'columns': expected data, tensor, pipeline or auto"),
+              std::string::npos)
         << r.err;
   }
 }

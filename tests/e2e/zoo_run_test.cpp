@@ -223,6 +223,40 @@ INSTANTIATE_TEST_SUITE_P(Zoo, TensorParallelZoo, testing::ValuesIn(zoo_on_cores(
                                             std::to_string(p.param.cores) + "cores");
                          });
 
+class PipelineZoo : public testing::TestWithParam<CoresRun> {};
+
+// Pipeline, batch 2 in micro-batches of one image, int8: every layer's tensor bit-exact against the
+// reference on 2 and 4 cores (stage outputs over the interconnect or through off-chip memory).
+TEST_P(PipelineZoo, BitExactOnTwoAndFourCores) {
+  const CoresRun z = GetParam();
+  const auto hw = tensorcores(z.cores);
+  const auto dir = fresh_dir(std::string("zoo-pp-") + z.network + std::to_string(z.cores));
+  CommandResult r = run_npusim("run --hw " + hw.string() + " --workload " + z.network +
+                               " --batch 2 --dtype int8 --parallel pipeline --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json stats = json::parse(slurp(dir / "stats.json"));
+  EXPECT_TRUE(stats["functional_check"]["bit_exact"].get<bool>());
+  // A stage per core, but no more stages than layers: mlp-1000 is one layer after fusion.
+  const int stages = std::string(z.network) == "mlp-1000" ? 1 : z.cores;
+  EXPECT_EQ(stats["chip"]["cores_used"].get<int>(), stages);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(hw);
+}
+
+std::vector<CoresRun> zoo_in_pipelines() {
+  std::vector<CoresRun> runs;
+  for (const char* network : kZoo) {
+    for (int cores : {2, 4}) runs.push_back({network, cores});
+  }
+  return runs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, PipelineZoo, testing::ValuesIn(zoo_in_pipelines()),
+                         [](const testing::TestParamInfo<CoresRun>& p) {
+                           return test_name(std::string(p.param.network) + "_" +
+                                            std::to_string(p.param.cores) + "cores");
+                         });
+
 // The acceptance run: resnet50 at batch 8 on both TensorCores of the TPU v4 chip, with
 // per-core figures.
 TEST(TpuV4Chip, Resnet50Batch8RunsOnBothTensorCores) {

@@ -25,6 +25,7 @@
 #include "sim/preset_listing.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
+#include "sim/token_ids.hpp"
 #include "sim/trace_outputs.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
@@ -110,10 +111,25 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                          keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
   std::optional<CalibrationBatch> separate;
   if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
-  InputBatch in = input_npy.empty() ? random_input(c.graph, seed)
-                                    : read_input_npy(input_npy, c.graph, batch.has_value(),
-                                                     separate ? std::nullopt
-                                                              : std::optional(calibration.options));
+  if (c.graph.input_ids && !int8) {
+    throw UsageError(
+        fmt::format("--dtype bf16: the model's input '{}' holds token ids, which "
+                    "run in int8 only",
+                    c.graph.input_name));
+  }
+  if (c.graph.input_ids && separate) {
+    throw UsageError(
+        fmt::format("--calibration {}: the model's input '{}' holds token ids: its "
+                    "scales come from the embedding table, not a calibration batch",
+                    calibration.file, c.graph.input_name));
+  }
+  InputBatch in =
+      c.graph.input_ids ? (input_npy.empty() ? random_ids(c.graph, seed)
+                                             : read_ids_npy(input_npy, c.graph, batch.has_value()))
+      : input_npy.empty()
+          ? random_input(c.graph, seed)
+          : read_input_npy(input_npy, c.graph, batch.has_value(),
+                           separate ? std::nullopt : std::optional(calibration.options));
   c.input = std::move(in.bytes);
   c.input_real = std::move(in.real);
   optimize_graph(c.graph);

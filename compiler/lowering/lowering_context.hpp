@@ -74,6 +74,8 @@ class Lowering {
   uint64_t ub_addr(const std::string& name) const { return ub_addr_.at(name); }
   uint64_t dram_addr(const std::string& name) const { return tensor_addr_.at(name); }
 
+  // Bytes per input element: 4 for int32 ids (Graph::input_ids), else es_.
+  int input_element_bytes() const { return graph_.input_ids ? 4 : es_; }
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
   void plan_unified_buffer();
   // Scratch the layer needs at least, given which tensors are resident.
@@ -89,6 +91,7 @@ class Lowering {
   bool lower_eltwise(const Layer& l, LayerRecord& rec);
   bool lower_concat(const Layer& l, LayerRecord& rec);
   bool lower_move(const Layer& l, LayerRecord& rec);
+  bool lower_embedding(const Layer& l, LayerRecord& rec);  // compiler/lowering/move_lowering.cpp
 
   const Graph& graph_;
   const HwConfig& hw_;

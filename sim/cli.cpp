@@ -113,9 +113,9 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
   if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
   if (c.graph.input_ids && !int8) {
     throw UsageError(
-        fmt::format("--dtype bf16: the model's input '{}' holds token ids, which "
-                    "run in int8 only",
-                    c.graph.input_name));
+        fmt::format("{}: the model's input '{}' holds token ids, which run in int8 only{}",
+                    dtype ? "--dtype bf16" : "bf16 (the default of --hw " + hw_spec + ")",
+                    c.graph.input_name, dtype ? "" : ": give --dtype int8"));
   }
   if (c.graph.input_ids && separate) {
     throw UsageError(

@@ -102,6 +102,31 @@ TEST(OnnxEmbedding, FloatFileExitsTwo) {
       << r.err;
 }
 
+// Data parallel over the two cores of tpu-v4-like (2 + 1 samples): each core's indexed loads read
+// its own ids (relocated with its part of the input) and the shared table.
+TEST(OnnxEmbedding, DataParallelOnTwoCoresStaysBitExact) {
+  const auto dir = fresh_dir("embedding-2cores");
+  CommandResult r =
+      run_npusim("run --hw tpu-v4-like --dtype int8 --workload " + model_path("embedding") +
+                 " --batch 3 --parallel data --out " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json s = json::parse(slurp(dir / "stats.json"));
+  EXPECT_TRUE(s["functional_check"]["bit_exact"].get<bool>());
+  EXPECT_EQ(s["chip"]["cores_used"].get<int>(), 2);
+  std::filesystem::remove_all(dir);
+}
+
+// bf16 (here the preset's default) is refused: the ids are not values to round.
+TEST(OnnxEmbedding, Bf16ExitsTwo) {
+  CommandResult r =
+      run_npusim("run --hw tpu-v4-like --workload " + model_path("embedding") + " --batch 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bf16 (the default of --hw tpu-v4-like): the model's input 'input_ids' "
+                       "holds token ids, which run in int8 only: give --dtype int8"),
+            std::string::npos)
+      << r.err;
+}
+
 // The ids reach the indexed DMA through the memory's debug transport even without values, so
 // the lookup reads the same rows at the same cycles.
 TEST(OnnxEmbedding, ValuesOffGivesTheSameTiming) {

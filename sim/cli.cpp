@@ -111,12 +111,6 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                          keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
   std::optional<CalibrationBatch> separate;
   if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
-  if (c.graph.input_ids && !int8) {
-    throw UsageError(
-        fmt::format("{}: the model's input '{}' holds token ids, which run in int8 only{}",
-                    dtype ? "--dtype bf16" : "bf16 (the default of --hw " + hw_spec + ")",
-                    c.graph.input_name, dtype ? "" : ": give --dtype int8"));
-  }
   if (c.graph.input_ids && separate) {
     throw UsageError(
         fmt::format("--calibration {}: the model's input '{}' holds token ids: its "

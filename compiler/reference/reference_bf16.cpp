@@ -80,7 +80,7 @@ struct FloatOps {
     softmax_f32(x, y, n);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);
   }
-  // The input holds the ids as values (the float32 reference; bf16 runs take no ids).
+  // The input holds the ids as values.
   static TensorF embedding(const Layer& l, int /*batch*/, const TensorF& x) {
     const std::vector<int32_t> ids(x.begin(), x.end());
     return reference_loops::embedding_rows(l, ids, S::weights(l));

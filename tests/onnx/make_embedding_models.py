@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Builds the embedding-lookup ONNX test model: an int64 graph input `input_ids` [batch, seq]
 indexing an initializer table [vocab, hidden] with Gather (axis 0), the rows then feeding a MatMul
-and a LayerNormalization, as BERT-style exporters lay out a token embedding. Writes the ids
-(int64 and int32), ids with one out of range, and the outputs of independent numpy float code.
+and a LayerNormalization, and (BERT's embedding block) an Add of position embeddings followed
+by LayerNormalization. Writes the ids (int64 and int32), ids with one out of range, and the
+outputs of independent numpy float code.
 
 Usage: make_embedding_models.py OUT_DIR
 """
@@ -28,11 +29,16 @@ def embedding(out_dir):
     b.node("Gather", [table, "input_ids"], ["emb"], axis=0)
     b.node("MatMul", ["emb", w], ["y"])
     b.node("LayerNormalization", ["emb", "gamma", "beta"], ["ln"], axis=-1, epsilon=1e-5)
+    # BERT's embedding block: position embeddings added, then LayerNormalization.
+    b.const("pos", (b.rng.standard_normal([SEQ, HIDDEN]) * 0.5).astype(np.float32))
+    b.node("Add", ["emb", "pos"], ["emb_pos"])
+    b.node("LayerNormalization", ["emb_pos", "gamma", "beta"], ["ln_pos"], axis=-1, epsilon=1e-5)
     ids = b.rng.integers(0, VOCAB, [BATCH, SEQ]).astype(np.int64)
     ids[0, :3] = [0, VOCAB - 1, 0]  # both ends of the table, and a repeated id
     i = b.inits
     emb = i["table"][ids]
-    expected = {"emb": emb, "y": emb @ i["w"], "ln": layernorm(emb, i["gamma"], i["beta"], 1e-5)}
+    expected = {"emb": emb, "y": emb @ i["w"], "ln": layernorm(emb, i["gamma"], i["beta"], 1e-5),
+                "ln_pos": layernorm(emb + i["pos"], i["gamma"], i["beta"], 1e-5)}
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [BATCH, SEQ])]
     outputs = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
                for k, v in expected.items()]

@@ -69,6 +69,7 @@ TEST(OnnxEmbedding, GivenIdsRunBitExactAndMatchNumpy) {
     expect_near_numpy(out_dir, "emb", 0.5 / 127 * (1 + 1e-5), table_range);
     expect_near_numpy(out_dir, "y", 0.08);
     expect_near_numpy(out_dir, "ln", 0.08);
+    expect_near_numpy(out_dir, "ln_pos", 0.08);
     std::filesystem::remove_all(out_dir);
   }
 }
@@ -131,6 +132,7 @@ TEST(OnnxEmbedding, Bf16RunsTheTableRoundedToBf16) {
   expect_near_numpy(out_dir, "emb", 1.0 / 256, table_range);
   expect_near_numpy(out_dir, "y", 0.02);
   expect_near_numpy(out_dir, "ln", 0.02);
+  expect_near_numpy(out_dir, "ln_pos", 0.02);
   std::filesystem::remove_all(out_dir);
 }
 

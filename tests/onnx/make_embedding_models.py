@@ -61,7 +61,25 @@ def embedding(out_dir):
     np.save(os.path.join(d, "init_table.npy"), i["table"])
 
 
+def embedding_bad(out_dir):
+    """Token ids that also feed a Cast: not an embedding lookup alone, an import error."""
+    b = Builder("embedding_bad", 62)
+    table = b.weight("table", [VOCAB, HIDDEN], scale=1.0)
+    b.node("Gather", [table, "input_ids"], ["emb"], axis=0)
+    b.node("Cast", ["input_ids"], ["ids_f"], name="ids_cast", to=TensorProto.FLOAT)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [BATCH, SEQ])]
+    outputs = [helper.make_tensor_value_info("emb", TensorProto.FLOAT, [BATCH, SEQ, HIDDEN]),
+               helper.make_tensor_value_info("ids_f", TensorProto.FLOAT, [BATCH, SEQ])]
+    inits = [onnx.numpy_helper.from_array(v, k) for k, v in b.inits.items()]
+    model = helper.make_model(helper.make_graph(b.nodes, b.name, inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out_dir, b.name + ".onnx"))
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     embedding(out)
+    embedding_bad(out)

@@ -103,6 +103,18 @@ TEST(OnnxEmbedding, FloatFileExitsTwo) {
       << r.err;
 }
 
+// Token ids read by anything but a Gather of an initializer are refused at import, naming the node.
+TEST(OnnxEmbedding, IdsFeedingOtherNodesExitTwo) {
+  CommandResult r = run_npusim("run --hw edge --workload " + model_path("embedding_bad"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(model_path("embedding_bad") +
+                       ": graph input 'input_ids': element type INT64: an integer graph input "
+                       "must be the indices of Gathers on an initializer (an embedding lookup), "
+                       "but node 'ids_cast' (Cast) reads it as input 0"),
+            std::string::npos)
+      << r.err;
+}
+
 // Data parallel over the two cores of tpu-v4-like (2 + 1 samples): each core's indexed loads read
 // its own ids (relocated with its part of the input) and the shared table.
 TEST(OnnxEmbedding, DataParallelOnTwoCoresStaysBitExact) {

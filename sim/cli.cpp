@@ -201,7 +201,8 @@ void add_target_options(po::options_description& o) {
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models; an ONNX "
       "model run as one whole tensor takes exactly its input's shape); int8 on the graph's "
       "input scale, or float (quantized with a scale calibrated on it, or with --calibration on "
-      "that file)")(
+      "that file); token ids (int32 / int64) for a model whose input feeds embedding lookups "
+      "(docs/onnx.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
       "the cores) or auto (data when the batch has an image per core, else one core); "

@@ -82,6 +82,11 @@ struct Operands {
   std::string operator()(const DmaOp& d) const {
     std::string box = fmt::format("{}x{}x{}", d.count[2], d.count[1], d.count[0]);
     std::string strides = fmt::format("stride {},{}", d.dram_stride[1], d.dram_stride[0]);
+    if (d.indexed) {
+      return fmt::format("{}[{:#x}] <- dram[{:#x} + id * {}] {} rows of {} ids dram[{:#x}] < {}",
+                         to_string(d.buffer), d.buffer_addr, d.dram_addr, d.dram_stride[0],
+                         d.count[1], d.count[0], d.index_addr, d.index_rows);
+    }
     if (instr.unit == UnitKind::kDmaLoad) {
       return fmt::format("{}[{:#x}] <- dram[{:#x}] {} {}{}", to_string(d.buffer), d.buffer_addr,
                          d.dram_addr, box, strides, d.transpose ? " transposed" : "");

@@ -37,7 +37,15 @@ struct DmaOp {
   uint64_t dram_stride[2] = {0, 0};
   bool transpose = false;
   int transpose_element_bytes = 1;  // a transposing load moves elements of this size
+  // Indexed load (an embedding lookup, docs/isa.md "Indexed DMA"): row i1 < count[1] of count[0]
+  // bytes comes from dram_addr + id[i1] * dram_stride[0], where id[i1] is the int32 at
+  // index_addr + 4 * i1 off chip, which the queue reads first; ids lie in [0, index_rows).
+  // count[2] is 1 and the rows land packed.
+  bool indexed = false;
+  uint64_t index_addr = 0;
+  uint32_t index_rows = 0;
   uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }
+  uint64_t index_bytes() const { return indexed ? uint64_t{count[1]} * 4 : 0; }
 };
 
 // The A operand of a matrix multiply, read from the unified buffer through an address generator:

@@ -106,9 +106,11 @@ std::string to_assembly(const Program& p) {
   };
   std::string out = fmt::format(
       "; npusim program for '{}', batch {}, {} instructions, {} matrix unit(s)\n"
-      "; input  {} at dram[{:#x}] {} int8 scale {:.6g}\n",
+      "; input  {} at dram[{:#x}] {} {}\n",
       p.network, p.batch, p.instructions.size(), p.matrix_units, p.input.name, p.input.dram_addr,
-      shape(p.input), p.input.scale);
+      shape(p.input),
+      p.input.element_bytes == 4 ? std::string("int32 token ids")
+                                 : fmt::format("int8 scale {:.6g}", p.input.scale));
   if (p.parallel != "single core") out += fmt::format("; parallel: {}\n", p.parallel);
   for (const std::string& stage : p.parallel_stages) out += fmt::format(";   {}\n", stage);
   for (const auto& o : p.outputs) {

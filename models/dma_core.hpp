@@ -54,8 +54,12 @@ struct DmaBurst {
 
 class DmaTransfer {
  public:
-  DmaTransfer(const DmaOp& op, const DmaParams& params, uint64_t start_cycle)
+  // `ids` (an indexed load's, count[1] of them): row i1 comes from dram_addr + ids[i1] *
+  // dram_stride[0].
+  DmaTransfer(const DmaOp& op, const DmaParams& params, uint64_t start_cycle,
+              const int32_t* ids = nullptr)
       : op_(op),
+        ids_(ids),
         params_(params),
         rows_(op.count[0] == 0 ? 0 : uint64_t{op.count[1]} * op.count[2]),
         next_row_cycle_(start_cycle),
@@ -91,6 +95,7 @@ class DmaTransfer {
   }
 
   const DmaOp& op_;
+  const int32_t* ids_;
   DmaParams params_;
   uint64_t rows_;
   uint64_t next_row_ = 0, row_offset_ = 0;
@@ -108,7 +113,8 @@ void DmaTransfer::pump(uint64_t now, Send&& send) {
   const uint64_t len = op_.count[0];
   while (next_row_ < rows_) {
     const uint64_t i1 = next_row_ % op_.count[1], i2 = next_row_ / op_.count[1];
-    const uint64_t addr = op_.dram_addr + i2 * op_.dram_stride[1] + i1 * op_.dram_stride[0];
+    const uint64_t row = ids_ != nullptr ? uint64_t(ids_[i1]) : i1;
+    const uint64_t addr = op_.dram_addr + i2 * op_.dram_stride[1] + row * op_.dram_stride[0];
     if (row_offset_ == 0) row_cycle_ = std::max(next_row_cycle_, now);
     const uint64_t issue = std::max(row_cycle_, now);
     while (row_offset_ < len) {

@@ -38,7 +38,7 @@ void DmaEngine::burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle) {
                         p.get_data_length(), p.is_write()});
     }
   }
-  if (load_ && !op_->transpose) {
+  if (load_ && !op_->transpose && !reading_ids_) {
     const uint64_t local = op_->buffer_addr + uint64_t(p.get_data_ptr() - local_);
     conflicts_ += buffers_.dma_write_conflicts(op_->buffer, local, p.get_data_length(), cycle);
   }
@@ -89,6 +89,44 @@ tlm::tlm_sync_enum DmaEngine::nb_transport_bw(tlm::tlm_generic_payload& payload,
   return tlm::TLM_COMPLETED;
 }
 
+void DmaEngine::run_transfer() {
+  pump();
+  if (!transfer_->finished()) wait(done_event_);
+  NPUSIM_CHECK(transfer_->finished(), "{}: instruction {} woke unfinished", name(), instr_->id);
+  window_full_cycles_ += transfer_->window_full_cycles();
+}
+
+void DmaEngine::read_ids(const Instruction& instr, const DmaOp& op) {
+  NPUSIM_CHECK(load_ && !op.transpose && op.count[2] == 1,
+               "{}: instruction {}: an indexed DMA is a 2-D load", name(), instr.id);
+  index_op_ = DmaOp{};
+  index_op_.dram_addr = op.index_addr;
+  index_op_.count[0] = static_cast<uint32_t>(op.index_bytes());
+  ids_.assign(op.count[1], 0);
+  local_ = reinterpret_cast<uint8_t*>(ids_.data());
+  reading_ids_ = true;
+  transfer_.emplace(index_op_, params_, clock_.now());
+  run_transfer();
+  reading_ids_ = false;
+  const uint64_t end = transfer_->end_cycle();
+  if (end > clock_.now()) wait(clock_.cycles(end - clock_.now()));
+  tlm::tlm_generic_payload p;
+  p.set_command(tlm::TLM_READ_COMMAND);
+  p.set_address(op.index_addr);
+  p.set_data_ptr(local_);
+  p.set_data_length(static_cast<unsigned>(op.index_bytes()));
+  p.set_streaming_width(static_cast<unsigned>(op.index_bytes()));
+  NPUSIM_CHECK(socket->transport_dbg(p) == op.index_bytes(),
+               "{}: instruction {}: the ids at {:#x} could not be read", name(), instr.id,
+               op.index_addr);
+  for (uint32_t i = 0; i < op.count[1]; ++i) {
+    NPUSIM_CHECK(ids_[i] >= 0 && uint32_t(ids_[i]) < op.index_rows,
+                 "{}: instruction {}: id {} (position {}) outside [0, {})", name(), instr.id,
+                 ids_[i], i, op.index_rows);
+  }
+  bytes_moved_ += op.index_bytes();
+}
+
 void DmaEngine::execute(const Instruction& instr) {
   const auto* op = std::get_if<DmaOp>(&instr.op);
   NPUSIM_CHECK(op != nullptr, "{}: instruction {} is not a DMA", name(), instr.id);
@@ -100,13 +138,12 @@ void DmaEngine::execute(const Instruction& instr) {
   op_ = op;
   instr_ = &instr;
   load_ = load;
+  conflicts_ = 0;
+  if (op->indexed) read_ids(instr, *op);
   if (op->transpose && params_.values) staging_.resize(op->bytes());
   local_ = op->transpose && params_.values ? staging_.data() : local;
-  transfer_.emplace(*op, params_, start);
-  conflicts_ = 0;
-  pump();
-  if (!transfer_->finished()) wait(done_event_);
-  NPUSIM_CHECK(transfer_->finished(), "{}: instruction {} woke unfinished", name(), instr.id);
+  transfer_.emplace(*op, params_, clock_.now(), op->indexed ? ids_.data() : nullptr);
+  run_transfer();
   if (op->transpose && params_.values) {  // row i1 of the box becomes column i1 of the buffer
     const uint32_t eb = static_cast<uint32_t>(op->transpose_element_bytes);
     for (uint32_t i1 = 0; i1 < op->count[1]; ++i1) {
@@ -117,7 +154,6 @@ void DmaEngine::execute(const Instruction& instr) {
     }
   }
   const uint64_t end = transfer_->end_cycle() + conflicts_;
-  window_full_cycles_ += transfer_->window_full_cycles();
   bank_conflict_cycles_ += conflicts_;
   layer_conflicts_[instr.layer] += conflicts_;
   bytes_moved_ += op->bytes();

@@ -7,6 +7,10 @@
 // completion token to the scoreboard. A transposing load writes each row as a column of the buffer
 // (a 2-D transpose on the fly, same timing). Bursts are issued from the memory's completion
 // callbacks, so the queue's thread wakes once per instruction, not once per burst.
+// An indexed load (an embedding lookup) runs as two transfers: its ids (4 bytes each, one box row)
+// with the same rule, then, from the cycle the last id arrived, one row per id at the address the
+// id selects; the ids' values come through the memory's debug transport, so a timing-only run
+// (values off) reads the same rows at the same cycles.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -49,6 +53,10 @@ class DmaEngine : public ExecutionUnit {
  private:
   // Issues bursts of the current instruction until the window is full or the box is done.
   void pump();
+  // Runs transfer_ from now to its end: pumps, waits for the completions.
+  void run_transfer();
+  // An indexed load's ids, read off chip with timing; checked against index_rows.
+  void read_ids(const Instruction& instr, const DmaOp& op);
   // Sends one burst; its completion cycle if the memory completed it at once.
   std::optional<uint64_t> send(const DmaBurst& burst);
   void burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle);
@@ -70,6 +78,9 @@ class DmaEngine : public ExecutionUnit {
   std::optional<DmaTransfer> transfer_;
   uint64_t conflicts_ = 0;        // bank-conflict cycles of this instruction
   std::vector<uint8_t> staging_;  // the box of a transposing load, row by row
+  DmaOp index_op_;                // an indexed load's id read
+  std::vector<int32_t> ids_;      // and its ids
+  bool reading_ids_ = false;
   uint32_t burst_track_ = timeline::InstructionRecord::kNone;
   std::unordered_map<const tlm::tlm_generic_payload*, uint64_t> burst_issue_;  // burst detail only
 

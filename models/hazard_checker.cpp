@@ -32,6 +32,14 @@ struct AccessVisitor {
   void operator()(const DmaOp& d) const {
     const bool load = instr.unit == UnitKind::kDmaLoad;
     x.add(d.buffer, d.buffer_addr, d.bytes(), load);
+    if (d.indexed) {  // the ids, then any row of the table
+      x.add(BufferId::kDram, d.index_addr, d.index_bytes(), false);
+      if (d.index_rows > 0) {
+        x.add(BufferId::kDram, d.dram_addr,
+              uint64_t(d.index_rows - 1) * d.dram_stride[0] + d.count[0], false);
+      }
+      return;
+    }
     // The off-chip side, row by row, contiguous rows merged.
     uint64_t run_begin = 0, run_end = 0;
     bool open = false;

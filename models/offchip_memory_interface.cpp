@@ -12,6 +12,18 @@ OffChipMemoryInterface::OffChipMemoryInterface(sc_core::sc_module_name name, uin
                                                const CoreClock& clock)
     : sc_module(name), socket("socket"), data_(bytes), clock_(clock) {
   socket.register_nb_transport_fw(this, &OffChipMemoryInterface::transport_fw);
+  socket.register_transport_dbg(this, &OffChipMemoryInterface::transport_dbg);
+}
+
+unsigned int OffChipMemoryInterface::transport_dbg(int, tlm::tlm_generic_payload& payload) {
+  const uint64_t addr = payload.get_address();
+  const uint64_t len = payload.get_data_length();
+  NPUSIM_CHECK(payload.is_read() && addr <= data_.size() && len <= data_.size() - addr,
+               "{}: debug access [{:#x}, {:#x}) beyond the {} bytes in use", name(), addr,
+               addr + len, data_.size());
+  std::memcpy(payload.get_data_ptr(), data_.data() + addr, len);
+  payload.set_response_status(tlm::TLM_OK_RESPONSE);
+  return static_cast<unsigned int>(len);
 }
 
 void OffChipMemoryInterface::move_bytes(tlm::tlm_generic_payload& payload) {

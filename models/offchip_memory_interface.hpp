@@ -8,6 +8,8 @@
 // annotated delay up to its completion) or accepts it (TLM_ACCEPTED) and later calls
 // nb_transport_bw(BEGIN_RESP) at the core cycle it completes. The bytes move when the request is
 // received and are counted then. Simultaneous requests are served in socket binding order.
+// The debug transport (transport_dbg) reads the contents without timing and without counting, in
+// timing-only runs too: an indexed DMA learns its ids through it after reading them with timing.
 #pragma once
 
 #include <tlm_utils/multi_passthrough_target_socket.h>
@@ -72,6 +74,7 @@ class OffChipMemoryInterface : public sc_core::sc_module {
                                   tlm::tlm_phase& phase, sc_core::sc_time& delay) {
     return nb_transport_fw(initiator, payload, phase, delay);
   }
+  unsigned int transport_dbg(int initiator, tlm::tlm_generic_payload& payload);
 
   uint64_t bytes_read_ = 0, bytes_written_ = 0;
 };

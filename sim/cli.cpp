@@ -26,6 +26,7 @@
 #include "sim/preset_listing.hpp"
 #include "sim/simulate.hpp"
 #include "sim/tensor_io.hpp"
+#include "sim/token_ids.hpp"
 #include "sim/trace_outputs.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
@@ -112,10 +113,19 @@ Compiled load_and_compile(const std::string& hw_spec, const std::string& workloa
                          keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
   std::optional<CalibrationBatch> separate;
   if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
-  InputBatch in = input_npy.empty() ? random_input(c.graph, seed)
-                                    : read_input_npy(input_npy, c.graph, batch.has_value(),
-                                                     separate ? std::nullopt
-                                                              : std::optional(calibration.options));
+  if (c.graph.input_ids && separate) {
+    throw UsageError(
+        fmt::format("--calibration {}: the model's input '{}' holds token ids: its "
+                    "scales come from the embedding table, not a calibration batch",
+                    calibration.file, c.graph.input_name));
+  }
+  InputBatch in =
+      c.graph.input_ids ? (input_npy.empty() ? random_ids(c.graph, seed)
+                                             : read_ids_npy(input_npy, c.graph, batch.has_value()))
+      : input_npy.empty()
+          ? random_input(c.graph, seed)
+          : read_input_npy(input_npy, c.graph, batch.has_value(),
+                           separate ? std::nullopt : std::optional(calibration.options));
   c.input = std::move(in.bytes);
   c.input_real = std::move(in.real);
   optimize_graph(c.graph);
@@ -214,7 +224,8 @@ void add_target_options(po::options_description& o) {
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models; an ONNX "
       "model run as one whole tensor takes exactly its input's shape); int8 on the graph's "
       "input scale, or float (quantized with a scale calibrated on it, or with --calibration on "
-      "that file)")(
+      "that file); token ids (int32 / int64) for a model whose input feeds embedding lookups "
+      "(docs/onnx.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
       "the cores), tensor (each matrix layer's output channels split over the cores), pipeline "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "compiler/reference/reference.hpp"
@@ -13,6 +14,14 @@
 namespace npusim {
 
 namespace {
+
+// The bf16 reference's input: bf16 values, or token ids (4 bytes each) as values.
+TensorF bf16_input(const Graph& graph, const std::vector<uint8_t>& input) {
+  if (!graph.input_ids) return decode_tensor(input, 2, 1.0f);
+  std::vector<int32_t> ids(input.size() / 4);
+  std::memcpy(ids.data(), input.data(), ids.size() * 4);
+  return TensorF(ids.begin(), ids.end());
+}
 
 void fail(const std::string& layer, FunctionalCheck& c) {
   if (c.first_mismatch.empty()) c.first_mismatch = layer;
@@ -51,8 +60,7 @@ void check_int8(const Graph& graph, const std::vector<uint8_t>& input,
 // tensor's largest reference magnitude (they compound through the network).
 void compare_whole_graph_bf16(const Graph& graph, const std::vector<uint8_t>& input,
                               const SimulatedBytes& simulated, FunctionalCheck& c) {
-  const std::map<std::string, TensorF> ref =
-      run_reference_bf16(graph, decode_tensor(input, 2, 1.0f));
+  const std::map<std::string, TensorF> ref = run_reference_bf16(graph, bf16_input(graph, input));
   for (const Layer& l : graph.layers) {
     const uint8_t* bytes = simulated(l.output);
     if (bytes == nullptr) continue;
@@ -81,7 +89,7 @@ void check_layers_bf16(const Graph& graph, const std::vector<uint8_t>& input,
   for (size_t i = 0; i < graph.layers.size(); ++i)
     for (const auto& name : graph.layers[i].inputs) last_use[name] = i;
   std::map<std::string, Kept> tensors;
-  tensors[graph.input_name].value = decode_tensor(input, 2, 1.0f);
+  tensors[graph.input_name].value = bf16_input(graph, input);
   for (size_t li = 0; li < graph.layers.size(); ++li) {
     const Layer& l = graph.layers[li];
     std::vector<Bf16Operand> operands;

@@ -179,7 +179,8 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
     case OpKind::kMul:
     case OpKind::kConcat:
     case OpKind::kSoftmax:
-    case OpKind::kMove:  // not a JSON op: the ONNX front end builds it
+    case OpKind::kMove:  // not JSON ops: the ONNX front end builds them
+    case OpKind::kEmbedding:
       break;
   }
   return l;

@@ -54,6 +54,8 @@ enum class OpKind {
   kMove,        // data movement: each output element copies an input element or a constant
                 // (transpose, slice, gather, pad, resize, split, concat on any axis, reordering
                 // reshapes); run by the DMA as strided boxes
+  kEmbedding,   // embedding lookup: each int32 id of the input selects a row of the table
+                // (`weights`, [vocab][filters]); run by the DMA as indexed loads
 };
 const char* to_string(OpKind kind);  // its name in compiler/ir/op_table.hpp
 
@@ -169,6 +171,8 @@ struct Graph {
   // whole-tensor mode, where files hold exactly the ONNX shape with no batch axis (batch 1).
   std::set<std::string> io_in_onnx_order;
   bool io_without_batch = false;
+  // The input holds int32 token ids (4 bytes each, not quantized) that feed kEmbedding layers.
+  bool input_ids = false;
   std::vector<Layer> layers;
   std::vector<std::string> outputs;
   // Set by quantize_graph (int8) or prepare_bf16 (bf16): the graph is ready for lowering.

@@ -25,6 +25,7 @@ const std::vector<OpInfo>& op_table() {
       {K::kLayerNorm, "layernorm", 1, 1, U::kVector, Lo::kRows, false, false, infer_same_as_input},
       {K::kBatchNorm, "batchnorm", 1, 1, U::kNone, Lo::kFolded, false, false, infer_same_as_input},
       {K::kMove, "move", 1, 0, U::kDma, Lo::kMove, false, false, infer_move},
+      {K::kEmbedding, "embedding", 1, 1, U::kDma, Lo::kMove, false, false, infer_embedding},
   };
   return table;
 }

@@ -190,4 +190,15 @@ bool infer_move(Layer& l, const ShapeFail& fail) {
   return true;
 }
 
+// The ids' shape with the table's row appended.
+bool infer_embedding(Layer& l, const ShapeFail& fail) {
+  const size_t n = l.weights.empty() ? l.qweights.size() : l.weights.size();
+  if (l.filters < 1 || n == 0 || n % size_t(l.filters) != 0) {
+    return fail(fmt::format("embedding table of {} values is not rows of {}", n, l.filters));
+  }
+  l.out_shape.dims = l.in_shapes[0].dims;
+  l.out_shape.dims.push_back(l.filters);
+  return true;
+}
+
 }  // namespace npusim

@@ -24,5 +24,6 @@ bool infer_concat(Layer& l, const ShapeFail& fail);
 bool infer_reshape(Layer& l, const ShapeFail& fail);
 bool infer_same_as_input(Layer& l, const ShapeFail& fail);
 bool infer_move(Layer& l, const ShapeFail& fail);
+bool infer_embedding(Layer& l, const ShapeFail& fail);
 
 }  // namespace npusim

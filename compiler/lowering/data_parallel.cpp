@@ -171,6 +171,9 @@ Program merge(const std::vector<const Program*>& per_core, const std::vector<int
         if (auto* dma = std::get_if<DmaOp>(&instr.op); dma != nullptr && dma->dram_addr >= base) {
           dma->dram_addr += offset[c];
         }
+        if (auto* dma = std::get_if<DmaOp>(&instr.op); dma != nullptr && dma->indexed) {
+          if (dma->index_addr >= base) dma->index_addr += offset[c];
+        }
         m.instructions.push_back(std::move(instr));
       }
     }

@@ -30,7 +30,8 @@ bool Lowering::lower_layer(const Layer& l) {
       current_->tiling = "no instructions: the row-major element order is unchanged";
       return true;
     case OpLowering::kMove:
-      return lower_move(l, *current_);
+      return l.kind == OpKind::kEmbedding ? lower_embedding(l, *current_)
+                                          : lower_move(l, *current_);
     case OpLowering::kFolded:
       break;
   }
@@ -65,9 +66,12 @@ CompileResult Lowering::run() {
     // A host layer's parameters are the host's own (docs/heterogeneous.md).
     uint64_t bound =
         l.on_host ? 0 : (l.qweights.size() + l.bf16_weights.size()) * es_ + 4 * l.bias.size();
+    const auto in_bytes = [&](size_t i) {
+      return l.inputs[i] == graph_.input_name ? uint64_t(input_element_bytes()) : uint64_t(es_);
+    };
     if (!resident(l.output)) bound += l.last_stage().out_shape.elements() * graph_.batch * es_;
     for (size_t i = 0; i < l.inputs.size(); ++i) {
-      if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * es_;
+      if (!resident(l.inputs[i])) bound += l.in_shapes[i].elements() * graph_.batch * in_bytes(i);
     }
     rec.dram_bytes_lower_bound = op_info(l.kind).lowering == OpLowering::kFree ? 0 : bound;
     rec.cores = layer_cores(size_t(layer_index_));

@@ -77,6 +77,8 @@ class Lowering {
 
   // The cores layer i of the graph runs on (tensor_parallel.hpp): 1 is core 0 alone.
   int layer_cores(size_t i) const { return i < splits_.size() ? splits_[i].cores : 1; }
+  // Bytes per input element: 4 for int32 ids (Graph::input_ids), else es_.
+  int input_element_bytes() const { return graph_.input_ids ? 4 : es_; }
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
   void plan_unified_buffer();
   // Scratch the layer needs at least, given which tensors are resident.
@@ -92,7 +94,8 @@ class Lowering {
   bool lower_eltwise(const Layer& l, LayerRecord& rec);
   bool lower_concat(const Layer& l, LayerRecord& rec);
   bool lower_move(const Layer& l, LayerRecord& rec);
-  void lower_host(const Layer& l, LayerRecord& rec);  // compiler/lowering/host_lowering.cpp
+  void lower_host(const Layer& l, LayerRecord& rec);       // compiler/lowering/host_lowering.cpp
+  bool lower_embedding(const Layer& l, LayerRecord& rec);  // compiler/lowering/move_lowering.cpp
 
   const Graph& graph_;
   const HwConfig& hw_;

@@ -32,6 +32,10 @@ bool Lowering::plan_memory() {
       p.weights = dram_param(l.bf16_weights.data(), l.bf16_weights.size() * 2);
       p.bias = dram_param(l.bias.data(), l.bias.size() * 4);
     }
+    if (l.kind == OpKind::kEmbedding) {  // the table, on its own scale or in bf16
+      p.weights = es_ == 1 ? dram_param(l.qweights.data(), l.qweights.size())
+                           : dram_param(l.bf16_weights.data(), l.bf16_weights.size() * 2);
+    }
     if (l.kind == OpKind::kLayerNorm) {
       std::vector<float> gb(l.gamma);
       gb.insert(gb.end(), l.beta.begin(), l.beta.end());
@@ -40,7 +44,8 @@ bool Lowering::plan_memory() {
     params_[l.name] = p;
   }
   plan_unified_buffer();
-  tensor_addr_[graph_.input_name] = dram_alloc(graph_.input_shape.elements() * graph_.batch * es_);
+  tensor_addr_[graph_.input_name] =
+      dram_alloc(graph_.input_shape.elements() * graph_.batch * input_element_bytes());
   program_.input = placement(graph_.input_name);
   for (const auto& l : graph_.layers) {
     if (ub_addr_.count(l.output)) continue;
@@ -75,6 +80,7 @@ void Lowering::plan_unified_buffer() {
     names.push_back(name);
   };
   new_buffer(graph_.input_name, graph_.input_shape.elements(), 0);
+  buffers[0].bytes = graph_.input_shape.elements() * graph_.batch * input_element_bytes();
   buffers[0].may_reside = false;
   const int steps = static_cast<int>(graph_.layers.size());
   for (int i = 0; i < steps; ++i) {
@@ -161,7 +167,8 @@ uint64_t Lowering::scratch_min(const Layer& l,
       return (twice(widest * es_) + (out ? 0 : twice(uint64_t(l.out_shape.last()) * es_)));
     }
     case OpLowering::kMove:
-      return 4 * kAlign;  // two loaded and two rescaled boxes of at least one element
+      // Two slots of one embedding row; two loaded and two rescaled boxes of one element.
+      return l.kind == OpKind::kEmbedding ? twice(uint64_t(l.filters) * es_) : 4 * kAlign;
     case OpLowering::kFree:
     case OpLowering::kFolded:
       break;
@@ -190,7 +197,7 @@ TensorPlacement Lowering::placement(const std::string& name) const {
   p.batch = graph_.batch;
   p.dims = s.dims;
   p.scale = graph_.scale_of(name);
-  p.element_bytes = es_;
+  p.element_bytes = name == graph_.input_name ? input_element_bytes() : es_;
   return p;
 }
 

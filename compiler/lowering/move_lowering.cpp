@@ -176,4 +176,51 @@ bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
   return true;
 }
 
+// An embedding lookup: per sample, chunks of ids, each one indexed load of the rows its ids select
+// (the table and the ids stay off chip) into one of two slots of the unified buffer, then one
+// store of the packed rows to the output. The rows keep the table's scale or bf16 values.
+bool Lowering::lower_embedding(const Layer& l, LayerRecord& rec) {
+  NPUSIM_CHECK(graph_.input_ids && l.inputs[0] == graph_.input_name,
+               "embedding {} does not read the graph's int32 ids", l.name);
+  const uint64_t row = uint64_t(l.filters) * es_;
+  const uint64_t vocab = (es_ == 1 ? l.qweights.size() : l.bf16_weights.size()) / l.filters;
+  const uint64_t slot = ub_capacity() / 2 / kAlign * kAlign;
+  if (slot < row) {
+    return fail(
+        fmt::format("layer '{}' does not fit: an embedding row of {} bytes needs {} bytes "
+                    "of the unified buffer, it has {}",
+                    l.name, row, 2 * row, ub_capacity()));
+  }
+  const uint64_t ids = l.in_shapes[0].elements();
+  const uint64_t chunk = std::min<uint64_t>({ids, slot / row, UINT32_MAX});
+  rec.tiling =
+      fmt::format("{} indexed loads of up to {} rows per sample", (ids + chunk - 1) / chunk, chunk);
+  const uint64_t table = params_.at(l.name).weights;
+  int n = 0;
+  for (int img = 0; img < graph_.batch; ++img) {
+    for (uint64_t i = 0; i < ids; i += chunk) {
+      const uint64_t rows = std::min(chunk, ids - i);
+      const uint64_t ub = scratch_base() + (n++ % 2) * slot;
+      DmaOp d;
+      d.buffer = BufferId::kUnified;
+      d.buffer_addr = ub;
+      d.dram_addr = table;
+      d.count[0] = static_cast<uint32_t>(row);
+      d.count[1] = static_cast<uint32_t>(rows);
+      d.dram_stride[0] = row;
+      d.transpose_element_bytes = es_;
+      d.indexed = true;
+      d.index_addr = dram_addr(l.inputs[0]) + (img * ids + i) * 4;
+      d.index_rows = static_cast<uint32_t>(vocab);
+      emit(UnitKind::kDmaLoad, 0, d,
+           {{BufferId::kDram, table, table + vocab * row, false},
+            {BufferId::kDram, d.index_addr, d.index_addr + 4 * rows, false},
+            {BufferId::kUnified, ub, ub + d.bytes(), true}});
+      current_->dram_read_bytes += d.bytes() + d.index_bytes();
+      dma_linear(UnitKind::kDmaStore, ub, dram_addr(l.output) + (img * ids + i) * row, rows * row);
+    }
+  }
+  return true;
+}
+
 }  // namespace npusim::lowering

@@ -194,8 +194,10 @@ class PipelineMerge {
           deps.push_back(nd);
         }
         if (!in_block) append(deps, roots);
-        if (auto* dma = std::get_if<DmaOp>(&instr.op); dma != nullptr && dma->dram_addr >= base_) {
-          dma->dram_addr += offset_[size_t(k)];
+        if (auto* dma = std::get_if<DmaOp>(&instr.op); dma != nullptr) {
+          // Activations (and an embedding lookup's token ids) move with the micro-batch.
+          if (dma->dram_addr >= base_) dma->dram_addr += offset_[size_t(k)];
+          if (dma->indexed && dma->index_addr >= base_) dma->index_addr += offset_[size_t(k)];
         }
         const auto key = std::pair(int(instr.unit), instr.unit_index);
         const uint32_t id = push(std::move(instr), std::move(deps));

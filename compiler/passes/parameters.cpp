@@ -203,4 +203,12 @@ std::vector<int8_t> make_random_input(const Graph& graph, uint64_t seed) {
   return x;
 }
 
+std::vector<int32_t> make_random_ids(const Graph& graph, uint64_t seed, int32_t vocab) {
+  NPUSIM_CHECK(vocab >= 1, "ids drawn from an empty vocabulary");
+  SplitMix64 rng{seed ^ hash_name("ids:" + graph.input_name)};
+  std::vector<int32_t> x(graph.input_shape.elements() * graph.batch);
+  for (auto& v : x) v = static_cast<int32_t>(rng.uniform_int(0, vocab - 1));
+  return x;
+}
+
 }  // namespace npusim

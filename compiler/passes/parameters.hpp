@@ -29,5 +29,7 @@ bool draw_weights(Layer& layer, uint64_t max_values);
 void scale_weight_columns(Layer& layer, const std::vector<float>& factor);
 // A deterministic pseudo-random int8 input batch (batch x elements, row-major).
 std::vector<int8_t> make_random_input(const Graph& graph, uint64_t seed);
+// A deterministic pseudo-random batch of token ids in [0, vocab) (Graph::input_ids).
+std::vector<int32_t> make_random_ids(const Graph& graph, uint64_t seed, int32_t vocab);
 
 }  // namespace npusim

@@ -179,10 +179,10 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
                                         int samples, const CalibrationOptions& options) {
   NPUSIM_CHECK(!g.quantized, "graph {} quantized twice", g.name);
   const bool calibrate = calibration_batch != nullptr;
-  NPUSIM_CHECK(!calibrate || (samples >= 1 &&
-                              calibration_batch->size() == g.input_shape.elements() * samples),
-               "calibration batch of {} bytes for {} samples of {} elements",
-               calibrate ? calibration_batch->size() : 0, samples, g.input_shape.elements());
+  const uint64_t sample_bytes = g.input_shape.elements() * (g.input_ids ? 4 : 1);
+  NPUSIM_CHECK(!calibrate || (samples >= 1 && calibration_batch->size() == sample_bytes * samples),
+               "calibration batch of {} bytes for {} samples of {} bytes",
+               calibrate ? calibration_batch->size() : 0, samples, sample_bytes);
   std::map<std::string, Tensor8> tensors{
       {g.input_name, calibrate ? *calibration_batch : Tensor8()}};
   const auto layer_values = [&](const Layer& l, const std::vector<const Tensor8*>& in) {
@@ -259,6 +259,18 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
         y = layer_values(l, in);
         break;
       }
+      case OpKind::kEmbedding: {
+        // The table on its own scale (largest magnitude -> 127), which the rows keep.
+        const float largest = max_abs(l.weights);
+        l.out_scale = l.fixed_output_scale > 0.0f ? l.fixed_output_scale
+                      : largest > 0.0f            ? largest / 127.0f
+                                                  : 1.0f / 127.0f;
+        l.qweights.resize(l.weights.size());
+        for (size_t i = 0; i < l.weights.size(); ++i)
+          l.qweights[i] = saturate_round(l.weights[i] / l.out_scale);
+        y = layer_values(l, in);
+        break;
+      }
       case OpKind::kMaxPool:
       case OpKind::kAvgPool:
       case OpKind::kReshape:
@@ -319,6 +331,9 @@ void prepare_bf16(Graph& g) {
       for_each_weight_row(l, [&](size_t r, const float* w) {
         for (size_t j = 0; j < n; ++j) l.bf16_weights[r * n + j] = float_to_bf16_bits(w[j]);
       });
+    }
+    if (l.kind == OpKind::kEmbedding) {
+      for (float w : l.weights) l.bf16_weights.push_back(float_to_bf16_bits(w));
     }
     l.in_scales.assign(l.inputs.size(), 1.0f);
     l.out_scale = 1.0f;

@@ -1,6 +1,7 @@
 #include "compiler/reference/reference.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "arch/quant.hpp"
 #include "compiler/reference/reference_dispatch.hpp"
@@ -119,6 +120,12 @@ struct Int8Ops {
     layernorm_int8(x, y, n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
                    1.0f / l.out_scale);
   }
+  // The input holds the ids' stored bytes: 4 per id (Graph::input_ids).
+  static Tensor8 embedding(const Layer& l, int /*batch*/, const Tensor8& x) {
+    std::vector<int32_t> ids(x.size() / 4);
+    std::memcpy(ids.data(), x.data(), ids.size() * 4);
+    return reference_loops::embedding_rows(l, ids, l.qweights);
+  }
 };
 
 }  // namespace
@@ -129,9 +136,9 @@ Tensor8 reference_layer(const Layer& l, int batch, const std::vector<const Tenso
 
 std::map<std::string, Tensor8> run_reference(const Graph& g, const Tensor8& input) {
   NPUSIM_CHECK(g.quantized, "the reference runs quantized graphs");
-  NPUSIM_CHECK(input.size() == g.input_shape.elements() * g.batch,
-               "reference input has {} bytes, expected {}", input.size(),
-               g.input_shape.elements() * g.batch);
+  const uint64_t bytes = g.input_shape.elements() * g.batch * (g.input_ids ? 4 : 1);
+  NPUSIM_CHECK(input.size() == bytes, "reference input has {} bytes, expected {}", input.size(),
+               bytes);
   return reference_loops::graph<Int8Ops>(g, input);
 }
 

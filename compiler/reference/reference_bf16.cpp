@@ -80,6 +80,11 @@ struct FloatOps {
     softmax_f32(x, y, n);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);
   }
+  // The input holds the ids as values.
+  static TensorF embedding(const Layer& l, int /*batch*/, const TensorF& x) {
+    const std::vector<int32_t> ids(x.begin(), x.end());
+    return reference_loops::embedding_rows(l, ids, S::weights(l));
+  }
   static void layernorm_row(const Layer& l, const float* x, float* y, int n) {
     layernorm_f32(x, y, n, l.gamma.data(), l.beta.data(), l.epsilon);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);

@@ -7,8 +7,11 @@
 //   concat_value(l, input, v)                        // one element into a concat or a move
 //   move_constant(l, c)                              // a move's constant c on the output
 //   softmax_row(l, x, y, n), layernorm_row(l, x, y, n)
+//   embedding(l, batch, ids)                         // the table rows the ids select
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,6 +56,20 @@ std::vector<T> move(const Layer& l, int batch, const std::vector<const std::vect
       const T v = (*in[k])[b * l.in_shapes[k].elements() + static_cast<uint64_t>(s.element)];
       y[b * n + j] = Ops::concat_value(l, k, v);
     }
+  }
+  return y;
+}
+
+// Embedding lookup: the row of `table` ([vocab][l.filters]) each id selects, in id order.
+template <class T>
+std::vector<T> embedding_rows(const Layer& l, const std::vector<int32_t>& ids,
+                              const std::vector<T>& table) {
+  const size_t n = size_t(l.filters), vocab = table.size() / n;
+  std::vector<T> y(ids.size() * n);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    NPUSIM_CHECK(ids[i] >= 0 && size_t(ids[i]) < vocab, "layer {}: id {} at {} outside [0, {})",
+                 l.name, ids[i], i, vocab);
+    std::copy_n(table.begin() + long(size_t(ids[i]) * n), n, y.begin() + long(i * n));
   }
   return y;
 }
@@ -111,6 +128,8 @@ std::vector<typename Ops::Value> layer(
       return rows(l, x, [&](const T* a, T* b, int n) { Ops::layernorm_row(l, a, b, n); });
     case OpKind::kMove:
       return move<Ops>(l, batch, in);
+    case OpKind::kEmbedding:
+      return Ops::embedding(l, batch, x);
     case OpKind::kBatchNorm:
       break;
   }

@@ -125,5 +125,31 @@ TEST(DmaCore, EmptyBoxTakesOneCycle) {
   EXPECT_EQ(t.end_cycle(), 13u);
 }
 
+// An indexed load's rows follow its ids, not their position: row i1 (40 bytes, cut at 64) comes
+// from 1000 + ids[i1] * 96, one row per cycle from the start as for any box.
+TEST(DmaCore, IndexedRowsFollowTheIds) {
+  DmaOp op = box(1000, 40, 4, 1, 96, 0);
+  op.indexed = true;
+  op.index_rows = 10;
+  const int32_t ids[4] = {7, 0, 7, 3};
+  DmaTransfer t(op, DmaParams{64, 0}, 3, ids);
+  const std::vector<DmaBurst> sent = run_fixed_latency(t, 3, 9);
+  std::vector<DmaBurst> want;
+  for (uint64_t i1 = 0; i1 < 4; ++i1) {
+    const uint64_t addr = 1000 + uint64_t(ids[i1]) * 96;
+    split_into_bursts(addr, 40, 64, [&](uint64_t off, uint64_t bytes) {
+      want.push_back({addr + off, i1 * 40 + off, bytes, 3 + i1});
+    });
+  }
+  ASSERT_EQ(sent.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(sent[i].dram_addr, want[i].dram_addr) << i;
+    EXPECT_EQ(sent[i].box_offset, want[i].box_offset) << i;
+    EXPECT_EQ(sent[i].bytes, want[i].bytes) << i;
+    EXPECT_EQ(sent[i].issue_cycle, want[i].issue_cycle) << i;
+  }
+  EXPECT_EQ(t.end_cycle(), 3 + 3 + 9u);  // the last row issues at 6 and completes 9 later
+}
+
 }  // namespace
 }  // namespace npusim

@@ -57,14 +57,15 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
   const std::string path = model_path("bad_ops");
   auto errors = import_errors(path);
   ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
-  EXPECT_EQ(errors[0], path +
-                           ": node 'topk_1' (TopK): operator not supported (supported: Conv, "
-                           "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, Erf, "
-                           "Softmax, LayerNormalization, BatchNormalization, MaxPool, "
-                           "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, "
-                           "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
-                           "Dropout, Constant, Sub, Div, Slice, Gather (constant indices), "
-                           "Resize (nearest, linear, cubic), Split, Shape, Cast)");
+  EXPECT_EQ(errors[0],
+            path +
+                ": node 'topk_1' (TopK): operator not supported (supported: Conv, "
+                "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, Erf, "
+                "Softmax, LayerNormalization, BatchNormalization, MaxPool, "
+                "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, "
+                "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
+                "Dropout, Constant, Sub, Div, Slice, Gather (constant indices or token ids), "
+                "Resize (nearest, linear, cubic), Split, Shape, Cast)");
   // The Relu reading the failed TopK stays quiet; the Concat along the batch is named.
   EXPECT_EQ(errors[1], path + ": node 'cat_n' (Concat): concatenation along axis 0" + kBatchAxis);
 }

@@ -19,7 +19,7 @@ TEST(OnnxOperators, SupportedListIsTheTableInOrder) {
             "Softmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool, "
             "GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, Flatten, Reshape, Squeeze, "
             "Unsqueeze, Pad, Transpose, Identity, Dropout, Constant, Sub, Div, Slice, Gather "
-            "(constant indices), Resize (nearest, linear, cubic), Split, Shape, Cast");
+            "(constant indices or token ids), Resize (nearest, linear, cubic), Split, Shape, Cast");
   std::set<std::string> seen;
   for (const auto& t : onnx_translators()) {
     EXPECT_TRUE(seen.insert(t.op_type).second) << t.op_type << " is listed twice";

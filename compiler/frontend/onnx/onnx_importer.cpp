@@ -125,7 +125,11 @@ void OnnxImporter::read_input() {
     throw UserErrors({fmt::format("{}: {}: not a tensor", path_, where)});
   }
   const auto& tt = in.type().tensor_type();
-  if (tt.elem_type() != onnx::TensorProto_DataType_FLOAT) {
+  graph_.input_ids = tt.elem_type() == onnx::TensorProto_DataType_INT32 ||
+                     tt.elem_type() == onnx::TensorProto_DataType_INT64;
+  if (graph_.input_ids) {
+    check_token_ids(in.name(), where, data_type_name(tt.elem_type()));
+  } else if (tt.elem_type() != onnx::TensorProto_DataType_FLOAT) {
     diag_.error(where, fmt::format("element type {}, expected FLOAT (npusim quantizes float "
                                    "inputs to int8)",
                                    data_type_name(tt.elem_type())));
@@ -135,6 +139,10 @@ void OnnxImporter::read_input() {
     diag_.error(where, fmt::format("rank {}, expected 1 (features), 2 (N, features), 3 (N, rows, "
                                    "features), 4 (N, C, H, W) or 5 (N, C, D, H, W)",
                                    rank));
+    diag_.throw_if_errors();
+  }
+  if (graph_.input_ids && rank != 2) {
+    diag_.error(where, fmt::format("token ids of rank {}, expected 2 (batch, sequence)", rank));
     diag_.throw_if_errors();
   }
   if (rank == 1) whole_tensor_ = true;
@@ -178,6 +186,24 @@ void OnnxImporter::read_input() {
                  : file_batch_ > 0 ? int(file_batch_)
                                    : 1;
   values_[in.name()] = std::move(v);
+}
+
+// An integer graph input is token ids: every node reading it must be a Gather of an initializer's
+// rows by them (an embedding lookup), and the ids are [batch, sequence].
+void OnnxImporter::check_token_ids(const std::string& name, const std::string& where,
+                                   const std::string& type) {
+  for (int i = 0; i < g_.node_size(); ++i) {
+    const Node& n = g_.node(i);
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (n.input(k) != name) continue;
+      if (n.op_type() != "Gather" || k != 1 || !is_constant(n.input(0))) {
+        diag_.error(where, fmt::format("element type {}: an integer graph input must be the "
+                                       "indices of Gathers on an initializer (an embedding "
+                                       "lookup), but {} reads it as input {}",
+                                       type, this->where(i), k));
+      }
+    }
+  }
 }
 
 void OnnxImporter::count_consumers() {

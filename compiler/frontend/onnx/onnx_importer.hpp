@@ -84,6 +84,8 @@ class OnnxImporter {
   void read_initializers();
   void read_input();
   void count_consumers();
+  void check_token_ids(const std::string& name, const std::string& where, const std::string& type);
+  void import_embedding(int i);  // onnx_movement_ops.cpp
   void find_gelu_patterns();
   void import_node(int i);
   void finish_outputs();

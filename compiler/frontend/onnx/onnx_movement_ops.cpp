@@ -122,6 +122,9 @@ void OnnxImporter::import_slice(int i) {
 // replaced by the indices' shape.
 void OnnxImporter::import_gather(int i) {
   const Node& n = g_.node(i);
+  if (graph_.input_ids && n.input_size() >= 2 && n.input(1) == graph_.input_name) {
+    return import_embedding(i);
+  }
   std::vector<MoveOperand> ops;
   if (!move_operands(i, ops, 1)) return;
   if (n.input_size() < 2) return fail(i, "expects data and indices");
@@ -163,6 +166,35 @@ void OnnxImporter::import_gather(int i) {
     return 0;
   };
   emit_move(i, n.output(0), "gather", ops, spec);
+}
+
+// Gather of an initializer's rows by the graph's token ids: an embedding lookup
+// (OpKind::kEmbedding, an indexed DMA), the table [vocab, hidden] on axis 0.
+void OnnxImporter::import_embedding(int i) {
+  const Node& n = g_.node(i);
+  const Constant* table = constant(i, 0, "embedding table");
+  if (table == nullptr) return;
+  if (table->is_int || table->dims.size() != 2 || table->elements() == 0) {
+    return fail(i, fmt::format("the embedding table must be a non-empty float matrix [vocab, "
+                               "hidden], got {} {}",
+                               table->is_int ? "integers" : "floats", dims_text(table->dims)));
+  }
+  const int64_t axis = attr_int(n, "axis", 0);
+  if (axis != 0 && axis != -2) {
+    return fail(i, fmt::format("axis {}: token ids select rows of the table (axis 0)", axis));
+  }
+  if (table->dims[0] > std::numeric_limits<int32_t>::max() ||
+      table->dims[1] > std::numeric_limits<int32_t>::max()) {
+    return fail(i, fmt::format("table {} is too large for int32 ids", dims_text(table->dims)));
+  }
+  const Value& ids = values_.at(graph_.input_name);
+  Layer& l = add_layer(i, OpKind::kEmbedding, {graph_.input_name}, n.output(0));
+  l.weights = table->values;
+  l.filters = static_cast<int>(table->dims[1]);
+  Value v;
+  v.dims = ids.dims;
+  v.dims.push_back(table->dims[1]);
+  set_value(n.output(0), std::move(v));
 }
 
 // Resize with mode nearest: every output coordinate maps back to one input coordinate through

@@ -471,13 +471,18 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
     r.outputs.push_back(read_tensor(out, soc.memory_contents().data()));
   }
   const auto functional_start = std::chrono::steady_clock::now();
-  std::vector<std::vector<uint8_t>> gathered(program.tensors.size());  // multi-part tensors
+  // Every layer's output as the run left it: in simulated off-chip memory, or captured while it
+  // was written in the unified buffer (a multi-part tensor gathered once, for the check and for
+  // --save-intermediates).
+  std::vector<std::vector<uint8_t>> gathered(program.tensors.size());
+  std::vector<const uint8_t*> simulated(program.tensors.size(), nullptr);
+  for (size_t i = 0; run.values && i < program.tensors.size(); ++i) {
+    simulated[i] = tensor_bytes(program, soc, i, gathered[i]);
+  }
   if (run.values) {
-    // Every layer's output as the run left it: in simulated off-chip memory, or captured while it
-    // was written in the unified buffer.
     std::map<std::string, const uint8_t*> kept;
     for (size_t i = 0; i < program.tensors.size(); ++i)
-      kept[program.tensors[i].name] = tensor_bytes(program, soc, i, gathered[i]);
+      kept[program.tensors[i].name] = simulated[i];
     check_tensors(
         graph, input,
         [&kept](const std::string& name) -> const uint8_t* {
@@ -489,8 +494,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   r.functional_check_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - functional_start).count();
   for (size_t i = 0; all_tensors && run.values && i < program.tensors.size(); ++i) {
-    const uint8_t* base = tensor_bytes(program, soc, i, gathered[i]);
-    r.tensors.emplace_back(base, base + program.tensors[i].bytes());
+    r.tensors.emplace_back(simulated[i], simulated[i] + program.tensors[i].bytes());
   }
 
   Activity total;

@@ -15,9 +15,11 @@ for hw in $presets; do
     for dtype in int8 bf16; do
       dir="$out/$hw/$net/$dtype"
       mkdir -p "$dir"
-      if ! "$bin" run --hw "$hw" --workload "$net" --dtype "$dtype" --out "$dir" \
-          --save-outputs "$dir/values" "$@" > "$dir/stdout.txt" 2> "$dir/stderr.txt"; then
-        echo "zoo_runs: $hw $net $dtype exited $? (see $dir/stderr.txt)"
+      status=0
+      "$bin" run --hw "$hw" --workload "$net" --dtype "$dtype" --out "$dir" \
+          --save-outputs "$dir/values" "$@" > "$dir/stdout.txt" 2> "$dir/stderr.txt" || status=$?
+      if [ "$status" -ne 0 ]; then
+        echo "zoo_runs: $hw $net $dtype exited $status (see $dir/stderr.txt)"
       fi
     done
   done

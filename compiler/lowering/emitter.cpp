@@ -21,8 +21,8 @@ uint32_t Lowering::emit(UnitKind unit, int index, Operation op,
   return program_.instructions.back().id;
 }
 
-void Lowering::dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
-                   uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose) {
+DmaOp Lowering::dma_op(BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr, uint64_t count0,
+                       uint64_t count1, uint64_t stride0, bool transpose) const {
   NPUSIM_CHECK(count0 > 0 && count0 <= UINT32_MAX && count1 > 0 && count1 <= UINT32_MAX,
                "DMA box {}x{} out of range", count1, count0);
   DmaOp d;
@@ -34,6 +34,12 @@ void Lowering::dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_
   d.dram_stride[0] = stride0;
   d.transpose = transpose;
   d.transpose_element_bytes = es_;
+  return d;
+}
+
+void Lowering::dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
+                   uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose) {
+  const DmaOp d = dma_op(buffer, buffer_addr, dram_addr, count0, count1, stride0, transpose);
   const bool load = unit == UnitKind::kDmaLoad;
   const uint64_t dram_end = dram_addr + (count1 - 1) * stride0 + count0;
   emit(unit, 0, d,

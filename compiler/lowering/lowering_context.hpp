@@ -49,6 +49,10 @@ class Lowering {
   // A 1-D or 2-D copy (count1 rows of count0 bytes, DRAM rows stride0 apart).
   void dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
            uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose = false);
+  // The DmaOp of such a 2-D box, its counts checked (dma() emits it; an indexed load starts from
+  // it).
+  DmaOp dma_op(BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr, uint64_t count0,
+               uint64_t count1, uint64_t stride0, bool transpose = false) const;
   // A 3-D box of the unified buffer (packed) to or from DRAM (compiler/lowering/move_lowering.cpp).
   void dma_box(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr, const uint32_t (&count)[3],
                const uint64_t (&stride)[2]);

@@ -201,14 +201,7 @@ bool Lowering::lower_embedding(const Layer& l, LayerRecord& rec) {
     for (uint64_t i = 0; i < ids; i += chunk) {
       const uint64_t rows = std::min(chunk, ids - i);
       const uint64_t ub = scratch_base() + (n++ % 2) * slot;
-      DmaOp d;
-      d.buffer = BufferId::kUnified;
-      d.buffer_addr = ub;
-      d.dram_addr = table;
-      d.count[0] = static_cast<uint32_t>(row);
-      d.count[1] = static_cast<uint32_t>(rows);
-      d.dram_stride[0] = row;
-      d.transpose_element_bytes = es_;
+      DmaOp d = dma_op(BufferId::kUnified, ub, table, row, rows, row);
       d.indexed = true;
       d.index_addr = dram_addr(l.inputs[0]) + (img * ids + i) * 4;
       d.index_rows = static_cast<uint32_t>(vocab);

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "arch/energy_table.hpp"
+#include "arch/technology_nodes.hpp"
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"

@@ -17,7 +17,7 @@
 
 #include "arch/program.hpp"
 #include "models/clock.hpp"
-#include "models/energy_events.hpp"
+#include "models/event_counting.hpp"
 #include "models/scoreboard.hpp"
 #include "support/stats.hpp"
 #include "support/timeline.hpp"
@@ -46,7 +46,7 @@ class ExecutionUnit : public sc_core::sc_module {
   const std::vector<uint64_t>& layer_busy_cycles() const { return layer_busy_; }
   const std::vector<uint64_t>& layer_stall_cycles() const { return layer_stall_; }
   const std::vector<StallCauses>& layer_stall_causes() const { return layer_causes_; }
-  // Per layer: the energy events (models/energy_events.hpp) of the instructions it executed.
+  // Per layer: the energy events (models/event_counting.hpp) of the instructions it executed.
   const std::vector<EventCounts>& layer_events() const { return layer_events_; }
   // The port widths events are counted in (before sc_start; the Soc sets the hardware's).
   void set_buffer_ports(const BufferPorts& ports) { ports_ = ports; }

@@ -50,7 +50,7 @@ class OffChipMemoryInterface : public sc_core::sc_module {
   // Traces its waveform variables, if it has any, into `file`. Before sc_start.
   virtual void trace_waveforms(sc_core::sc_trace_file* file) {}
   // The energy the model computed from its own commands (pJ), after register_stats brought it to
-  // the run's end; nullopt when it models none (the simple model: sim/power_model.hpp prices its
+  // the run's end; nullopt when it models none (the simple model: power/power_model.hpp prices its
   // bytes instead).
   struct Energy {
     double dynamic_pj = 0;     // activates, reads, writes

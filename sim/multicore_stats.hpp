@@ -8,7 +8,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "models/soc.hpp"
-#include "sim/power_model.hpp"
+#include "power/power_model.hpp"
 #include "support/stats.hpp"
 
 namespace npusim {

@@ -1,8 +1,10 @@
 // The layers include only what docs/architecture.md allows: support/ nothing of the project,
 // arch/ (its memory presets in arch/dram/ included) only support/ and itself, the plain-C++ cores
-// the models adapt (models/dma_core.hpp) no SystemC, models/ nothing of the compiler, traces/ or
-// sim/, and compat/ (SCALE-Sim mode) only support/, itself and Boost.program_options. compiler/ and
-// traces/ have tests of their own (compiler_layering_test.cpp, tests/traces/).
+// the models adapt (models/dma_core.hpp) no SystemC, models/ nothing of the compiler, power/,
+// traces/ or sim/ (the units count energy events; power/ prices them), power/ only support/, arch/
+// and itself (no SystemC, no models: it prices the counts it is handed), and compat/ (SCALE-Sim
+// mode) only support/, itself and Boost.program_options. compiler/ and traces/ have tests of their
+// own (compiler_layering_test.cpp, tests/traces/).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -68,13 +70,21 @@ TEST(Layering, DmaCoreHasNoSystemC) {
   for (const auto& b : bad_includes(core, {"support/", "arch/"})) ADD_FAILURE() << b;
 }
 
-TEST(Layering, ModelsIncludeNoCompilerTracesOrSim) {
+TEST(Layering, ModelsIncludeNoCompilerPowerTracesOrSim) {
   const auto files = sources("models");
   EXPECT_GE(files.size(), 40u);
   for (const auto& f : files) {
     for (const auto& b : bad_includes(f, {"support/", "arch/", "models/"}, true)) {
       ADD_FAILURE() << b;
     }
+  }
+}
+
+TEST(Layering, PowerIncludesOnlySupportArchAndItself) {
+  const auto files = sources("power");
+  EXPECT_GE(files.size(), 6u);
+  for (const auto& f : files) {
+    for (const auto& b : bad_includes(f, {"support/", "arch/", "power/"})) ADD_FAILURE() << b;
   }
 }
 

@@ -3,12 +3,13 @@
 // the effect of one table entry, and the sliding-window peak power.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
-#include "arch/energy_table.hpp"
 #include "arch/hw_config.hpp"
-#include "models/energy_events.hpp"
-#include "sim/power_model.hpp"
+#include "models/event_counting.hpp"
+#include "power/energy_table.hpp"
+#include "power/power_model.hpp"
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
 
@@ -181,6 +182,33 @@ TEST(EnergyModel, PartsAndLayersAddUpToTheTotal) {
   EXPECT_NEAR(e.average_w, e.total_j / 1e-6, 1e-9);
   EXPECT_NEAR(e.inferences_per_j, 2 / e.total_j, 1e-9);
   EXPECT_GE(e.peak_w, e.average_w);
+}
+
+// Each layer's split by part adds up to its energy, and the layers' parts to the run's parts: the
+// dynamic energy is split by the layers' own events (which partition the run's), the constant part
+// by span shares that add up to one.
+TEST(EnergyModel, LayerPartsAddUpToTheLayerAndToTheRunsParts) {
+  const HwConfig hw = small_chip();
+  const PowerModel model(hw, DataType::kInt8, load_energy_table(45), {64, false, 8}, 2);
+  const RunEnergy e = run_energy(model, sample_run());
+  ASSERT_EQ(e.layer_by_part_j.size(), e.layer_j.size());
+  std::array<double, kComponents + 2> sum{};
+  for (size_t l = 0; l < e.layer_j.size(); ++l) {
+    double layer = 0;
+    for (size_t p = 0; p < sum.size(); ++p) {
+      layer += e.layer_by_part_j[l][p];
+      sum[p] += e.layer_by_part_j[l][p];
+      EXPECT_GE(e.layer_by_part_j[l][p], 0.0) << part_name(p);
+    }
+    EXPECT_NEAR(layer, e.layer_j[l], 1e-12 * e.layer_j[l]) << "layer " << l;
+  }
+  for (size_t p = 0; p < sum.size(); ++p) {
+    EXPECT_NEAR(sum[p], e.by_part_j[p], 1e-12 * e.total_j) << part_name(p);
+  }
+  // The second layer has more of every event and a longer span: more of every part.
+  for (size_t p = 0; p < sum.size(); ++p) {
+    EXPECT_GT(e.layer_by_part_j[1][p], e.layer_by_part_j[0][p]) << part_name(p);
+  }
 }
 
 TEST(EnergyModel, DoublingOneEventChangesOnlyItsShare) {

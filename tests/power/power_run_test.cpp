@@ -8,10 +8,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "arch/energy_table.hpp"
 #include "arch/hw_config.hpp"
+#include "power/energy_table.hpp"
+#include "power/power_model.hpp"
 #include "run_npusim.hpp"
-#include "sim/power_model.hpp"
 #include "sim/power_stats.hpp"
 #include "traces/counters.hpp"
 
@@ -84,6 +84,12 @@ TEST(PowerRun, TinyRunEqualsTheFormula) {
   EXPECT_EQ(s["power"]["window_cycles"], s["total_cycles"]);
   EXPECT_NEAR(s["power"]["peak_w"].get<double>(), s["power"]["average_w"].get<double>(), 1e-9);
   EXPECT_NEAR(s["layers"][0]["energy_j"].get<double>(), total_j, 1e-9 * total_j);
+  // One layer: its split by part is the run's.
+  for (const auto& [part, j] : s["energy"]["by_component_j"].items()) {
+    EXPECT_NEAR(s["layers"][0]["energy_by_component_j"][part].get<double>(), j.get<double>(),
+                1e-12 * total_j)
+        << part;
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -1,6 +1,6 @@
-// The events the energy model charges (docs/power.md), counted by each unit as it executes an
-// instruction (ExecutionUnit::run): plain C++, a pure function of the instruction and the buffers'
-// port widths.
+// Counting the events the energy model charges (arch/energy_events.hpp, docs/power.md): each unit
+// counts them as it executes an instruction (ExecutionUnit::run); plain C++, a pure function of the
+// instruction and the buffers' port widths. The units count; power/ prices the counts.
 //
 // Counting rules (accesses of a buffer are the bytes an instruction's operand moves, in words of
 // the port's width, rounded up: a narrow row is charged its share of a word, not a whole word):
@@ -22,58 +22,10 @@
 //     buffers they live in.
 #pragma once
 
-#include <array>
-#include <cstdint>
-
-#include "arch/hw_config.hpp"
+#include "arch/energy_events.hpp"
 #include "arch/isa.hpp"
 
 namespace npusim {
-
-enum class EnergyEvent {
-  kMacInt8,
-  kMacBf16,
-  kMacFp16,
-  kPeRegisterMove,
-  kWeightRegisterLoad,
-  kUnifiedRead,
-  kUnifiedWrite,
-  kWeightRead,
-  kWeightWrite,
-  kAccumulatorRead,
-  kAccumulatorWrite,
-  kVectorAddMul,
-  kVectorCompare,
-  kVectorTable,
-  kVectorReduction,
-  kDmaByte,
-  kLinkByte,
-  kCount
-};
-constexpr size_t kEnergyEvents = size_t(EnergyEvent::kCount);
-// "mac_int8", ... "dma_bytes": the stats.json name of the count.
-const char* event_name(EnergyEvent e);
-// One line: what one event is.
-const char* event_meaning(EnergyEvent e);
-
-struct EventCounts {
-  std::array<uint64_t, kEnergyEvents> n{};
-  uint64_t& operator[](EnergyEvent e) { return n[size_t(e)]; }
-  uint64_t operator[](EnergyEvent e) const { return n[size_t(e)]; }
-  EventCounts& operator+=(const EventCounts& o) {
-    for (size_t i = 0; i < kEnergyEvents; ++i) n[i] += o.n[i];
-    return *this;
-  }
-};
-
-// Port widths of the on-chip buffers, bytes: the unified buffer feeds one activation row of the
-// array per cycle (rows elements of `dtype`), the weight buffer one weight row (cols elements), the
-// accumulators one output row (cols 32-bit words).
-struct BufferPorts {
-  uint64_t unified = 1, weight = 1, accumulators = 4;
-};
-BufferPorts buffer_ports(const HwConfig& hw, DataType dtype);
-uint64_t port_bytes(const BufferPorts& ports, BufferId id);
 
 // Adds the events of executing `instr` (operands of `dtype`) to `counts`.
 void count_instruction_events(const Instruction& instr, DataType dtype, const BufferPorts& ports,

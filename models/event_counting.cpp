@@ -1,4 +1,4 @@
-#include "models/energy_events.hpp"
+#include "models/event_counting.hpp"
 
 #include <variant>
 
@@ -7,31 +7,6 @@
 namespace npusim {
 
 namespace {
-
-struct EventInfo {
-  const char* name;
-  const char* meaning;
-};
-
-constexpr EventInfo kEvents[kEnergyEvents] = {
-    {"mac_int8", "int8 x int8 multiply-accumulates"},
-    {"mac_bf16", "bf16 x bf16 multiply-accumulates"},
-    {"mac_fp16", "fp16 x fp16 multiply-accumulates"},
-    {"pe_register_moves", "active PE-cycles: operand and partial-sum registers shifting one PE"},
-    {"weight_register_loads", "stationary values written into PE registers"},
-    {"unified_buffer_reads", "unified-buffer reads, in accesses of its port width"},
-    {"unified_buffer_writes", "unified-buffer writes, in accesses of its port width"},
-    {"weight_buffer_reads", "weight-buffer reads, in accesses of its port width"},
-    {"weight_buffer_writes", "weight-buffer writes, in accesses of its port width"},
-    {"accumulator_reads", "accumulator reads, in accesses of its port width"},
-    {"accumulator_writes", "accumulator writes, in accesses of its port width"},
-    {"vector_add_mul", "vector-unit adds and multiplies"},
-    {"vector_compare", "vector-unit compares (max, clamp)"},
-    {"vector_table", "vector-unit transcendentals through a table (exp, reciprocal, activation)"},
-    {"vector_reduction", "vector-unit reduction steps (sums for pooling, softmax, layer norm)"},
-    {"dma_bytes", "bytes the DMA queues moved across the chip"},
-    {"link_bytes", "bytes core-to-core copies moved over the interconnect"},
-};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -158,30 +133,6 @@ struct Counter {
 };
 
 }  // namespace
-
-const char* event_name(EnergyEvent e) { return kEvents[size_t(e)].name; }
-const char* event_meaning(EnergyEvent e) { return kEvents[size_t(e)].meaning; }
-
-BufferPorts buffer_ports(const HwConfig& hw, DataType dtype) {
-  const uint64_t eb = size_bytes(dtype);
-  return {uint64_t(hw.matrix_unit.rows) * eb, uint64_t(hw.matrix_unit.cols) * eb,
-          uint64_t(hw.matrix_unit.cols) * 4};
-}
-
-uint64_t port_bytes(const BufferPorts& ports, BufferId id) {
-  switch (id) {
-    case BufferId::kUnified:
-      return ports.unified;
-    case BufferId::kWeight:
-      return ports.weight;
-    case BufferId::kAccumulator:
-      return ports.accumulators;
-    case BufferId::kDram:
-      break;
-  }
-  NPUSIM_CHECK(false, "off-chip memory has no on-chip port");
-  return 1;
-}
 
 void count_instruction_events(const Instruction& instr, DataType dtype, const BufferPorts& ports,
                               EventCounts& counts) {

@@ -1,4 +1,4 @@
-#include "arch/energy_table.hpp"
+#include "power/energy_table.hpp"
 
 #include <fmt/format.h>
 
@@ -163,23 +163,6 @@ EnergyTable parse_energy_table(const nlohmann::json& root, const std::string& or
   top.finish();
   diag.throw_if_errors();
   return t;
-}
-
-std::vector<int> technology_nodes() {
-  std::vector<int> nodes;
-  for (const std::string& name : embedded_file_names("energy")) {
-    nodes.push_back(std::stoi(name));  // "28nm" -> 28
-  }
-  std::sort(nodes.begin(), nodes.end());
-  return nodes;
-}
-
-bool is_technology_node(int nm) { return find_embedded_file("energy", node_name(nm)) != nullptr; }
-
-std::string technology_nodes_joined() {
-  std::string out;
-  for (int n : technology_nodes()) out += (out.empty() ? "" : ", ") + std::to_string(n);
-  return out;
 }
 
 EnergyTable load_energy_table(int node_nm) {

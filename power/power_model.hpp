@@ -1,7 +1,7 @@
 // Energy, power and area of a run (docs/power.md): the event counts the units kept during the
-// simulation (models/energy_events.hpp), priced with the technology node's table
-// (arch/energy_table.hpp), plus the off-chip memory's own energy and the leakage and clock power
-// every component draws on every cycle, busy or idle.
+// simulation (arch/energy_events.hpp, counted by models/event_counting.hpp), priced with the
+// technology node's table (power/energy_table.hpp), plus the off-chip memory's own energy and the
+// leakage and clock power every component draws on every cycle, busy or idle.
 //
 //   E_total = sum over events e of count_e * E_e          (dynamic, charged to the unit or buffer)
 //           + sum over components c of A_c * clock_pj_per_mm2_cycle * cycles    (clock, to c)
@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "arch/energy_table.hpp"
+#include "arch/energy_events.hpp"
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
-#include "models/energy_events.hpp"
+#include "power/energy_table.hpp"
 
 namespace npusim {
 
@@ -92,6 +92,10 @@ struct RunEnergy {
   std::array<double, kComponents + 2> by_part_j{};
   double total_j = 0;
   std::vector<double> layer_j;
+  // Each layer's energy by part (as by_part_j): its events' energy by component, its DRAM share and
+  // its span's share of each component's clock energy, of the DRAM background and of leakage. The
+  // parts add up to layer_j (to rounding).
+  std::vector<std::array<double, kComponents + 2>> layer_by_part_j;
   double average_w = 0, peak_w = 0;
   double idle_w = 0;                   // the constant part: clock, leakage, DRAM background
   std::vector<double> instruction_pj;  // each instruction's dynamic energy with its DRAM share

@@ -1,4 +1,4 @@
-#include "sim/power_model.hpp"
+#include "power/power_model.hpp"
 
 #include <algorithm>
 #include <map>
@@ -219,12 +219,19 @@ RunEnergy run_energy(const PowerModel& model, const RunEnergyInput& in) {
   uint64_t span_sum = 0;
   for (uint64_t c : in.layer_cycles) span_sum += c;
   for (size_t i = 0; i < in.layer_events.size(); ++i) {
-    std::array<double, kComponents> unused{};
+    std::array<double, kComponents> by_component{};
     const double dynamic =
-        model.dynamic_pj(in.layer_events[i], unused) + dram_share(in.layer_events[i]);
+        model.dynamic_pj(in.layer_events[i], by_component) + dram_share(in.layer_events[i]);
     const double share = span_sum == 0 ? 1.0 / double(in.layer_cycles.size())
                                        : double(in.layer_cycles[i]) / double(span_sum);
     r.layer_j.push_back(dynamic * 1e-12 + constant_j * share);
+    auto& parts = r.layer_by_part_j.emplace_back();
+    for (size_t c = 0; c < kComponents; ++c) {
+      parts[c] =
+          (by_component[c] + model.clock_pj_per_cycle[c] * double(in.total_cycles) * share) * 1e-12;
+    }
+    parts[kDramPart] = (dram_share(in.layer_events[i]) + in.dram_background_pj * share) * 1e-12;
+    parts[kLeakagePart] = r.by_part_j[kLeakagePart] * share;
   }
 
   r.window_cycles =

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "arch/technology_nodes.hpp"
+
 namespace npusim {
 
 // The keys of an energy table: "<section>.<name>" ("events_pj.mac_int8").
@@ -50,11 +52,6 @@ struct EnergyTable {
   // SRAM area, mm^2.
   double sram_area_mm2(uint64_t capacity_bytes, int banks, int width_bits) const;
 };
-
-// The nodes with a table (from the embedded configs/energy files): 45, 28, 16, 7.
-std::vector<int> technology_nodes();
-bool is_technology_node(int nm);
-std::string technology_nodes_joined();  // "7, 16, 28, 45"
 
 // The table of a node, scaled from its base as the node file says.
 EnergyTable load_energy_table(int node_nm);

@@ -2,9 +2,10 @@
 // compiled into the binary), the run's data inlined as JSON; it opens from a file:// URL with no
 // network. Sections: a summary, the timeline of every unit (instructions merged per layer where
 // they are closer than a pixel at full width) with the bandwidth and buffer counters below it,
-// cycles per layer (and every per-layer figure whose name holds "energy" or "power", when
-// stats.json has them), each unit's utilization, the stats.json "energy" section when present, and
-// a roofline of the layers against the chip's peak compute and off-chip bandwidth.
+// cycles per layer, each unit's utilization, when stats.json has them the energy, power and area
+// as stacked bars by component (energy, average power with its idle part and the peak, die area,
+// and each layer's energy), and a roofline of the layers against the chip's peak compute and
+// off-chip bandwidth. Every figure comes from stats.json or the timeline: the page computes none.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // The `npusim presets` listing (preset_listing.hpp).
-#include "sim/preset_listing.hpp"
+#include "npusim/preset_listing.hpp"
 
 #include <fmt/format.h>
 

@@ -40,6 +40,10 @@ def parse_args(argv):
                     help="the npusim binary (default: $NPUSIM, else build/sim/npusim)")
     ap.add_argument("--values", choices=("on", "off"),
                     help="npusim run --values: off runs timing only (overrides the spec's run)")
+    ap.add_argument("--cli", action="store_true",
+                    help="run each point as an npusim process, not in worker processes through "
+                    "the Python module of the same build (build/python; the default when it is "
+                    "there)")
     ap.add_argument("--retry-failed", action="store_true",
                     help="run again the points that failed before (they are skipped otherwise)")
     ap.add_argument("--limit", type=int, default=None,
@@ -109,12 +113,14 @@ def main(argv):
                 continue
         todo.append(r)
     unique = list({r.key: r for r in todo}.values())
-    where = args.scheduler or f"{jobs} local jobs"
+    in_process = not args.cli and not args.scheduler and runner.module_dir(npusim) is not None
+    where = args.scheduler or f"{jobs} local " + ("worker processes (Python module)"
+                                                  if in_process else "jobs")
     print(f"dse.py: {len(runs) - len(todo)} runs already done, {len(unique)} to run on {where}",
           file=sys.stderr)
     try:
         lost = runner.run_all(unique, npusim, store, jobs, args.scheduler,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, in_process=not args.cli)
     except KeyboardInterrupt:
         print("\ndse.py: interrupted; finished runs are kept, run again to resume",
               file=sys.stderr)

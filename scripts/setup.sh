@@ -11,6 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy libonnx-testdata
   libdnnl-dev
   python3-pytest python3-tqdm python3-distributed python3-matplotlib
+  pybind11-dev python3-pybind11 jupyter-nbconvert python3-ipykernel
   python3
   chromium chromium-driver python3-selenium
 )

@@ -8,30 +8,13 @@
 #include <iostream>
 #include <optional>
 
-#include "arch/hw_config.hpp"
-#include "compiler/frontend/workload.hpp"
-#include "compiler/ir/graph.hpp"
-#include "compiler/lowering/data_parallel.hpp"
-#include "compiler/lowering/lowering.hpp"
-#include "compiler/passes/fusion.hpp"
-#include "compiler/passes/parameters.hpp"
-#include "compiler/passes/quantize.hpp"
-#include "compiler/reference/reference_bf16.hpp"
-#include "models/soc.hpp"
-#include "sim/calibration.hpp"
+#include "npusim/npusim.hpp"
 #include "sim/command_line.hpp"
-#include "sim/host_ops.hpp"
 #include "sim/membench_command.hpp"
-#include "sim/power_stats.hpp"
-#include "sim/preset_listing.hpp"
-#include "sim/simulate.hpp"
-#include "sim/tensor_io.hpp"
-#include "sim/token_ids.hpp"
-#include "sim/trace_outputs.hpp"
-#include "support/embedded_files.hpp"
+#include "sim/trace_flags.hpp"
 #include "support/error.hpp"
-#include "support/json_reader.hpp"
-#include "support/presets.hpp"
+#include "support/npy.hpp"
+#include "support/stats.hpp"
 
 #ifdef NPUSIM_HAVE_SCALESIM
 #include "compat/scalesim/scalesim_cli.hpp"
@@ -59,154 +42,24 @@ commands:
 exit codes: 0 success, 2 bad input or usage, 1 internal error
 )";
 
-systolic::Fidelity parse_fidelity(const std::string& text) {
-  if (text == "fast") return systolic::Fidelity::kFast;
-  if (text == "pe") return systolic::Fidelity::kPe;
-  throw UsageError(fmt::format("--fidelity '{}': expected fast or pe", text));
-}
-
-std::optional<int> batch_option(const po::variables_map& vm) {
-  if (!vm.count("batch")) return std::nullopt;
-  int b = vm["batch"].as<int>();
-  if (b < 1 || b > 65536) throw UsageError(fmt::format("--batch {}: expected 1 to 65536", b));
-  return b;
-}
-
-// Loads, checks, quantizes (calibrating on the run's input or on a --calibration batch) and
-// compiles; a network that does not fit is a user-facing error.
-struct Compiled {
-  HwConfig hw;
-  Graph graph;
-  Program program;
-  std::vector<uint8_t> input;        // stored bytes of the input batch (int8 or bf16)
-  std::vector<float> input_real;     // its real values, channels last (the float32 reference's)
-  std::string calibration = "none";  // what int8 scales were calibrated on (stats.json)
-  int calibration_samples = 0;
-  CalibrationOptions calibration_options;
-  // int8 calibrated on the run's own input: every tensor of the reference on `input`, from the
-  // calibration, so the check need not run the reference again.
-  std::map<std::string, Tensor8> reference;
-};
-
-// `keep_real_weights`: keep the float weights of an int8 graph for the float32 reference.
-// `values` false: a timing-only run's compilation (quantize_graph_for_timing, no reference).
-Compiled load_and_compile(const std::string& hw_spec, const std::string& workload_spec,
-                          std::optional<int> batch, uint64_t seed, const std::string& input_npy,
-                          std::optional<DataType> dtype, const CalibrationRequest& calibration = {},
-                          bool keep_real_weights = false, bool values = true,
-                          Parallelism parallel = Parallelism::kAuto,
-                          const std::string& host_ops = "", int micro_batch = 1) {
-  Compiled c;
-  c.hw = load_hw_config(hw_spec);
-  c.graph = load_workload(workload_spec, batch);
-  c.graph.dtype = dtype.value_or(c.hw.data_types.activation);
-  const bool int8 = c.graph.dtype == DataType::kInt8;
-  if (!calibration.file.empty() && !int8) {
-    throw UsageError(
-        fmt::format("--calibration {}: only int8 runs calibrate scales, this one runs in bf16",
-                    calibration.file));
+// The options every command that compiles shares, as the library's Target.
+Target target_from(const po::variables_map& vm) {
+  Target t;
+  t.hw = vm["hw"].as<std::string>();
+  t.workload = vm["workload"].as<std::string>();
+  if (vm.count("batch")) t.batch = vm["batch"].as<int>();
+  t.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("dtype")) t.dtype = vm["dtype"].as<std::string>();
+  if (vm.count("input")) t.input_npy = vm["input"].as<std::string>();
+  t.parallel = vm["parallel"].as<std::string>();
+  if (vm.count("micro-batch")) t.micro_batch = vm["micro-batch"].as<int>();
+  if (vm.count("host-ops")) t.host_ops = vm["host-ops"].as<std::string>();
+  if (vm.count("calibration")) t.calibration_file = vm["calibration"].as<std::string>();
+  t.calibration_method = vm["calibration-method"].as<std::string>();
+  if (vm.count("calibration-percentile")) {
+    t.calibration_percentile = vm["calibration-percentile"].as<double>();
   }
-  // Before any file may set the input scale: generated weights depend on the seed and the graph
-  // only, so runs that calibrate differently run the same network. They are drawn when quantized,
-  // never all at once (VGG-16's are 553 MB), unless the float32 reference needs them.
-  materialize_parameters(c.graph, seed,
-                         keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
-  std::optional<CalibrationBatch> separate;
-  if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
-  if (c.graph.input_ids && separate) {
-    throw UsageError(
-        fmt::format("--calibration {}: the model's input '{}' holds token ids: its "
-                    "scales come from the embedding table, not a calibration batch",
-                    calibration.file, c.graph.input_name));
-  }
-  InputBatch in =
-      c.graph.input_ids ? (input_npy.empty() ? random_ids(c.graph, seed)
-                                             : read_ids_npy(input_npy, c.graph, batch.has_value()))
-      : input_npy.empty()
-          ? random_input(c.graph, seed)
-          : read_input_npy(input_npy, c.graph, batch.has_value(),
-                           separate ? std::nullopt : std::optional(calibration.options));
-  c.input = std::move(in.bytes);
-  c.input_real = std::move(in.real);
-  optimize_graph(c.graph);
-  pin_host_ops(c.graph, c.hw, host_ops, hw_spec);
-  if (!int8) {
-    prepare_bf16(c.graph);
-  } else if (values) {
-    if (separate) {
-      quantize_graph(c.graph, separate->codes, separate->samples, calibration.options);
-    } else {
-      quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,
-                     calibration.options, &c.reference);
-    }
-    c.calibration = calibration_source(calibration);
-    c.calibration_samples = separate ? separate->samples : c.graph.batch;
-    c.calibration_options = calibration.options;
-  } else {
-    quantize_graph_for_timing(c.graph);  // calibrates nothing: quantization.calibration "none"
-  }
-  // From here on the int8 or bf16 weights stand for the given float ones.
-  if (!keep_real_weights) {
-    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
-  }
-  const int element_bytes = c.graph.dtype == DataType::kBf16 ? 2 : 1;
-  fuse_epilogues(c.graph, [&](const Layer& l) {
-    // A layer pinned to the host stays a layer of its own, and nothing joins a host layer.
-    if (l.on_host || (!l.epilogue.empty() && l.epilogue.back().on_host)) return false;
-    return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
-  });
-  CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
-  if (!result.ok)
-    throw UserError(fmt::format("{} on {}: {}", workload_spec, hw_spec, result.reason));
-  c.program = std::move(result.program);
-  // The program holds the int8 weights now; only the reference reads the graph's copy, and it
-  // has run already (the calibration's tensors) or will not run (timing only).
-  // A host layer's weights stay: the host computes it with the reference (sim/host_run.hpp).
-  if (int8 && (!values || !c.reference.empty())) {
-    for (size_t i = 0; i < c.graph.layers.size(); ++i) {
-      if (!c.program.layers[i].on_host) std::vector<int8_t>().swap(c.graph.layers[i].qweights);
-    }
-  }
-  return c;
-}
-
-std::optional<DataType> dtype_option(const po::variables_map& vm) {
-  if (!vm.count("dtype")) return std::nullopt;
-  const std::string text = vm["dtype"].as<std::string>();
-  if (text != "int8" && text != "bf16") {
-    throw UsageError(fmt::format("--dtype '{}': expected int8 or bf16", text));
-  }
-  return parse_data_type(text);
-}
-
-Parallelism parallel_option(const po::variables_map& vm) {
-  const std::string text = vm["parallel"].as<std::string>();
-  const std::optional<Parallelism> p = parse_parallelism(text);
-  if (!p) {
-    throw UsageError(fmt::format("--parallel '{}': expected data, tensor, pipeline or auto", text));
-  }
-  return *p;
-}
-
-// Images per micro-batch of a pipeline: only with --parallel pipeline, at least 1.
-int micro_batch_option(const po::variables_map& vm, Parallelism parallel) {
-  if (!vm.count("micro-batch")) return 1;
-  const int n = vm["micro-batch"].as<int>();
-  if (parallel != Parallelism::kPipeline) {
-    throw UsageError(fmt::format("--micro-batch {}: micro-batches are for --parallel pipeline", n));
-  }
-  if (n < 1) throw UsageError(fmt::format("--micro-batch {}: expected at least 1 image", n));
-  return n;
-}
-
-Compiled load_and_compile(const po::variables_map& vm) {
-  return load_and_compile(
-      vm["hw"].as<std::string>(), vm["workload"].as<std::string>(), batch_option(vm),
-      vm["seed"].as<uint64_t>(), vm.count("input") ? vm["input"].as<std::string>() : "",
-      dtype_option(vm), calibration_request(vm), vm.count("save-float-outputs") > 0,
-      !vm.count("values") || vm["values"].as<std::string>() == "on", parallel_option(vm),
-      vm.count("host-ops") ? vm["host-ops"].as<std::string>() : "",
-      micro_batch_option(vm, parallel_option(vm)));
+  return t;
 }
 
 void add_target_options(po::options_description& o) {
@@ -237,8 +90,17 @@ void add_target_options(po::options_description& o) {
       "host-ops", po::value<std::string>(),
       "NAME,...: layers to run on the host CPU (hardware `host` section), each a layer name or "
       "an operator type as `npusim compile` names it (softmax, maxpool, conv2d, relu...); layers "
-      "the accelerator cannot run fall back to the host anyway; docs/heterogeneous.md");
-  add_calibration_options(o);
+      "the accelerator cannot run fall back to the host anyway; docs/heterogeneous.md")(
+      "calibration", po::value<std::string>(),
+      "int8: calibrate activation scales on this batch (.npy, [samples, ...] like "
+      "--input, any number of samples) instead of the run's own input; a float file "
+      "also sets the input scale")(
+      "calibration-method", po::value<std::string>()->default_value("max"),
+      "how an activation scale is chosen from the calibration values: max (the largest "
+      "magnitude maps to 127) or percentile (the --calibration-percentile-th percentile of the "
+      "magnitudes does; larger values saturate)")(
+      "calibration-percentile", po::value<double>(),
+      "with --calibration-method percentile: the percentile, in [50, 100] (default 99.99)");
 }
 
 // Writes `text` to `path` atomically: readers never see a half-written file.
@@ -262,12 +124,11 @@ void create_output_directory(const std::string& flag, const std::string& dir) {
   }
 }
 
-// The float32 reference's outputs (run_reference_f32) as DIR/<name>.npy.
-void save_float_outputs(const Compiled& c, const std::string& dir) {
-  std::map<std::string, std::vector<float>> t = run_reference_f32(c.graph, c.input_real);
-  for (const std::string& name : c.graph.outputs) {
-    write_values_npy(dir, c.graph, name, c.graph.shape_of(name).dims, c.graph.batch,
-                     std::move(t.at(name)));
+// Writes each tensor as DIR/<file name>.npy (float32).
+void save_tensors(const std::string& dir, const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) {
+    write_npy_float32((std::filesystem::path(dir) / (t.file_name + ".npy")).string(), t.shape,
+                      t.values);
   }
 }
 
@@ -305,7 +166,6 @@ int command_run(const std::vector<std::string>& args) {
   if (format != "text" && format != "csv") {
     throw UsageError(fmt::format("--format '{}': expected text or csv", format));
   }
-  const auto fidelity = parse_fidelity(vm["fidelity"].as<std::string>());
   const std::string values = vm["values"].as<std::string>();
   if (values != "on" && values != "off") {
     throw UsageError(fmt::format("--values '{}': expected on or off", values));
@@ -334,38 +194,21 @@ int command_run(const std::vector<std::string>& args) {
   if (vm.count("save-float-outputs")) {
     create_output_directory("--save-float-outputs", vm["save-float-outputs"].as<std::string>());
   }
-  Compiled c = load_and_compile(vm);
-  const uint64_t seed = vm["seed"].as<uint64_t>();
-  const bool intermediates = vm.count("save-intermediates") > 0;
-  RunDescription run{c.hw.name, c.graph.name, vm["fidelity"].as<std::string>(), seed,
-                     values == "on"};
-  run.calibration = c.calibration;
-  run.calibration_samples = c.calibration_samples;
-  if (c.graph.dtype == DataType::kInt8) {
-    run.calibration_method = to_string(c.calibration_options.method);
-    if (c.calibration_options.method == CalibrationMethod::kPercentile) {
-      run.calibration_percentile = c.calibration_options.percentile;
-    }
-  }
-  const std::unique_ptr<timeline::Timeline> timeline = traces.make_timeline(c.hw, c.program);
-  SimulationResult r =
-      simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
-               {timeline.get(), traces.vcd_path()}, c.reference.empty() ? nullptr : &c.reference);
-  if (timeline) traces.write(*timeline, c.hw, c.program, r.stats);
+  RunOptions options;
+  static_cast<Target&>(options) = target_from(vm);
+  options.fidelity = vm["fidelity"].as<std::string>();
+  options.values = values == "on";
+  options.intermediates = vm.count("save-intermediates") > 0;
+  options.float_outputs = vm.count("save-float-outputs") > 0;
+  traces.request(options);
+  const RunResult r = run(options);
+  traces.write(r);
   if (!save_dir.empty()) {
-    for (size_t i = 0; i < c.program.outputs.size(); ++i) {
-      const auto& out = c.program.outputs[i];
-      write_tensor_npy(save_dir, c.graph, out.name, out.dims, out.batch, out.scale,
-                       out.element_bytes, r.outputs[i]);
-    }
-    for (size_t i = 0; i < r.tensors.size(); ++i) {
-      const auto& t = c.program.tensors[i];
-      write_tensor_npy(save_dir, c.graph, t.name, t.dims, t.batch, t.scale, t.element_bytes,
-                       r.tensors[i]);
-    }
+    save_tensors(save_dir, r.outputs);
+    save_tensors(save_dir, r.intermediates);
   }
   if (vm.count("save-float-outputs")) {
-    save_float_outputs(c, vm["save-float-outputs"].as<std::string>());
+    save_tensors(vm["save-float-outputs"].as<std::string>(), r.float_outputs);
   }
   if (vm.count("list-stats")) {
     // What this run's stats.json holds, figure by figure (the table of docs/stats.md).
@@ -373,25 +216,20 @@ int command_run(const std::vector<std::string>& args) {
     for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
     std::cout << listing.markdown();
   } else if (format == "csv") {
-    std::cout << layers_csv(r.stats);
+    std::cout << r.layers_csv();
   } else {
-    std::cout << text_report(r.stats, vm.count("layers") > 0);
+    std::cout << r.report(vm.count("layers") > 0);
     // The host's time goes to the terminal only: report.txt holds the same bytes every run.
     std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
   }
   if (!out_dir.empty()) {
-    write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");
-    write_file(out_dir / "report.txt", text_report(r.stats, true));
-    if (format == "csv") write_file(out_dir / "layers.csv", layers_csv(r.stats));
+    write_file(out_dir / "config.resolved.json", r.hardware.dump(2) + "\n");
+    write_file(out_dir / "report.txt", r.report(true));
+    if (format == "csv") write_file(out_dir / "layers.csv", r.layers_csv());
     write_file(out_dir / "stats.json", r.stats.dump(2) + "\n");
   }
-  if (r.check.checked && !r.check.within_tolerance) {
-    std::cerr << fmt::format(
-        "npusim: FUNCTIONAL MISMATCH from layer {} on: {} of {} values of {} tensors are outside "
-        "their layer's bound (max abs error against the whole-graph reference {:g}, relative "
-        "{:.3g}). This is a bug in npusim.\n",
-        r.check.first_mismatch, r.check.bound_exceeded, r.check.compared, r.check.tensors,
-        r.check.max_abs_error, r.check.max_relative_error);
+  if (!r.mismatch.empty()) {
+    std::cerr << "npusim: " << r.mismatch << "\n";
     return 1;
   }
   return 0;
@@ -403,8 +241,7 @@ int command_compile(const std::vector<std::string>& args) {
   o.add_options()("output,o", po::value<std::string>(), "write the assembly here (default stdout)");
   po::variables_map vm;
   if (!parse_command_line("compile", "--hw HW --workload NET [-o prog.asm]", o, args, vm)) return 0;
-  Compiled c = load_and_compile(vm);
-  std::string text = to_assembly(c.program);
+  const std::string text = compile(target_from(vm));
   if (vm.count("output")) {
     write_file(vm["output"].as<std::string>(), text);
   } else {
@@ -420,18 +257,17 @@ int command_validate(const std::vector<std::string>& args) {
       "batch", po::value<int>(), "batch size (overrides the workload's)");
   po::variables_map vm;
   if (!parse_command_line("validate", "--hw HW [--workload NET]", o, args, vm)) return 0;
-  HwConfig hw = load_hw_config(vm["hw"].as<std::string>());
-  std::cout << fmt::format("{}: valid hardware description '{}'\n", vm["hw"].as<std::string>(),
-                           hw.name);
+  Target t;
+  t.hw = vm["hw"].as<std::string>();
+  std::cout << fmt::format("{}: valid hardware description '{}'\n", t.hw, validate(t).hw_name);
   if (vm.count("workload")) {
-    const std::string workload = vm["workload"].as<std::string>();
-    Compiled c = load_and_compile(vm["hw"].as<std::string>(), workload, batch_option(vm), 1, "",
-                                  std::nullopt);
+    t.workload = vm["workload"].as<std::string>();
+    if (vm.count("batch")) t.batch = vm["batch"].as<int>();
+    const Validation v = validate(t);
     std::cout << fmt::format(
         "{}: valid network '{}' ({} layers after fusion, {} MACs at batch {}); "
         "it fits, {} instructions\n",
-        workload, c.graph.name, c.graph.layers.size(), c.graph.total_macs(), c.graph.batch,
-        c.program.instructions.size());
+        t.workload, v.network, v.layers, v.macs, v.batch, v.instructions);
   }
   return 0;
 }
@@ -445,21 +281,19 @@ int command_presets(const std::vector<std::string>& args) {
   if (!parse_command_line("presets", "[--show HW]", o, args, vm)) return 0;
   if (vm.count("show")) {
     const std::string spec = vm["show"].as<std::string>();
-    HwConfig hw;
+    nlohmann::json hw;
     try {
-      hw = load_hw_config(spec);
+      hw = resolved_hardware(spec);
     } catch (const UserError& e) {
       // The loader names the option it serves, --hw; here the name came from --show.
       std::string what = e.what();
       if (what.rfind("--hw ", 0) == 0) what = "--show " + what.substr(5);
       throw UserError(what);
     }
-    std::cout << to_json(hw).dump(2) << "\n";
+    std::cout << hw.dump(2) << "\n";
     return 0;
   }
-  for (const auto& name : preset_names("hw")) {
-    std::cout << format_preset_entry(name, load_hw_config(name));
-  }
+  for (const PresetInfo& p : presets()) std::cout << p.listing;
   return 0;
 }
 
@@ -467,10 +301,9 @@ int command_zoo(const std::vector<std::string>& args) {
   po::options_description o("zoo options");
   po::variables_map vm;
   if (!parse_command_line("zoo", "", o, args, vm)) return 0;
-  for (const auto& name : embedded_file_names("zoo")) {
-    Graph g = load_workload(name, std::nullopt);
-    std::cout << fmt::format("{:<12} batch {:<4} {:>3} layers {:>14} MACs  {}\n", name, g.batch,
-                             g.layers.size(), g.total_macs(), g.description);
+  for (const ZooEntry& z : zoo()) {
+    std::cout << fmt::format("{:<12} batch {:<4} {:>3} layers {:>14} MACs  {}\n", z.name, z.batch,
+                             z.layers, z.macs, z.description);
   }
   return 0;
 }

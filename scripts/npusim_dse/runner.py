@@ -1,8 +1,12 @@
-"""Running a sweep's runs: one npusim process per run, on local threads or a Dask cluster.
+"""Running a sweep's runs: in worker processes through the npusim Python module, or one npusim
+process per run, on local threads or a Dask cluster.
 
 `execute` is the whole of a run and needs nothing but its task dict and the npusim binary (at the
 same path on every Dask worker): it writes the point's hardware description to a private
 directory, runs `npusim run --hw hw.json --workload W --out DIR`, and returns what npusim wrote.
+`execute_in_process` does the same run with the module (python/, the build's python/ folder beside
+the binary's sim/), in a pool of worker processes that each run many points: no process start,
+no command line, the same files and messages (tests/dse/test_in_process.py checks that).
 The client alone writes into the sweep's directory, so workers need no shared file system.
 
 A run is finished when OUT/runs/<key>/result.json exists (written last, atomically): resuming
@@ -58,17 +62,79 @@ def execute(task):
                     pass
         error = ""
         if exit_code != 0:
-            lines = [line.removeprefix("npusim: error: ").removeprefix("npusim: ")
-                     for line in stderr.strip().splitlines()]
-            error = " ".join(lines)
-            # npusim names the hardware by the worker's private file: name the run's own copy.
-            error = error.replace(hw_path, "hw.json")
+            error = _error_text(stderr, hw_path)
             if exit_code is not None and exit_code < 0:
                 error = f"killed by signal {-exit_code}" + (f": {error}" if error else "")
             elif not error:
                 error = f"npusim exited with {exit_code}"
         return {"key": task["key"], "exit_code": exit_code, "error": error,
                 "seconds": seconds, "files": files}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _error_text(stderr, hw_path):
+    """npusim's message on stderr as one line, naming the run's own copy of the hardware (npusim
+    names the worker's private file)."""
+    lines = [line.removeprefix("npusim: error: ").removeprefix("npusim: ")
+             for line in stderr.strip().splitlines()]
+    return " ".join(lines).replace(hw_path, "hw.json")
+
+
+def module_dir(npusim):
+    """build/python of the build that holds `npusim` (build/sim/npusim), if the module is there."""
+    d = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(npusim))), "python")
+    return d if os.path.exists(os.path.join(d, "npusim", "__init__.py")) else None
+
+
+_module = None
+
+
+def _load_module(path):
+    """Worker initializer: imports the module of the sweep's build."""
+    global _module
+    sys.path.insert(0, path)
+    import npusim  # noqa: E402  (python/, built beside the binary)
+    _module = npusim
+
+
+def execute_in_process(task):
+    """`execute` through the module in this (worker) process; the same result dict."""
+    work = tempfile.mkdtemp(prefix="npusim-dse-")
+    try:
+        hw_path = os.path.join(work, "hw.json")
+        with open(hw_path, "w", encoding="utf-8") as f:
+            json.dump(task["hw"], f, indent=2)
+            f.write("\n")
+        flags = task["flags"]
+        kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity") if k in flags}
+        if "batch" in kwargs:
+            kwargs["batch"] = int(kwargs["batch"])
+        if "seed" in kwargs:
+            kwargs["seed"] = int(kwargs["seed"])
+        values = str(flags.get("values", "on"))
+        start = time.perf_counter()
+        # What the command line would print on stderr, and its exit code (sim/cli.cpp).
+        files, stderr, exit_code = {}, "", 0
+        try:
+            if values not in ("on", "off"):
+                raise _module.InputError(f"--values '{values}': expected on or off")
+            r = _module.run(hw=hw_path, workload=task["workload"], values=values == "on",
+                            **kwargs)
+            files = {"stats.json": r.stats_json(), "config.resolved.json": r.hardware_json(),
+                     "report.txt": r.report(per_layer=True)}
+            if r.mismatch:
+                exit_code, stderr = 1, f"npusim: {r.mismatch}"
+        except _module.InputError as e:
+            exit_code, stderr = 2, f"npusim: error: {e}"
+        except _module.InternalError as e:
+            exit_code, stderr = 1, f"npusim: {e}"
+        except Exception as e:
+            exit_code, stderr = 1, f"npusim: internal error: {e}"
+        seconds = time.perf_counter() - start
+        return {"key": task["key"], "exit_code": exit_code,
+                "error": _error_text(stderr, hw_path) if exit_code else "", "seconds": seconds,
+                "files": files}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -128,9 +194,10 @@ class Store:
         return result, docs[0], docs[1]
 
 
-def run_all(runs, npusim, store, jobs, scheduler=None, progress=True):
+def run_all(runs, npusim, store, jobs, scheduler=None, progress=True, in_process=True):
     """Runs `runs` (not yet finished); records each as it completes. Returns the unrecorded ones
-    (killed or lost) as {key: error}."""
+    (killed or lost) as {key: error}. Locally, through the module when `in_process` and the
+    build has it, else one npusim process per run."""
     from tqdm import tqdm  # python3-tqdm
 
     lost = {}
@@ -154,7 +221,10 @@ def run_all(runs, npusim, store, jobs, scheduler=None, progress=True):
         bar.update(1)
 
     try:
-        if scheduler is None:
+        module = module_dir(npusim) if in_process and scheduler is None else None
+        if module is not None:
+            _run_in_workers(runs, tasks, jobs, module, done, lost)
+        elif scheduler is None:
             with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
                 futures = [pool.submit(execute, tasks[r.key]) for r in runs]
                 try:
@@ -169,6 +239,26 @@ def run_all(runs, npusim, store, jobs, scheduler=None, progress=True):
     finally:
         bar.close()
     return lost
+
+
+def _run_in_workers(runs, tasks, jobs, module, done, lost):
+    # A worker that dies (a crash inside npusim) breaks the pool: its runs and those not yet
+    # started are reported lost, not recorded, and run again next time.
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, initializer=_load_module,
+                                                initargs=(module,)) as pool:
+        futures = {pool.submit(execute_in_process, tasks[r.key]): r.key for r in runs}
+        try:
+            for f in concurrent.futures.as_completed(futures):
+                try:
+                    result = f.result()
+                except concurrent.futures.process.BrokenProcessPool as e:
+                    result = {"key": futures[f], "exit_code": None, "seconds": 0.0, "files": {},
+                              "error": f"lost: its worker process died ({e})"}
+                done(result)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def _run_on_dask(runs, tasks, scheduler, done, lost):

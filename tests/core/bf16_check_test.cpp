@@ -1,7 +1,7 @@
-// The bf16 check (sim/tensor_check.hpp, compiler/reference/reference_bf16_layer.hpp): a simulation
-// that sums in another fp32 order passes layer by layer, one that keeps its partial sums in bf16
-// or moves a value by one bf16 step where the arithmetic is the same fails, and a tensor the run
-// did not keep is bridged by its propagated bound.
+// The bf16 check (npusim/tensor_check.hpp, compiler/reference/reference_bf16_layer.hpp): a
+// simulation that sums in another fp32 order passes layer by layer, one that keeps its partial sums
+// in bf16 or moves a value by one bf16 step where the arithmetic is the same fails, and a tensor
+// the run did not keep is bridged by its propagated bound.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -14,8 +14,8 @@
 #include "compiler/passes/quantize.hpp"
 #include "compiler/reference/reference_bf16_layer.hpp"
 #include "compiler/reference/reference_loops.hpp"
-#include "sim/tensor_check.hpp"
-#include "sim/tensor_io.hpp"
+#include "npusim/tensor_check.hpp"
+#include "npusim/tensor_io.hpp"
 #include "support/json_reader.hpp"
 
 namespace npusim {

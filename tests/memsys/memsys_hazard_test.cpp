@@ -11,7 +11,7 @@
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "compiler/passes/quantize.hpp"
-#include "sim/simulate.hpp"
+#include "npusim/simulate.hpp"
 #include "support/error.hpp"
 
 namespace npusim {

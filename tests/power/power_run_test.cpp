@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "arch/hw_config.hpp"
+#include "npusim/power_stats.hpp"
 #include "power/energy_table.hpp"
 #include "power/power_model.hpp"
 #include "run_npusim.hpp"
-#include "sim/power_stats.hpp"
 #include "traces/counters.hpp"
 
 namespace npusim {

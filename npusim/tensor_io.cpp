@@ -1,4 +1,4 @@
-#include "sim/tensor_io.hpp"
+#include "npusim/tensor_io.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -194,22 +194,25 @@ InputBatch read_input_npy(const std::string& path, Graph& g, bool batch_given,
   return in;
 }
 
-void write_tensor_npy(const std::string& dir, const Graph& g, const std::string& name,
-                      const std::vector<int>& dims, int batch, float scale, int element_bytes,
-                      const std::vector<uint8_t>& stored) {
-  write_values_npy(dir, g, name, dims, batch, decode_tensor(stored, element_bytes, scale));
+Tensor stored_tensor(const Graph& g, const std::string& name, const std::vector<int>& dims,
+                     int batch, float scale, int element_bytes,
+                     const std::vector<uint8_t>& stored) {
+  return real_tensor(g, name, dims, batch, decode_tensor(stored, element_bytes, scale));
 }
 
-void write_values_npy(const std::string& dir, const Graph& g, const std::string& name,
-                      const std::vector<int>& dims, int batch, std::vector<float> real) {
-  std::string file = name;
-  for (char& ch : file) {
+Tensor real_tensor(const Graph& g, const std::string& name, const std::vector<int>& dims, int batch,
+                   std::vector<float> real) {
+  Tensor t;
+  t.name = name;
+  t.file_name = name;
+  for (char& ch : t.file_name) {
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
       ch = '_';
   }
   if (transposed(g, name, dims)) real = move_channels(real, dims, batch, false);
-  write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
-                    file_shape(g, name, dims, batch), real);
+  t.shape = file_shape(g, name, dims, batch);
+  t.values = std::move(real);
+  return t;
 }
 
 }  // namespace npusim

@@ -1,4 +1,4 @@
-#include "sim/host_run.hpp"
+#include "npusim/host_run.hpp"
 
 #include <cstring>
 

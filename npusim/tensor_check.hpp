@@ -12,7 +12,7 @@
 
 #include "compiler/ir/graph.hpp"
 #include "compiler/reference/reference.hpp"
-#include "sim/simulate.hpp"
+#include "npusim/simulate.hpp"
 
 namespace npusim {
 

@@ -1,9 +1,9 @@
 // The `npusim presets` listing (preset_listing.hpp).
-#include "sim/preset_listing.hpp"
+#include "npusim/preset_listing.hpp"
 
 #include <fmt/format.h>
 
-#include "sim/power_stats.hpp"
+#include "npusim/power_stats.hpp"
 
 namespace npusim {
 

@@ -1,11 +1,11 @@
-// How the command line chooses int8 activation scales (docs/quantization.md): on the run's own
-// input (the default) or on a separate batch, `--calibration FILE.npy`, as deployment toolchains
-// calibrate; with the largest magnitude or a percentile of the magnitudes
-// (`--calibration-method max|percentile`, `--calibration-percentile P`).
+// How a run chooses int8 activation scales (docs/quantization.md): on the run's own input (the
+// default) or on a separate batch, `--calibration FILE.npy`, as deployment toolchains calibrate;
+// with the largest magnitude or a percentile of the magnitudes (`--calibration-method
+// max|percentile`, `--calibration-percentile P`).
 #pragma once
 
-#include <boost/program_options.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,10 +19,10 @@ struct CalibrationRequest {
   CalibrationOptions options;
 };
 
-// --calibration, --calibration-method, --calibration-percentile.
-void add_calibration_options(boost::program_options::options_description& options);
-// The request on the command line; a bad method or percentile is a UsageError (exit 2).
-CalibrationRequest calibration_request(const boost::program_options::variables_map& vm);
+// The request of --calibration FILE, --calibration-method METHOD and --calibration-percentile P; a
+// bad method or percentile is a UserError naming the flag (exit 2).
+CalibrationRequest calibration_request(const std::string& file, const std::string& method,
+                                       std::optional<double> percentile);
 
 // The calibration batch of a --calibration file: int8 files are codes on the graph's input scale;
 // float files set the graph's input scale (calibrated on them with the request's method) and are

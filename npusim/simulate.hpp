@@ -31,7 +31,7 @@ struct LayerStats {
   uint64_t cycles() const { return end_cycle - start_cycle; }
 };
 
-// Every layer's output tensor is compared with the reference (sim/tensor_check.hpp). int8: bit
+// Every layer's output tensor is compared with the reference (npusim/tensor_check.hpp). int8: bit
 // for bit with the whole-graph reference (errors in int8 steps). bf16: each layer against the
 // reference applied to the simulator's own inputs of that layer, within the bound derived from its
 // arithmetic (compiler/reference/reference_bf16_layer.hpp); the whole-graph comparison (errors in

@@ -1,4 +1,4 @@
-#include "sim/trace_outputs.hpp"
+#include "sim/trace_flags.hpp"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,6 @@
 #include <fstream>
 
 #include "support/error.hpp"
-#include "traces/chrome_trace.hpp"
-#include "traces/html_report.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -36,20 +34,6 @@ void prepare_file(const std::string& flag, const std::string& path) {
   }
   fs::remove(probe, ec);
   fs::remove(p, ec);
-}
-
-void write_atomically(const std::string& flag, const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw UserError(fmt::format("{} '{}': cannot write", flag, path));
-    }
-  }
-  fs::rename(tmp, path);
 }
 
 uint64_t parse_cycles(const std::string& text, const std::string& whole) {
@@ -96,7 +80,7 @@ TraceOutputs::TraceOutputs(const po::variables_map& vm) {
   }
   const std::string detail = vm["trace-detail"].as<std::string>();
   if (detail == "bursts") {
-    detail_ = timeline::Detail::kBursts;
+    filter_.bursts = true;
     if (!trace) throw UserError("--trace-detail bursts needs --trace DIR or --trace-json FILE");
   } else if (detail != "instructions") {
     throw UserError(fmt::format("--trace-detail '{}': expected instructions or bursts", detail));
@@ -105,9 +89,9 @@ TraceOutputs::TraceOutputs(const po::variables_map& vm) {
     const std::string w = vm["trace-window"].as<std::string>();
     const size_t colon = w.find(':');
     if (colon == std::string::npos) parse_cycles("", w);
-    window_start_ = parse_cycles(w.substr(0, colon), w);
-    window_end_ = parse_cycles(w.substr(colon + 1), w);
-    if (window_start_ >= window_end_) parse_cycles("", w);
+    filter_.window_start = parse_cycles(w.substr(0, colon), w);
+    filter_.window_end = parse_cycles(w.substr(colon + 1), w);
+    if (filter_.window_start >= filter_.window_end) parse_cycles("", w);
   }
   if (vm.count("trace-layers")) {
     const std::string list = vm["trace-layers"].as<std::string>();
@@ -118,7 +102,7 @@ TraceOutputs::TraceOutputs(const po::variables_map& vm) {
         throw UserError(
             fmt::format("--trace-layers '{}': expected NAME,NAME,... (an empty name)", list));
       }
-      layers_.push_back(name);
+      filter_.layers.push_back(name);
       p = comma + 1;
     }
   }
@@ -146,55 +130,15 @@ TraceOutputs::TraceOutputs(const po::variables_map& vm) {
   }
 }
 
-std::unique_ptr<timeline::Timeline> TraceOutputs::make_timeline(const HwConfig& hw,
-                                                                const Program& program) const {
-  if (!records()) return nullptr;
-  timeline::Filter filter;
-  filter.window_start = window_start_;
-  filter.window_end = window_end_;
-  filter.detail = detail_;
-  if (!layers_.empty()) {
-    filter.layers.assign(program.layers.size(), 0);
-    for (const std::string& name : layers_) {
-      bool found = false;
-      for (size_t l = 0; l < program.layers.size(); ++l) {
-        // A pipeline's records are "<layer>@mb<k>": the layer's name selects every micro-batch.
-        const std::string& rec = program.layers[l].name;
-        if (rec == name || rec.rfind(name + "@mb", 0) == 0) filter.layers[l] = 1, found = true;
-      }
-      if (!found) {
-        std::string known;
-        for (const auto& l : program.layers) {
-          if (!known.empty()) known += ", ";
-          known += l.name;
-        }
-        throw UserError(
-            fmt::format("--trace-layers: unknown layer '{}' (layers of {} after fusion: {})", name,
-                        program.network, known));
-      }
-    }
-  }
-  return std::make_unique<timeline::Timeline>(std::move(filter), program.instructions.size(),
-                                              hw.clock_mhz);
+void TraceOutputs::request(RunOptions& options) const {
+  options.record_trace = records();
+  options.trace_filter = filter_;
+  options.vcd_path = vcd_path_;
 }
 
-void TraceOutputs::write(const timeline::Timeline& timeline, const HwConfig& hw,
-                         const Program& program, const nlohmann::json& stats) const {
-  traces::RunInfo run;
-  run.hardware = stats.value("hardware", hw.name);
-  run.workload = stats.value("workload", program.network);
-  run.total_cycles = stats.value("total_cycles", uint64_t{0});
-  run.peak_macs_per_cycle = hw.chip_peak_macs_per_cycle();
-  // The DRAM model states its peak in stats.json (memory.bandwidth_gbps may be 0 there).
-  double gbps = hw.memory.bandwidth_gbps;
-  if (stats.contains("memory")) gbps = stats["memory"].value("peak_bandwidth_gbps", gbps);
-  run.memory_bytes_per_cycle = gbps / (hw.clock_mhz * 1e-3);
-  if (!json_path_.empty()) {
-    write_atomically("--trace", json_path_, traces::chrome_trace_json(timeline, program, run));
-  }
-  if (!html_path_.empty()) {
-    write_atomically("--html", html_path_, traces::html_report(timeline, program, run, stats));
-  }
+void TraceOutputs::write(const RunResult& result) const {
+  if (!json_path_.empty()) result.write_trace_json(json_path_);
+  if (!html_path_.empty()) result.write_html(html_path_);
 }
 
 }  // namespace npusim

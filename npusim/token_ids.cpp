@@ -1,4 +1,4 @@
-#include "sim/token_ids.hpp"
+#include "npusim/token_ids.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

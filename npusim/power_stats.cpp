@@ -1,4 +1,4 @@
-#include "sim/power_stats.hpp"
+#include "npusim/power_stats.hpp"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "models/event_counting.hpp"
+#include "npusim/multicore_stats.hpp"
 #include "power/energy_stats.hpp"
 #include "power/power_model.hpp"
-#include "sim/multicore_stats.hpp"
 #include "support/error.hpp"
 
 namespace npusim {

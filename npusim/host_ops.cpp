@@ -1,11 +1,10 @@
-#include "sim/host_ops.hpp"
+#include "npusim/host_ops.hpp"
 
 #include <fmt/format.h>
 
 #include <set>
 
 #include "compiler/ir/op_table.hpp"
-#include "sim/command_line.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -32,7 +31,7 @@ void pin_host_ops(Graph& graph, const HwConfig& hw, const std::string& spec,
                   const std::string& hw_spec) {
   if (spec.empty()) return;
   if (!hw.host) {
-    throw UsageError(
+    throw UserError(
         fmt::format("--host-ops {}: the hardware '{}' describes no host: add a `host` section "
                     "(docs/heterogeneous.md)",
                     spec, hw_spec));
@@ -48,12 +47,12 @@ void pin_host_ops(Graph& graph, const HwConfig& hw, const std::string& spec,
     const size_t comma = std::min(spec.find(',', begin), spec.size());
     const std::string name = spec.substr(begin, comma - begin);
     begin = comma + 1;
-    if (name.empty()) throw UsageError(fmt::format("--host-ops '{}': an empty name", spec));
+    if (name.empty()) throw UserError(fmt::format("--host-ops '{}': an empty name", spec));
     bool matched = false;
     for (Layer& l : graph.layers) {
       if (l.name != name && op_type(l) != name) continue;
       if (op_info(l.kind).lowering == OpLowering::kFree) {
-        throw UsageError(fmt::format(
+        throw UserError(fmt::format(
             "--host-ops {}: layer '{}' ({}) runs no instructions (its output is its input's "
             "bytes), so there is nothing for the host to run",
             name, l.name, op_type(l)));
@@ -64,14 +63,14 @@ void pin_host_ops(Graph& graph, const HwConfig& hw, const std::string& spec,
     for (const Layer& l : graph.layers) {
       for (const auto& f : l.fused) {
         if (f == name) {
-          throw UsageError(fmt::format(
+          throw UserError(fmt::format(
               "--host-ops {}: the layer was folded into layer '{}' ({}) before lowering; pin "
               "'{}' instead",
               name, l.name, op_type(l), l.name));
         }
       }
     }
-    throw UsageError(fmt::format(
+    throw UserError(fmt::format(
         "--host-ops {}: no layer of '{}' is named so and no operator has that type (layers: {}; "
         "operators: {})",
         name, graph.name, joined(layer_names), joined(op_names)));

@@ -1,4 +1,4 @@
-#include "sim/simulate.hpp"
+#include "npusim/simulate.hpp"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -15,14 +15,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "models/hazard_checker.hpp"
 #include "models/soc.hpp"
-#include "sim/host_run.hpp"
-#include "sim/multicore_stats.hpp"
-#include "sim/power_stats.hpp"
-#include "sim/tensor_check.hpp"
-#include "sim/tensor_io.hpp"
+#include "npusim/host_run.hpp"
+#include "npusim/multicore_stats.hpp"
+#include "npusim/power_stats.hpp"
+#include "npusim/tensor_check.hpp"
+#include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
 #include "support/stats.hpp"
 
@@ -340,10 +341,11 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("host.hazard_check_seconds", "s",
             "host time of the hazard checker (models/hazard_checker.hpp), part of wall_seconds",
             r.hazard_check_seconds);
-  reg.value("host.functional_check_seconds", "s",
-            "host time of the functional check (references and comparison, sim/tensor_check.hpp), "
-            "part of wall_seconds",
-            r.functional_check_seconds);
+  reg.value(
+      "host.functional_check_seconds", "s",
+      "host time of the functional check (references and comparison, npusim/tensor_check.hpp), "
+      "part of wall_seconds",
+      r.functional_check_seconds);
   reg.derived("host.peak_memory_bytes", "bytes",
               "peak resident memory of the npusim process so far (getrusage ru_maxrss)",
               [] { return peak_resident_bytes(); });
@@ -424,6 +426,49 @@ void restore_main_stack_bounds() {
 void restore_main_stack_bounds() {}
 #endif
 
+// The SystemC simulation context of one run. SystemC 2.3 elaborates and runs one design per
+// context, and the context is a process global (sc_curr_simcontext). The first run of a process
+// uses the context SystemC made (a command-line run is the process's only one, as before); every
+// later run, after a run or after one that failed during elaboration, gets a fresh context, deleted
+// after the run's modules (declare it before them). Meanwhile it holds the process-wide lock, so
+// runs from several threads take turns and each gives the result it gives alone.
+class SimulationContext {
+ public:
+  SimulationContext() : lock_(mutex()) {
+    static bool first = true;
+    ExecutionUnit::clear_failure();
+    if (first) {
+      first = false;
+      return;
+    }
+    previous_ = sc_core::sc_curr_simcontext;
+    previous_default_ = sc_core::sc_default_global_context;
+    context_ = new sc_core::sc_simcontext;
+    sc_core::sc_curr_simcontext = context_;
+    sc_core::sc_default_global_context = context_;
+  }
+  ~SimulationContext() {
+    if (context_) {
+      delete context_;
+      sc_core::sc_curr_simcontext = previous_;
+      sc_core::sc_default_global_context = previous_default_;
+    }
+    ExecutionUnit::clear_failure();
+  }
+  SimulationContext(const SimulationContext&) = delete;
+  SimulationContext& operator=(const SimulationContext&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  std::lock_guard<std::mutex> lock_;
+  sc_core::sc_simcontext* context_ = nullptr;  // null: the process's first context, kept
+  sc_core::sc_simcontext* previous_ = nullptr;
+  sc_core::sc_simcontext* previous_default_ = nullptr;
+};
+
 }  // namespace
 
 SimulationResult simulate(const HwConfig& hw, const Program& program, const Graph& graph,
@@ -433,6 +478,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   const auto wall_start = std::chrono::steady_clock::now();
   NPUSIM_CHECK(input.size() == program.input.bytes(), "input has {} bytes, the program expects {}",
                input.size(), program.input.bytes());
+  const SimulationContext context;  // outlives the Soc
   Soc soc("soc", hw, program, fidelity, run.values);
   write_tensor(program.input, input, soc.memory_contents().data());
   // Host layers compile for one core (a layer record per graph layer); a pipeline's records are

@@ -13,7 +13,7 @@
 namespace npusim {
 
 // Marks the named layers of the optimized graph (after optimize_graph) on_host. Bad input is a
-// UsageError naming --host-ops: no host described, an empty name, a name that matches no layer
+// UserError naming --host-ops: no host described, an empty name, a name that matches no layer
 // or operator, a layer folded into another, or one that runs no instructions (reshape).
 void pin_host_ops(Graph& graph, const HwConfig& hw, const std::string& spec,
                   const std::string& hw_spec);

@@ -1,4 +1,4 @@
-#include "sim/tensor_check.hpp"
+#include "npusim/tensor_check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "compiler/reference/reference.hpp"
 #include "compiler/reference/reference_bf16.hpp"
 #include "compiler/reference/reference_bf16_layer.hpp"
-#include "sim/tensor_io.hpp"
+#include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
 
 namespace npusim {

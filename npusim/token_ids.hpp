@@ -7,7 +7,7 @@
 #include <string>
 
 #include "compiler/ir/graph.hpp"
-#include "sim/tensor_io.hpp"
+#include "npusim/tensor_io.hpp"
 
 namespace npusim {
 

@@ -1,4 +1,4 @@
-#include "sim/multicore_stats.hpp"
+#include "npusim/multicore_stats.hpp"
 
 #include <fmt/format.h>
 

@@ -19,7 +19,7 @@ namespace npusim {
 // After the run and Soc::register_stats (the DRAM model has reached `total_cycles`). Registers
 // "events", "energy", "power", "area", "efficiency", "roofline" and the layers' energy_j,
 // arithmetic_intensity, roofline_bound and stall columns, and the per-core figures
-// (sim/multicore_stats.hpp).
+// (npusim/multicore_stats.hpp).
 // With a `timeline`, gives it each instruction's energy for the traces' power counter.
 void register_power_stats(stats::Registry& reg, const HwConfig& hw, const Program& program,
                           const Soc& soc, uint64_t total_cycles,

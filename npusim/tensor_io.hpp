@@ -1,5 +1,6 @@
-// Tensors at the command line's boundary: --input x.npy, --calibration c.npy and --save-outputs /
-// --save-intermediates / --save-float-outputs.
+// Tensors at a run's boundary: --input x.npy, --calibration c.npy, and the outputs a run returns
+// (RunResult::outputs, intermediates, float_outputs) that --save-outputs / --save-intermediates /
+// --save-float-outputs write.
 // Files hold [batch, ...sample] arrays in the graph's file layout: channels last for JSON graphs,
 // channels first (NCHW / NCDHW) for ONNX models. Saved tensors are float32 real values
 // (int8 value x scale).
@@ -12,6 +13,7 @@
 
 #include "compiler/ir/graph.hpp"
 #include "compiler/passes/quantize.hpp"
+#include "npusim/npusim.hpp"
 
 namespace npusim {
 
@@ -50,14 +52,13 @@ InputBatch random_input(const Graph& graph, uint64_t seed);
 // The real values of a stored tensor: int8 codes times `scale`, or bf16 values.
 std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_bytes, float scale);
 
-// Writes one tensor (batch x sample, channels last, stored as int8 on `scale` or bf16) as float32
-// real values in the graph's file layout to DIR/<name>.npy (characters other than letters,
-// digits, '.', '-' and '_' in the name become '_').
-void write_tensor_npy(const std::string& dir, const Graph& graph, const std::string& name,
-                      const std::vector<int>& sample_dims, int batch, float scale,
-                      int element_bytes, const std::vector<uint8_t>& stored);
+// One tensor (batch x sample, channels last, stored as int8 on `scale` or bf16) as float32 real
+// values in the graph's file layout.
+Tensor stored_tensor(const Graph& graph, const std::string& name,
+                     const std::vector<int>& sample_dims, int batch, float scale, int element_bytes,
+                     const std::vector<uint8_t>& stored);
 // The same for real values (batch x sample, channels last).
-void write_values_npy(const std::string& dir, const Graph& graph, const std::string& name,
-                      const std::vector<int>& sample_dims, int batch, std::vector<float> real);
+Tensor real_tensor(const Graph& graph, const std::string& name, const std::vector<int>& sample_dims,
+                   int batch, std::vector<float> real);
 
 }  // namespace npusim

@@ -1,0 +1,252 @@
+#include "npusim/compile_target.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+#include "compiler/frontend/workload.hpp"
+#include "compiler/lowering/data_parallel.hpp"
+#include "compiler/lowering/lowering.hpp"
+#include "compiler/passes/fusion.hpp"
+#include "compiler/passes/parameters.hpp"
+#include "npusim/calibration.hpp"
+#include "npusim/host_ops.hpp"
+#include "npusim/tensor_io.hpp"
+#include "npusim/token_ids.hpp"
+#include "support/error.hpp"
+
+namespace npusim {
+
+namespace {
+
+std::optional<int> checked_batch(const Target& t) {
+  if (t.batch && (*t.batch < 1 || *t.batch > 65536)) {
+    throw UserError(fmt::format("--batch {}: expected 1 to 65536", *t.batch));
+  }
+  return t.batch;
+}
+
+std::optional<DataType> checked_dtype(const Target& t) {
+  if (t.dtype.empty()) return std::nullopt;
+  if (t.dtype != "int8" && t.dtype != "bf16") {
+    throw UserError(fmt::format("--dtype '{}': expected int8 or bf16", t.dtype));
+  }
+  return parse_data_type(t.dtype);
+}
+
+Parallelism checked_parallelism(const Target& t) {
+  const std::optional<Parallelism> p = parse_parallelism(t.parallel);
+  if (!p) {
+    throw UserError(
+        fmt::format("--parallel '{}': expected data, tensor, pipeline or auto", t.parallel));
+  }
+  return *p;
+}
+
+// Images per micro-batch of a pipeline: only with parallel "pipeline", at least 1.
+int checked_micro_batch(const Target& t, Parallelism parallel) {
+  if (!t.micro_batch) return 1;
+  const int n = *t.micro_batch;
+  if (parallel != Parallelism::kPipeline) {
+    throw UserError(fmt::format("--micro-batch {}: micro-batches are for --parallel pipeline", n));
+  }
+  if (n < 1) throw UserError(fmt::format("--micro-batch {}: expected at least 1 image", n));
+  return n;
+}
+
+// A timing-only run's workload after the steps that do not depend on the hardware (loaded, its
+// generated parameters and input drawn, optimized, quantized for timing): the same for every point
+// of a sweep over hardware, so a process that runs many keeps the last few and copies one instead
+// of doing the steps again. Only for what a key names completely: a zoo network, or a file as long
+// as its time and size are the same (an edited file is read again); a generated input; no
+// calibration file and no host layers (pin_host_ops reads the hardware).
+struct TimingGraph {
+  Graph graph;
+  std::vector<uint8_t> input;
+  std::vector<float> input_real;
+};
+
+using TimingKey = std::tuple<std::string, int64_t, uintmax_t, std::optional<int>, uint64_t, int>;
+
+std::optional<TimingKey> timing_key(const Target& t, std::optional<int> batch, DataType dtype) {
+  int64_t time = 0;
+  uintmax_t size = 0;
+  std::error_code ec;
+  if (std::filesystem::exists(t.workload, ec)) {
+    time = std::filesystem::last_write_time(t.workload, ec).time_since_epoch().count();
+    size = std::filesystem::file_size(t.workload, ec);
+    if (ec) return std::nullopt;
+  }
+  return TimingKey{t.workload, time, size, batch, t.seed, int(dtype)};
+}
+
+class TimingGraphCache {
+ public:
+  std::shared_ptr<const TimingGraph> find(const TimingKey& key) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first != key) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // most recently used first
+      return entries_.front().second;
+    }
+    return nullptr;
+  }
+  void add(const TimingKey& key, std::shared_ptr<const TimingGraph> graph) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    entries_.emplace_front(key, std::move(graph));
+    if (entries_.size() > kEntries) entries_.pop_back();
+  }
+
+ private:
+  static constexpr size_t kEntries = 4;  // a sweep's workloads (resnet50's graph is ~25 MB)
+  std::mutex mutex_;
+  std::list<std::pair<TimingKey, std::shared_ptr<const TimingGraph>>> entries_;
+};
+
+TimingGraphCache& timing_graph_cache() {
+  static TimingGraphCache cache;
+  return cache;
+}
+
+}  // namespace
+
+namespace {
+Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
+                        Parallelism parallel, int micro_batch, bool int8, bool values,
+                        bool keep_real_weights);
+}  // namespace
+
+HwConfig target_hardware(const Target& t) {
+  if (t.hw_description) return parse_hw_config(*t.hw_description, t.hw.empty() ? "hw" : t.hw);
+  return load_hw_config(t.hw);
+}
+
+Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) {
+  const std::optional<int> batch = checked_batch(t);
+  const std::optional<DataType> dtype = checked_dtype(t);
+  const Parallelism parallel = checked_parallelism(t);
+  const int micro_batch = checked_micro_batch(t, parallel);
+  const CalibrationRequest calibration =
+      calibration_request(t.calibration_file, t.calibration_method, t.calibration_percentile);
+  const std::string hw_spec = t.hw.empty() ? "hw" : t.hw;
+  Compiled c;
+  c.hw = target_hardware(t);
+  const DataType run_dtype = dtype.value_or(c.hw.data_types.activation);
+  const bool int8 = run_dtype == DataType::kInt8;
+  std::optional<TimingKey> key;
+  if (!values && int8 && !keep_real_weights && t.input_npy.empty() && calibration.file.empty() &&
+      t.host_ops.empty()) {
+    key = timing_key(t, batch, run_dtype);
+  }
+  if (key) {
+    std::shared_ptr<const TimingGraph> prepared = timing_graph_cache().find(*key);
+    if (!prepared) {
+      auto fresh = std::make_shared<TimingGraph>();
+      fresh->graph = load_workload(t.workload, batch);
+      fresh->graph.dtype = run_dtype;
+      materialize_parameters(fresh->graph, t.seed, WeightStorage::kOnDemand);
+      InputBatch in = fresh->graph.input_ids ? random_ids(fresh->graph, t.seed)
+                                             : random_input(fresh->graph, t.seed);
+      fresh->input = std::move(in.bytes);
+      fresh->input_real = std::move(in.real);
+      optimize_graph(fresh->graph);
+      quantize_graph_for_timing(fresh->graph);
+      for (Layer& l : fresh->graph.layers) std::vector<float>().swap(l.weights);
+      prepared = fresh;
+      timing_graph_cache().add(*key, prepared);
+    }
+    c.graph = prepared->graph;
+    c.input = prepared->input;
+    c.input_real = prepared->input_real;
+    return finish_compile(std::move(c), t, hw_spec, parallel, micro_batch, int8, values,
+                          keep_real_weights);
+  }
+  c.graph = load_workload(t.workload, batch);
+  c.graph.dtype = run_dtype;
+  if (!calibration.file.empty() && !int8) {
+    throw UserError(
+        fmt::format("--calibration {}: only int8 runs calibrate scales, this one runs in bf16",
+                    calibration.file));
+  }
+  // Before any file may set the input scale: generated weights depend on the seed and the graph
+  // only, so runs that calibrate differently run the same network. They are drawn when quantized,
+  // never all at once (VGG-16's are 553 MB), unless the float32 reference needs them.
+  materialize_parameters(c.graph, t.seed,
+                         keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
+  std::optional<CalibrationBatch> separate;
+  if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
+  if (c.graph.input_ids && separate) {
+    throw UserError(
+        fmt::format("--calibration {}: the model's input '{}' holds token ids: its "
+                    "scales come from the embedding table, not a calibration batch",
+                    calibration.file, c.graph.input_name));
+  }
+  const std::string& input_npy = t.input_npy;
+  InputBatch in =
+      c.graph.input_ids ? (input_npy.empty() ? random_ids(c.graph, t.seed)
+                                             : read_ids_npy(input_npy, c.graph, batch.has_value()))
+      : input_npy.empty()
+          ? random_input(c.graph, t.seed)
+          : read_input_npy(input_npy, c.graph, batch.has_value(),
+                           separate ? std::nullopt : std::optional(calibration.options));
+  c.input = std::move(in.bytes);
+  c.input_real = std::move(in.real);
+  optimize_graph(c.graph);
+  pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
+  if (!int8) {
+    prepare_bf16(c.graph);
+  } else if (values) {
+    if (separate) {
+      quantize_graph(c.graph, separate->codes, separate->samples, calibration.options);
+    } else {
+      quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,
+                     calibration.options, &c.reference);
+    }
+    c.calibration = calibration_source(calibration);
+    c.calibration_samples = separate ? separate->samples : c.graph.batch;
+    c.calibration_options = calibration.options;
+  } else {
+    quantize_graph_for_timing(c.graph);  // calibrates nothing: quantization.calibration "none"
+  }
+  return finish_compile(std::move(c), t, hw_spec, parallel, micro_batch, int8, values,
+                        keep_real_weights);
+}
+
+namespace {
+
+// Fusion and compilation for the hardware, from the quantized (or bf16) graph.
+Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
+                        Parallelism parallel, int micro_batch, bool int8, bool values,
+                        bool keep_real_weights) {
+  // From here on the int8 or bf16 weights stand for the given float ones.
+  if (!keep_real_weights) {
+    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
+  }
+  const int element_bytes = c.graph.dtype == DataType::kBf16 ? 2 : 1;
+  fuse_epilogues(c.graph, [&](const Layer& l) {
+    // A layer pinned to the host stays a layer of its own, and nothing joins a host layer.
+    if (l.on_host || (!l.epilogue.empty() && l.epilogue.back().on_host)) return false;
+    return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
+  });
+  CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
+  if (!result.ok) throw UserError(fmt::format("{} on {}: {}", t.workload, hw_spec, result.reason));
+  c.program = std::move(result.program);
+  // The program holds the int8 weights now; only the reference reads the graph's copy, and it
+  // has run already (the calibration's tensors) or will not run (timing only).
+  // A host layer's weights stay: the host computes it with the reference (npusim/host_run.hpp).
+  if (int8 && (!values || !c.reference.empty())) {
+    for (size_t i = 0; i < c.graph.layers.size(); ++i) {
+      if (!c.program.layers[i].on_host) std::vector<int8_t>().swap(c.graph.layers[i].qweights);
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+}  // namespace npusim

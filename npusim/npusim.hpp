@@ -1,0 +1,147 @@
+// npusim as a library: the one public header. A run is options in, a result out: its stats.json
+// (the stats registry), its output tensors, its per-layer records, and what it can still write
+// (trace JSON, HTML report). The command line (sim/) and the Python module (python/) are
+// argument parsing and printing over these functions (docs/python.md, DESIGN.md "Layers").
+//
+// Contract:
+// - Bad input (a preset or file that does not exist, a JSON pointer with a bad value, a flag value
+//   out of range, a workload that does not fit) throws InputError whose message names the file,
+//   pointer or option as the command line does ("--hw 'x': ..."); the CLI prints it and exits 2.
+//   A broken invariant throws InternalError (a bug in npusim). Nothing here prints or exits.
+// - Every run() elaborates its SystemC design in a simulation context of its own (the process's
+//   first run in the one SystemC made, every later run in a fresh one, deleted after the run), so
+//   a process may run any number of designs one after the other and each gives the result it
+//   gives alone. The context is process-global in SystemC 2.3: run() holds a process-wide mutex
+//   while it simulates, so the simulations of runs from several threads take turns.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/error.hpp"
+
+namespace npusim {
+
+// A user's bad input: the located message the command line prints after "npusim: error: ".
+using InputError = UserError;
+
+// What to compile: the hardware, the network and everything that shapes the program.
+struct Target {
+  std::string hw;  // a preset name (presets()) or a JSON file
+  // Instead of a file: the description itself; `hw` then only names it in messages ("hw" if
+  // empty).
+  std::optional<nlohmann::json> hw_description;
+  std::string workload;            // a zoo name (zoo()), a JSON graph file or an .onnx model
+  std::optional<int> batch;        // overrides the workload's, 1 to 65536
+  uint64_t seed = 1;               // of the generated parameters (and input, without input_npy)
+  std::string dtype;               // "int8", "bf16", or "" for the hardware's data_types.activation
+  std::string input_npy;           // the input batch as .npy (docs/onnx.md), or "" for a random one
+  std::string parallel = "auto";   // data, tensor, pipeline or auto (docs/multicore.md)
+  std::optional<int> micro_batch;  // images per micro-batch, with parallel "pipeline" only
+  std::string host_ops;            // NAME,...: layers pinned to the host CPU
+  // int8 activation scales: calibrated on this .npy instead of the input, with this method (max
+  // or percentile) and percentile (50 to 100, method percentile only).
+  std::string calibration_file;
+  std::string calibration_method = "max";
+  std::optional<double> calibration_percentile;
+};
+
+// Which part of a run the recorded timeline keeps (docs/traces.md).
+struct TraceFilter {
+  std::vector<std::string> layers;  // layer names (a pipeline's name selects every micro-batch)
+  uint64_t window_start = 0, window_end = UINT64_MAX;  // instructions overlapping these cycles
+  bool bursts = false;                                 // also every DMA burst and DRAM command
+};
+
+struct RunOptions : Target {
+  std::string fidelity = "fast";  // fast or pe
+  // false: timing only (the same cycles, no values, no check, no outputs).
+  bool values = true;
+  bool intermediates = false;  // also every layer's output tensor (RunResult::intermediates)
+  bool float_outputs = false;  // also the float32 reference's outputs (RunResult::float_outputs)
+  // Record the timeline for RunResult::write_trace_json / write_html (costs time and memory).
+  bool record_trace = false;
+  TraceFilter trace_filter;
+  std::string vcd_path;  // SystemC waveforms to this file (written during the run)
+};
+
+// A tensor as --save-outputs writes it: float32 real values in the graph's file layout (channels
+// last for JSON graphs, channels first for ONNX models), [batch, ...].
+struct Tensor {
+  std::string name;       // the graph's tensor name
+  std::string file_name;  // the name with characters other than [A-Za-z0-9._-] made '_'
+  std::vector<int64_t> shape;
+  std::vector<float> values;  // C order
+};
+
+// One figure of stats.json: its path ("dram.read_bytes", "layers[].cycles"), unit and meaning.
+struct StatDescriptor {
+  std::string path, unit, description;
+};
+
+struct RunRecording;  // what a run keeps to write its traces afterwards (opaque)
+
+struct RunResult {
+  nlohmann::json stats;               // stats.json
+  nlohmann::json hardware;            // the resolved hardware description (config.resolved.json)
+  std::vector<Tensor> outputs;        // the graph's outputs, in Program order
+  std::vector<Tensor> intermediates;  // with RunOptions::intermediates
+  std::vector<Tensor> float_outputs;  // with RunOptions::float_outputs
+  std::vector<StatDescriptor> descriptors;
+  double wall_seconds = 0.0;  // host time of the simulation
+  // The functional check failed: the message the CLI prints (a bug in npusim), else empty.
+  std::string mismatch;
+  std::shared_ptr<const RunRecording> recording;  // with RunOptions::record_trace
+
+  // The per-layer records, stats["layers"].
+  const nlohmann::json& layers() const { return stats.at("layers"); }
+  // report.txt (per_layer: with the per-layer tables).
+  std::string report(bool per_layer) const;
+  // Every scalar per-layer figure as CSV (--format csv).
+  std::string layers_csv() const;
+  // The Chrome/Perfetto trace JSON and the HTML report of a run with record_trace; InputError if
+  // the run recorded no trace or the file cannot be written.
+  void write_trace_json(const std::string& path) const;
+  void write_html(const std::string& path) const;
+};
+
+// Compiles and simulates.
+RunResult run(const RunOptions& options);
+
+// The program as assembly (npusim compile).
+std::string compile(const Target& target);
+
+// A hardware description checked, and a network compiled on it (npusim validate).
+struct Validation {
+  std::string hw_name;
+  bool has_workload = false;
+  std::string network;
+  size_t layers = 0;  // after fusion
+  uint64_t macs = 0;
+  int batch = 0;
+  size_t instructions = 0;
+};
+Validation validate(const Target& target);  // target.workload may be empty
+
+struct PresetInfo {
+  std::string name, headline, description;
+  std::vector<std::pair<std::string, std::string>> facts;  // label, value
+  std::string listing;                                     // the entry `npusim presets` prints
+};
+std::vector<PresetInfo> presets();
+// A preset or hardware file resolved, every default filled in (npusim presets --show).
+nlohmann::json resolved_hardware(const std::string& hw);
+
+struct ZooEntry {
+  std::string name, description;
+  int batch = 0;
+  size_t layers = 0;
+  uint64_t macs = 0;
+};
+std::vector<ZooEntry> zoo();
+
+}  // namespace npusim

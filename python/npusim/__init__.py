@@ -1,0 +1,195 @@
+"""npusim, the cycle-accurate TPU/NPU simulator, as a Python module (docs/python.md).
+
+    import npusim
+    r = npusim.run(hw="tpu-v1", workload="mnist-cnn")
+    r.stats["total_cycles"]       # stats.json as a dict
+    r.outputs["logits"]           # float32 NumPy arrays, as --save-outputs writes them
+    pandas.DataFrame(r.layers)    # one dict per layer
+
+Bad input raises npusim.InputError (a ValueError) with the command line's located message.
+Threads: each call releases the GIL. Compilation runs in parallel, but SystemC keeps one
+simulation context per process, so the simulations of runs in several threads take turns (a
+process-wide lock); every run gets a fresh context and gives the result it gives alone. For
+parallel sweeps use processes (scripts/dse.py does).
+"""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from . import _npusim
+from ._npusim import InputError, InternalError
+
+__all__ = ["run", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
+           "InputError", "InternalError"]
+
+
+class Result:
+    """A run's results: stats (dict, equal to stats.json), outputs / intermediates /
+    float_outputs (name -> float32 array, the graph's file layout), layers (list of dicts),
+    hardware (the resolved description), report(), trace(path), html(path)."""
+
+    def __init__(self, raw):
+        self._stats_text, self._hardware_text = raw["stats"], raw["hardware"]
+        self.stats = json.loads(self._stats_text)
+        self.hardware = json.loads(self._hardware_text)
+        self.outputs = dict(raw["outputs"])
+        self.intermediates = dict(raw["intermediates"])
+        self.float_outputs = dict(raw["float_outputs"])
+        self.wall_seconds = raw["wall_seconds"]
+        self.mismatch = raw["mismatch"]  # non-empty: the functional check failed (a bug)
+        self._handle = raw["handle"]
+
+    @property
+    def layers(self):
+        return self.stats["layers"]
+
+    def report(self, per_layer=False):
+        """report.txt (per_layer: with the per-layer tables)."""
+        return self._handle.report(per_layer)
+
+    def stats_json(self):
+        """stats.json's text, as `npusim run --out` writes it."""
+        return self._stats_text
+
+    def hardware_json(self):
+        """config.resolved.json's text, as `npusim run --out` writes it."""
+        return self._hardware_text
+
+    def layers_csv(self):
+        return self._handle.layers_csv()
+
+    def descriptors(self):
+        """(path, unit, description) of every figure of stats (npusim run --list-stats)."""
+        return self._handle.descriptors()
+
+    def trace(self, path):
+        """Writes the Chrome/Perfetto trace JSON to `path` (the run needs trace=True)."""
+        self._handle.write_trace_json(os.fspath(path))
+
+    def html(self, path):
+        """Writes the self-contained HTML report to `path` (the run needs trace=True)."""
+        self._handle.write_html(os.fspath(path))
+
+    def __repr__(self):
+        s = self.stats
+        return (f"<npusim.Result {s['workload']} on {s['hardware']}: "
+                f"{s['total_cycles']} cycles, batch {s['batch']}>")
+
+
+def _target(tmp, hw, workload, inputs, batch, seed, dtype, parallel, micro_batch, host_ops,
+            calibration, calibration_method, calibration_percentile):
+    t = {"hw": hw, "hw_json": None, "batch": batch, "seed": seed, "dtype": dtype or "",
+         "input_npy": "", "parallel": parallel, "micro_batch": micro_batch,
+         "host_ops": host_ops if isinstance(host_ops, str) else ",".join(host_ops or ()),
+         "calibration_file": "", "calibration_method": calibration_method,
+         "calibration_percentile": calibration_percentile}
+    if isinstance(hw, dict):
+        t["hw"] = "hw"
+        t["hw_json"] = json.dumps(hw)
+    elif not isinstance(hw, (str, os.PathLike)):
+        raise TypeError("hw: expected a preset name, a path or a dict")
+    else:
+        t["hw"] = os.fspath(hw)
+    if isinstance(workload, (bytes, bytearray)):  # an ONNX model's bytes
+        path = os.path.join(tmp(), "model.onnx")
+        with open(path, "wb") as f:
+            f.write(workload)
+        t["workload"] = path
+    elif isinstance(workload, (str, os.PathLike)):
+        t["workload"] = os.fspath(workload)
+    else:
+        raise TypeError("workload: expected a zoo name, a path or ONNX bytes")
+    for key, value, name in (("input_npy", inputs, "input.npy"),
+                             ("calibration_file", calibration, "calibration.npy")):
+        if value is None:
+            continue
+        if isinstance(value, (str, os.PathLike)):
+            t[key] = os.fspath(value)
+        else:
+            path = os.path.join(tmp(), name)
+            np.save(path, np.ascontiguousarray(value))
+            t[key] = path
+    return t
+
+
+class _TempDir:
+    """A temporary directory made on first use."""
+
+    def __init__(self):
+        self.dir = None
+
+    def __call__(self):
+        if self.dir is None:
+            self.dir = tempfile.TemporaryDirectory(prefix="npusim-")
+        return self.dir.name
+
+    def close(self):
+        if self.dir is not None:
+            self.dir.cleanup()
+
+
+def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=None,
+        fidelity="fast", parallel="auto", micro_batch=None, host_ops=None, calibration=None,
+        calibration_method="max", calibration_percentile=None, intermediates=False,
+        float_outputs=False, trace=False):
+    """Compiles `workload` for `hw` and simulates it (npusim run).
+
+    hw: a preset name (presets()), a hardware JSON file, or a description as a dict.
+    workload: a zoo name (zoo()), a JSON graph or .onnx file, or an ONNX model's bytes.
+    inputs: the input batch (a NumPy array as --input takes it, or a .npy path); default random.
+    values=False runs timing only (same cycles, no values, no outputs, no check).
+    trace=True records the timeline for Result.trace / Result.html.
+    Returns a Result; raises InputError on bad input.
+    """
+    tmp = _TempDir()
+    try:
+        o = _target(tmp, hw, workload, inputs, batch, seed, dtype, parallel, micro_batch,
+                    host_ops, calibration, calibration_method, calibration_percentile)
+        o.update(fidelity=fidelity, values=bool(values), intermediates=bool(intermediates),
+                 float_outputs=bool(float_outputs), trace=bool(trace))
+        return Result(_npusim.run(o))
+    finally:
+        tmp.close()
+
+
+def compile(hw, workload, inputs=None, *, batch=None, seed=1, dtype=None, parallel="auto",
+            micro_batch=None, host_ops=None, calibration=None, calibration_method="max",
+            calibration_percentile=None):
+    """The program as assembly text (npusim compile)."""
+    tmp = _TempDir()
+    try:
+        return _npusim.compile(_target(tmp, hw, workload, inputs, batch, seed, dtype, parallel,
+                                       micro_batch, host_ops, calibration, calibration_method,
+                                       calibration_percentile))
+    finally:
+        tmp.close()
+
+
+def validate(hw, workload=None, *, batch=None):
+    """Checks a hardware description (and compiles a workload on it): a dict with hw_name, and
+    network, layers, macs, batch, instructions when a workload is given (npusim validate)."""
+    tmp = _TempDir()
+    try:
+        o = _target(tmp, hw, workload if workload is not None else "", None, batch, 1, None,
+                    "auto", None, None, None, "max", None)
+        return _npusim.validate(o)
+    finally:
+        tmp.close()
+
+
+def presets():
+    """The built-in hardware presets: dicts with name, headline, description, facts."""
+    return _npusim.presets()
+
+
+def resolved_hardware(hw):
+    """A preset or hardware file with every default filled in (npusim presets --show)."""
+    return json.loads(_npusim.resolved_hardware(os.fspath(hw)))
+
+
+def zoo():
+    """The built-in networks: dicts with name, batch, layers, macs, description."""
+    return _npusim.zoo()

@@ -1,0 +1,162 @@
+// The extension module npusim._npusim: the library API (npusim/npusim.hpp) for Python. The
+// package's __init__.py turns Python arguments into these calls (docs/python.md); here options are
+// plain values, stats and hardware descriptions JSON text, tensors float32 NumPy arrays. Every
+// call releases the GIL while npusim works; simulations take turns (npusim/npusim.hpp).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "npusim/npusim.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+py::array_t<float> to_array(const npusim::Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape.begin(), t.shape.end());
+  py::array_t<float> a(shape);
+  std::copy(t.values.begin(), t.values.end(), a.mutable_data());
+  return a;
+}
+
+py::list tensor_list(const std::vector<npusim::Tensor>& tensors) {
+  py::list out;
+  for (const auto& t : tensors) out.append(py::make_tuple(t.name, to_array(t)));
+  return out;
+}
+
+npusim::Target target(const py::dict& o) {
+  npusim::Target t;
+  t.hw = o["hw"].cast<std::string>();
+  if (!o["hw_json"].is_none()) {
+    t.hw_description = nlohmann::json::parse(o["hw_json"].cast<std::string>());
+  }
+  t.workload = o["workload"].cast<std::string>();
+  if (!o["batch"].is_none()) t.batch = o["batch"].cast<int>();
+  t.seed = o["seed"].cast<uint64_t>();
+  t.dtype = o["dtype"].cast<std::string>();
+  t.input_npy = o["input_npy"].cast<std::string>();
+  t.parallel = o["parallel"].cast<std::string>();
+  if (!o["micro_batch"].is_none()) t.micro_batch = o["micro_batch"].cast<int>();
+  t.host_ops = o["host_ops"].cast<std::string>();
+  t.calibration_file = o["calibration_file"].cast<std::string>();
+  t.calibration_method = o["calibration_method"].cast<std::string>();
+  if (!o["calibration_percentile"].is_none()) {
+    t.calibration_percentile = o["calibration_percentile"].cast<double>();
+  }
+  return t;
+}
+
+// The run's result for the Python Result class: stats and hardware as JSON text, the tensors as
+// (name, array) lists, and the result itself (for its traces) as an opaque handle.
+py::dict run(const py::dict& o) {
+  npusim::RunOptions options;
+  static_cast<npusim::Target&>(options) = target(o);
+  options.fidelity = o["fidelity"].cast<std::string>();
+  options.values = o["values"].cast<bool>();
+  options.intermediates = o["intermediates"].cast<bool>();
+  options.float_outputs = o["float_outputs"].cast<bool>();
+  options.record_trace = o["trace"].cast<bool>();
+  auto result = std::make_shared<npusim::RunResult>();
+  {
+    py::gil_scoped_release release;
+    *result = npusim::run(options);
+  }
+  py::dict r;
+  // As `npusim run --out` writes stats.json and config.resolved.json.
+  r["stats"] = result->stats.dump(2) + "\n";
+  r["hardware"] = result->hardware.dump(2) + "\n";
+  r["outputs"] = tensor_list(result->outputs);
+  r["intermediates"] = tensor_list(result->intermediates);
+  r["float_outputs"] = tensor_list(result->float_outputs);
+  r["wall_seconds"] = result->wall_seconds;
+  r["mismatch"] = result->mismatch;
+  r["handle"] = py::cast(std::shared_ptr<const npusim::RunResult>(result));
+  return r;
+}
+
+}  // namespace
+
+// libsystemc refers to the program's sc_main (sc_elab_and_sim calls it) and cannot be loaded
+// without one. The module never calls sc_elab_and_sim: npusim::run elaborates and runs its designs
+// itself.
+extern "C" __attribute__((visibility("default"))) int sc_main(int, char*[]) { return 1; }
+
+PYBIND11_MODULE(_npusim, m) {
+  // SystemC's banner would go to the notebook or the script's stdout on the first run.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  m.doc() = "npusim's library API (use the npusim package, not this module)";
+  py::register_exception<npusim::UserError>(m, "InputError", PyExc_ValueError);
+  py::register_exception<npusim::InternalError>(m, "InternalError", PyExc_RuntimeError);
+
+  py::class_<npusim::RunResult, std::shared_ptr<npusim::RunResult>>(m, "RunHandle")
+      .def("report", &npusim::RunResult::report, py::arg("per_layer") = false)
+      .def("layers_csv", &npusim::RunResult::layers_csv)
+      .def("write_trace_json", &npusim::RunResult::write_trace_json,
+           py::call_guard<py::gil_scoped_release>())
+      .def("write_html", &npusim::RunResult::write_html, py::call_guard<py::gil_scoped_release>())
+      .def("descriptors", [](const npusim::RunResult& r) {
+        py::list out;
+        for (const auto& d : r.descriptors)
+          out.append(py::make_tuple(d.path, d.unit, d.description));
+        return out;
+      });
+  m.def("run", &run);
+  m.def("compile", [](const py::dict& o) {
+    const npusim::Target t = target(o);
+    py::gil_scoped_release release;
+    return npusim::compile(t);
+  });
+  m.def("validate", [](const py::dict& o) {
+    const npusim::Target t = target(o);
+    npusim::Validation v;
+    {
+      py::gil_scoped_release release;
+      v = npusim::validate(t);
+    }
+    py::dict d;
+    d["hw_name"] = v.hw_name;
+    if (v.has_workload) {
+      d["network"] = v.network;
+      d["layers"] = v.layers;
+      d["macs"] = v.macs;
+      d["batch"] = v.batch;
+      d["instructions"] = v.instructions;
+    }
+    return d;
+  });
+  m.def("presets", [] {
+    py::list out;
+    for (const auto& p : npusim::presets()) {
+      py::dict d;
+      d["name"] = p.name;
+      d["headline"] = p.headline;
+      d["description"] = p.description;
+      py::dict facts;
+      for (const auto& [label, value] : p.facts) facts[py::str(label)] = value;
+      d["facts"] = facts;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("resolved_hardware",
+        [](const std::string& hw) { return npusim::resolved_hardware(hw).dump(); });
+  m.def("zoo", [] {
+    py::list out;
+    for (const auto& z : npusim::zoo()) {
+      py::dict d;
+      d["name"] = z.name;
+      d["batch"] = z.batch;
+      d["layers"] = z.layers;
+      d["macs"] = z.macs;
+      d["description"] = z.description;
+      out.append(d);
+    }
+    return out;
+  });
+}

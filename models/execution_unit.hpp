@@ -51,6 +51,9 @@ class ExecutionUnit : public sc_core::sc_module {
   // The port widths events are counted in (before sc_start; the Soc sets the hardware's).
   void set_buffer_ports(const BufferPorts& ports) { ports_ = ports; }
   static std::exception_ptr failure() { return failure_; }
+  // Forgets a failure before the next simulation in the same process (the run-path fuzz target
+  // simulates one input after another).
+  static void clear_failure() { failure_ = nullptr; }
   // Registers this unit's counters under `prefix` (e.g. "units.dma_load"); the registry must be
   // formatted while the unit exists.
   virtual void register_stats(stats::Registry& reg, const std::string& prefix) const;

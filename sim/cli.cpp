@@ -22,6 +22,7 @@
 #include "sim/command_line.hpp"
 #include "sim/host_ops.hpp"
 #include "sim/membench_command.hpp"
+#include "sim/output_attempts.hpp"
 #include "sim/power_stats.hpp"
 #include "sim/preset_listing.hpp"
 #include "sim/simulate.hpp"
@@ -32,6 +33,7 @@
 #include "support/error.hpp"
 #include "support/json_reader.hpp"
 #include "support/presets.hpp"
+#include "support/text_escape.hpp"
 
 #ifdef NPUSIM_HAVE_SCALESIM
 #include "compat/scalesim/scalesim_cli.hpp"
@@ -250,7 +252,9 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
     out << text;
     if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
 }
 
 // Creates the directory a --save-... flag names, or fails naming the flag.
@@ -262,12 +266,40 @@ void create_output_directory(const std::string& flag, const std::string& dir) {
   }
 }
 
-// The float32 reference's outputs (run_reference_f32) as DIR/<name>.npy.
-void save_float_outputs(const Compiled& c, const std::string& dir) {
-  std::map<std::string, std::vector<float>> t = run_reference_f32(c.graph, c.input_real);
+// The float32 reference's outputs (run_reference_f32) as DIR/<name>.npy, each its own attempt.
+void save_float_outputs(const Compiled& c, const std::string& dir, OutputAttempts& attempts) {
+  std::map<std::string, std::vector<float>> t;
+  attempts.attempt("--save-float-outputs", [&] { t = run_reference_f32(c.graph, c.input_real); });
+  const NpyDirectory files(dir, c.graph.outputs);
   for (const std::string& name : c.graph.outputs) {
-    write_values_npy(dir, c.graph, name, c.graph.shape_of(name).dims, c.graph.batch,
-                     std::move(t.at(name)));
+    if (!t.count(name)) continue;
+    attempts.attempt(fmt::format("--save-float-outputs {}", name), [&] {
+      write_values_npy(files, c.graph, name, c.graph.shape_of(name).dims, c.graph.batch,
+                       std::move(t.at(name)));
+    });
+  }
+  for (const std::string& line : files.renamed()) {
+    std::cerr << fmt::format("npusim: --save-float-outputs: {}\n", line);
+  }
+}
+
+// --save-outputs: the graph's outputs (and with --save-intermediates every stored layer output)
+// as DIR/<name>.npy, each its own attempt.
+void save_outputs(const Compiled& c, const SimulationResult& r, const std::string& dir,
+                  OutputAttempts& attempts) {
+  std::vector<std::string> names;
+  for (const auto& t : c.program.outputs) names.push_back(t.name);
+  for (size_t i = 0; i < r.tensors.size(); ++i) names.push_back(c.program.tensors[i].name);
+  const NpyDirectory files(dir, names);
+  const auto save = [&](const auto& t, const std::vector<uint8_t>& bytes) {
+    attempts.attempt(fmt::format("--save-outputs {}", t.name), [&] {
+      write_tensor_npy(files, c.graph, t.name, t.dims, t.batch, t.scale, t.element_bytes, bytes);
+    });
+  };
+  for (size_t i = 0; i < c.program.outputs.size(); ++i) save(c.program.outputs[i], r.outputs[i]);
+  for (size_t i = 0; i < r.tensors.size(); ++i) save(c.program.tensors[i], r.tensors[i]);
+  for (const std::string& line : files.renamed()) {
+    std::cerr << fmt::format("npusim: --save-outputs: {}\n", line);
   }
 }
 
@@ -351,50 +383,53 @@ int command_run(const std::vector<std::string>& args) {
   SimulationResult r =
       simulate(c.hw, c.program, c.graph, c.input, fidelity, run, intermediates,
                {timeline.get(), traces.vcd_path()}, c.reference.empty() ? nullptr : &c.reference);
-  if (timeline) traces.write(*timeline, c.hw, c.program, r.stats);
-  if (!save_dir.empty()) {
-    for (size_t i = 0; i < c.program.outputs.size(); ++i) {
-      const auto& out = c.program.outputs[i];
-      write_tensor_npy(save_dir, c.graph, out.name, out.dims, out.batch, out.scale,
-                       out.element_bytes, r.outputs[i]);
-    }
-    for (size_t i = 0; i < r.tensors.size(); ++i) {
-      const auto& t = c.program.tensors[i];
-      write_tensor_npy(save_dir, c.graph, t.name, t.dims, t.batch, t.scale, t.element_bytes,
-                       r.tensors[i]);
-    }
-  }
-  if (vm.count("save-float-outputs")) {
-    save_float_outputs(c, vm["save-float-outputs"].as<std::string>());
-  }
-  if (vm.count("list-stats")) {
-    // What this run's stats.json holds, figure by figure (the table of docs/stats.md).
-    stats::Registry listing;
-    for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
-    std::cout << listing.markdown();
-  } else if (format == "csv") {
-    std::cout << layers_csv(r.stats);
-  } else {
-    std::cout << text_report(r.stats, vm.count("layers") > 0);
-    // The host's time goes to the terminal only: report.txt holds the same bytes every run.
-    std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
-  }
+  // From here on the run has its results: each output is written on its own, and one that fails
+  // is named at the end without costing the others (sim/output_attempts.hpp).
+  OutputAttempts attempts;
   if (!out_dir.empty()) {
-    write_file(out_dir / "config.resolved.json", to_json(c.hw).dump(2) + "\n");
-    write_file(out_dir / "report.txt", text_report(r.stats, true));
-    if (format == "csv") write_file(out_dir / "layers.csv", layers_csv(r.stats));
-    write_file(out_dir / "stats.json", r.stats.dump(2) + "\n");
+    attempts.attempt((out_dir / "stats.json").string(),
+                     [&] { write_file(out_dir / "stats.json", dump_json(r.stats, 2) + "\n"); });
+    attempts.attempt((out_dir / "config.resolved.json").string(), [&] {
+      write_file(out_dir / "config.resolved.json", dump_json(to_json(c.hw), 2) + "\n");
+    });
+    attempts.attempt((out_dir / "report.txt").string(),
+                     [&] { write_file(out_dir / "report.txt", text_report(r.stats, true)); });
+    if (format == "csv") {
+      attempts.attempt((out_dir / "layers.csv").string(),
+                       [&] { write_file(out_dir / "layers.csv", layers_csv(r.stats)); });
+    }
   }
+  if (!r.vcd_error.empty()) attempts.fail(traces.vcd_path(), r.vcd_error, false);
+  if (timeline) traces.write(*timeline, c.hw, c.program, r.stats, attempts);
+  if (!save_dir.empty()) save_outputs(c, r, save_dir, attempts);
+  if (vm.count("save-float-outputs")) {
+    save_float_outputs(c, vm["save-float-outputs"].as<std::string>(), attempts);
+  }
+  attempts.attempt("stdout", [&] {
+    if (vm.count("list-stats")) {
+      // What this run's stats.json holds, figure by figure (the table of docs/stats.md).
+      stats::Registry listing;
+      for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
+      std::cout << listing.markdown();
+    } else if (format == "csv") {
+      std::cout << layers_csv(r.stats);
+    } else {
+      std::cout << text_report(r.stats, vm.count("layers") > 0);
+      // The host's time goes to the terminal only: report.txt holds the same bytes every run.
+      std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+    }
+  });
+  std::cerr << attempts.report();
   if (r.check.checked && !r.check.within_tolerance) {
     std::cerr << fmt::format(
         "npusim: FUNCTIONAL MISMATCH from layer {} on: {} of {} values of {} tensors are outside "
         "their layer's bound (max abs error against the whole-graph reference {:g}, relative "
         "{:.3g}). This is a bug in npusim.\n",
-        r.check.first_mismatch, r.check.bound_exceeded, r.check.compared, r.check.tensors,
-        r.check.max_abs_error, r.check.max_relative_error);
+        printable_text(r.check.first_mismatch), r.check.bound_exceeded, r.check.compared,
+        r.check.tensors, r.check.max_abs_error, r.check.max_relative_error);
     return 1;
   }
-  return 0;
+  return attempts.exit_code();
 }
 
 int command_compile(const std::vector<std::string>& args) {
@@ -454,7 +489,7 @@ int command_presets(const std::vector<std::string>& args) {
       if (what.rfind("--hw ", 0) == 0) what = "--show " + what.substr(5);
       throw UserError(what);
     }
-    std::cout << to_json(hw).dump(2) << "\n";
+    std::cout << dump_json(to_json(hw), 2) << "\n";
     return 0;
   }
   for (const auto& name : preset_names("hw")) {

@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
+#include "support/text_escape.hpp"
 
 namespace npusim {
 
@@ -194,22 +197,61 @@ InputBatch read_input_npy(const std::string& path, Graph& g, bool batch_given,
   return in;
 }
 
-void write_tensor_npy(const std::string& dir, const Graph& g, const std::string& name,
+namespace {
+
+// `name` with every byte but ASCII letters, digits, '.', '-' and '_' as '_'.
+std::string file_stem(const std::string& name) {
+  std::string stem = name;
+  for (char& ch : stem) {
+    const unsigned char b = static_cast<unsigned char>(ch);
+    const bool alnum = (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z');
+    if (!alnum && ch != '.' && ch != '-' && ch != '_') ch = '_';
+  }
+  return stem;
+}
+
+}  // namespace
+
+NpyDirectory::NpyDirectory(std::string dir, const std::vector<std::string>& names)
+    : dir_(std::move(dir)) {
+  std::set<std::string> files;
+  // Names that are their own file name first, so they keep it.
+  for (const std::string& name : names) {
+    if (file_stem(name) == name && !file_of_name_.count(name)) {
+      file_of_name_[name] = name + ".npy";
+      files.insert(name + ".npy");
+    }
+  }
+  for (const std::string& name : names) {
+    if (file_of_name_.count(name)) continue;
+    const std::string stem = file_stem(name);
+    std::string file = stem + ".npy";
+    for (int k = 2; files.count(file); ++k) file = fmt::format("{}~{}.npy", stem, k);
+    files.insert(file);
+    file_of_name_[name] = file;
+    if (file != stem + ".npy") {
+      renamed_.push_back(fmt::format("{} <- {}", file, printable_text(name)));
+    }
+  }
+}
+
+std::string NpyDirectory::path_for(const std::string& name) const {
+  const auto file = file_of_name_.find(name);
+  NPUSIM_CHECK(file != file_of_name_.end(), "no .npy file was chosen for tensor '{}'",
+               printable_text(name));
+  return (std::filesystem::path(dir_) / file->second).string();
+}
+
+void write_tensor_npy(const NpyDirectory& dir, const Graph& g, const std::string& name,
                       const std::vector<int>& dims, int batch, float scale, int element_bytes,
                       const std::vector<uint8_t>& stored) {
   write_values_npy(dir, g, name, dims, batch, decode_tensor(stored, element_bytes, scale));
 }
 
-void write_values_npy(const std::string& dir, const Graph& g, const std::string& name,
+void write_values_npy(const NpyDirectory& dir, const Graph& g, const std::string& name,
                       const std::vector<int>& dims, int batch, std::vector<float> real) {
-  std::string file = name;
-  for (char& ch : file) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
-      ch = '_';
-  }
   if (transposed(g, name, dims)) real = move_channels(real, dims, batch, false);
-  write_npy_float32((std::filesystem::path(dir) / (file + ".npy")).string(),
-                    file_shape(g, name, dims, batch), real);
+  write_npy_float32(dir.path_for(name), file_shape(g, name, dims, batch), real);
 }
 
 }  // namespace npusim

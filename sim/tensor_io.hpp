@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,14 +51,35 @@ InputBatch random_input(const Graph& graph, uint64_t seed);
 // The real values of a stored tensor: int8 codes times `scale`, or bf16 values.
 std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_bytes, float scale);
 
+// The directory of --save-outputs (or --save-float-outputs) and the file each tensor name gets
+// there: DIR/<name>.npy, every byte of the name other than an ASCII letter, digit, '.', '-' or '_'
+// replaced by '_' (names are bytes: docs/reliability.md "Names are bytes"). Two different names
+// that give the same file (`a/b` and `a_b`, or two names that differ only in bytes outside UTF-8)
+// must not overwrite each other: a name that is its own file name (`a_b`) keeps DIR/a_b.npy, the
+// others get DIR/<name>~2.npy, ~3 and so on, in the order given.
+class NpyDirectory {
+ public:
+  // `names`: every name to be written, so that the files are chosen before any is written.
+  NpyDirectory(std::string dir, const std::vector<std::string>& names);
+  // The path for `name` (one of the names given); the same name always gets the same path.
+  std::string path_for(const std::string& name) const;
+  // "file <- name" for every name that got a ~k file (the name escaped for a terminal), in the
+  // order written.
+  const std::vector<std::string>& renamed() const { return renamed_; }
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::string> file_of_name_;
+  std::vector<std::string> renamed_;
+};
+
 // Writes one tensor (batch x sample, channels last, stored as int8 on `scale` or bf16) as float32
-// real values in the graph's file layout to DIR/<name>.npy (characters other than letters,
-// digits, '.', '-' and '_' in the name become '_').
-void write_tensor_npy(const std::string& dir, const Graph& graph, const std::string& name,
+// real values in the graph's file layout to dir.path_for(name).
+void write_tensor_npy(const NpyDirectory& dir, const Graph& graph, const std::string& name,
                       const std::vector<int>& sample_dims, int batch, float scale,
                       int element_bytes, const std::vector<uint8_t>& stored);
 // The same for real values (batch x sample, channels last).
-void write_values_npy(const std::string& dir, const Graph& graph, const std::string& name,
+void write_values_npy(const NpyDirectory& dir, const Graph& graph, const std::string& name,
                       const std::vector<int>& sample_dims, int batch, std::vector<float> real);
 
 }  // namespace npusim

@@ -49,7 +49,9 @@ void write_atomically(const std::string& flag, const std::string& path, const st
       throw UserError(fmt::format("{} '{}': cannot write", flag, path));
     }
   }
-  fs::rename(tmp, path);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("{} '{}': cannot write: {}", flag, path, ec.message()));
 }
 
 uint64_t parse_cycles(const std::string& text, const std::string& whole) {
@@ -179,7 +181,8 @@ std::unique_ptr<timeline::Timeline> TraceOutputs::make_timeline(const HwConfig& 
 }
 
 void TraceOutputs::write(const timeline::Timeline& timeline, const HwConfig& hw,
-                         const Program& program, const nlohmann::json& stats) const {
+                         const Program& program, const nlohmann::json& stats,
+                         OutputAttempts& attempts) const {
   traces::RunInfo run;
   run.hardware = stats.value("hardware", hw.name);
   run.workload = stats.value("workload", program.network);
@@ -190,10 +193,14 @@ void TraceOutputs::write(const timeline::Timeline& timeline, const HwConfig& hw,
   if (stats.contains("memory")) gbps = stats["memory"].value("peak_bandwidth_gbps", gbps);
   run.memory_bytes_per_cycle = gbps / (hw.clock_mhz * 1e-3);
   if (!json_path_.empty()) {
-    write_atomically("--trace", json_path_, traces::chrome_trace_json(timeline, program, run));
+    attempts.attempt(json_path_, [&] {
+      write_atomically("--trace", json_path_, traces::chrome_trace_json(timeline, program, run));
+    });
   }
   if (!html_path_.empty()) {
-    write_atomically("--html", html_path_, traces::html_report(timeline, program, run, stats));
+    attempts.attempt(html_path_, [&] {
+      write_atomically("--html", html_path_, traces::html_report(timeline, program, run, stats));
+    });
   }
 }
 

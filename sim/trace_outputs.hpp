@@ -13,6 +13,7 @@
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
+#include "sim/output_attempts.hpp"
 #include "support/timeline.hpp"
 
 namespace npusim {
@@ -29,9 +30,10 @@ class TraceOutputs {
   // or null when no trace output was asked for.
   std::unique_ptr<timeline::Timeline> make_timeline(const HwConfig& hw,
                                                     const Program& program) const;
-  // Writes the trace JSON and the HTML report from the recorded timeline and the run's stats.json.
+  // Writes the trace JSON and the HTML report from the recorded timeline and the run's stats.json,
+  // each as its own attempt (one that fails does not keep the other from being written).
   void write(const timeline::Timeline& timeline, const HwConfig& hw, const Program& program,
-             const nlohmann::json& stats) const;
+             const nlohmann::json& stats, OutputAttempts& attempts) const;
 
  private:
   std::string json_path_, html_path_, vcd_path_;

@@ -321,7 +321,9 @@ int command_run(const std::vector<std::string>& args) {
       "every per-layer figure of stats.json; with --out, DIR/layers.csv gets the same)")(
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
-      "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
+      "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout; "
+      "bytes of the name other than letters, digits, '.', '-', '_' as '_', and a name that "
+      "would share another's file as <name>~2.npy)")(
       "save-intermediates",
       "with --save-outputs: also write every layer's output (a tensor fused into a conv's "
       "epilogue, such as a pooled conv's output, is never stored: the fused layer's is)")(

@@ -53,8 +53,20 @@ def deconv_case(out_dir, name, seed, in_shape, w_shape, bias, **attrs):
     x = b.rng.uniform(-1, 1, [2] + list(in_shape)).astype(np.float32)
     nsp = len(in_shape) - 1
     i = b.inits
+    pads = attrs.get("pads", [0] * 2 * nsp)
+    if "output_shape" in attrs or attrs.get("auto_pad", "NOTSET").startswith("SAME"):
+        # The specification's pads for an output_shape (SAME_*: input * stride).
+        st = attrs.get("strides", [1] * nsp)
+        shape = attrs.get("output_shape", [in_shape[1 + a] * st[a] for a in range(nsp)])
+        op = attrs.get("output_padding", [0] * nsp)
+        dl = attrs.get("dilations", [1] * nsp)
+        total = [st[a] * (in_shape[1 + a] - 1) + op[a] + (w_shape[2 + a] - 1) * dl[a] + 1 - shape[a]
+                 for a in range(nsp)]
+        lower = attrs.get("auto_pad") == "SAME_LOWER"
+        begin = [t - t // 2 if lower else t // 2 for t in total]
+        pads = begin + [t - p for t, p in zip(total, begin)]
     save(out_dir, b, model, x, {"y": per_sample(lambda s: conv_transpose(
-        s, i["W"], i.get("B"), attrs.get("strides", [1] * nsp), attrs.get("pads", [0] * 2 * nsp),
+        s, i["W"], i.get("B"), attrs.get("strides", [1] * nsp), pads,
         attrs.get("dilations", [1] * nsp), attrs.get("output_padding", [0] * nsp),
         attrs.get("group", 1)), x)})
 
@@ -97,9 +109,9 @@ def unet_small(out_dir):
 
 
 def bad_deconv(out_dir):
-    """auto_pad SAME_UPPER (refused: npusim takes pads and output_padding) and an output_padding
-    as large as the stride (refused by the operator's definition)."""
-    for name, attrs in (("bad_deconv_auto_pad", {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    """An auto_pad ONNX does not define and an output_padding as large as the stride (refused by
+    the operator's definition)."""
+    for name, attrs in (("bad_deconv_auto_pad", {"auto_pad": "SAME_MIDDLE", "strides": [2, 2]}),
                         ("bad_deconv_output_padding", {"strides": [2, 2],
                                                        "output_padding": [2, 0]})):
         b = Builder(name, 66)
@@ -129,6 +141,11 @@ def main():
     # Pads larger than the kernel's reach: the spread input is cropped, not padded.
     deconv_case(out_dir, "deconv2d_crop", 65, [2, 6, 6], [2, 2, 2, 2], False, strides=[2, 2],
                 pads=[3, 2, 2, 3])
+    # output_shape instead of pads (an odd total padding), and auto_pad SAME_LOWER.
+    deconv_case(out_dir, "deconv2d_output_shape", 67, [3, 4, 5], [3, 2, 3, 3], True,
+                strides=[2, 2], output_shape=[8, 10])
+    deconv_case(out_dir, "deconv2d_same_lower", 68, [3, 4, 5], [3, 2, 4, 3], False,
+                strides=[2, 3], auto_pad="SAME_LOWER")
     unet_small(out_dir)
     bad_deconv(out_dir)
 

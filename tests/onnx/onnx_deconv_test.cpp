@@ -74,6 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Models, OnnxConvTranspose,
                          testing::Values(Deconv{"deconv2d", "y"}, Deconv{"deconv2d_grouped", "y"},
                                          Deconv{"deconv1d", "y"}, Deconv{"deconv3d", "y"},
                                          Deconv{"deconv2d_crop", "y"},
+                                         Deconv{"deconv2d_output_shape", "y"},
+                                         Deconv{"deconv2d_same_lower", "y"},
                                          Deconv{"unet_small", "logits"}));
 
 // deconv2d: 4 -> 3 channels, 3x3 kernel, 5x5 -> 10x10 (stride 2, pads 1, output_padding 1). The
@@ -98,9 +100,8 @@ TEST(OnnxConvTransposeCost, MatrixUnitMultipliesTheInsertedZeros) {
 TEST(OnnxConvTransposeErrors, RefusedAttributesExitTwoNamingTheNode) {
   for (const auto& [model, message] :
        {std::pair<std::string, std::string>{"bad_deconv_auto_pad",
-                                            "node 'y' (ConvTranspose): auto_pad 'SAME_UPPER' / "
-                                            "output_shape: not supported; give pads and "
-                                            "output_padding"},
+                                            "node 'y' (ConvTranspose): auto_pad 'SAME_MIDDLE': "
+                                            "expected NOTSET, SAME_UPPER, SAME_LOWER or VALID"},
         {"bad_deconv_output_padding",
          "node 'y' (ConvTranspose): output_padding [2, 0] must be less than the stride or the "
          "dilation along each axis"}}) {

@@ -75,14 +75,14 @@ void OnnxImporter::import_conv_transpose(int i) {
                                dims_text(b->dims)));
   }
   const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" || find_attr(n, "output_shape")) {
-    return fail(i, fmt::format("auto_pad '{}' / output_shape: not supported; give pads and "
-                               "output_padding (as torch.onnx exports them)",
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" &&
+      auto_pad != "VALID") {
+    return fail(i, fmt::format("auto_pad '{}': expected NOTSET, SAME_UPPER, SAME_LOWER or VALID",
                                auto_pad));
   }
   const auto strides = attr_ints(n, "strides", std::vector<int64_t>(s, 1));
   const auto dilation = attr_ints(n, "dilations", std::vector<int64_t>(s, 1));
-  const auto pads = attr_ints(n, "pads", std::vector<int64_t>(2 * s, 0));
+  auto pads = attr_ints(n, "pads", std::vector<int64_t>(2 * s, 0));
   const auto out_pad = attr_ints(n, "output_padding", std::vector<int64_t>(s, 0));
   if (strides.size() != s || !in_range(strides, 1, kMaxStride)) {
     return fail(i, fmt::format("strides {} must be {} values in [1, {}]", dims_text(strides), s,
@@ -111,10 +111,41 @@ void OnnxImporter::import_conv_transpose(int i) {
     return fail(
         i, fmt::format("kernel {} is larger than {} along an axis", dims_text(kernel), kMaxPad));
   }
+  std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end());
+  // output_shape (or auto_pad SAME_*, whose output is input * stride) sets the pads, as the ONNX
+  // specification of ConvTranspose states: the total padding split in two halves, the odd one at
+  // the end for SAME_UPPER, at the start otherwise. VALID: no padding.
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  std::vector<int64_t> shape = attr_ints(n, "output_shape", {});
+  if (shape.size() == s + 2) shape.erase(shape.begin(), shape.begin() + 2);  // [N, C, ...] given
+  if (!shape.empty() || same) {
+    if (shape.empty()) {
+      for (size_t a = 0; a < s; ++a) shape.push_back(in[a] * strides[a]);
+    }
+    if (shape.size() != s || !in_range(shape, 1, kMaxMoveElements)) {
+      return fail(
+          i, fmt::format("output_shape {} must be {} sizes in [1, 2^24]", dims_text(shape), s));
+    }
+    for (size_t a = 0; a < s; ++a) {
+      const int64_t total =
+          strides[a] * (in[a] - 1) + out_pad[a] + (kernel[a] - 1) * dilation[a] + 1 - shape[a];
+      if (total < 0) {
+        return fail(
+            i, fmt::format("output_shape {} is larger than the input {} can give with "
+                           "kernel {} and strides {}",
+                           dims_text(shape), dims_text(in), dims_text(kernel), dims_text(strides)));
+      }
+      const bool upper = auto_pad != "SAME_LOWER";
+      pads[a] = upper ? total / 2 : total - total / 2;
+      pads[s + a] = total - pads[a];
+    }
+  } else if (auto_pad == "VALID") {
+    pads.assign(2 * s, 0);
+  }
 
   // Per spatial axis: the input size, the spread and padded size z, where input element j sits in
   // z (at lead + j * stride), and the output size.
-  std::vector<int64_t> in(x->dims.begin() + 1, x->dims.end()), z(s), lead(s), out(s);
+  std::vector<int64_t> z(s), lead(s), out(s);
   int64_t elements = cin;
   for (size_t a = 0; a < s; ++a) {
     const int64_t reach = (kernel[a] - 1) * dilation[a];  // kernel extent - 1

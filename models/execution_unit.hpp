@@ -51,7 +51,8 @@ class ExecutionUnit : public sc_core::sc_module {
   // The port widths events are counted in (before sc_start; the Soc sets the hardware's).
   void set_buffer_ports(const BufferPorts& ports) { ports_ = ports; }
   static std::exception_ptr failure() { return failure_; }
-  // Forgets a failure before the next run of the process (one run's failure is not another's).
+  // Forgets a failure before the next run of the process (one run's failure is not another's:
+  // the Python module and the run-path fuzz target simulate one run after another).
   static void clear_failure() { failure_ = nullptr; }
   // Registers this unit's counters under `prefix` (e.g. "units.dma_load"); the registry must be
   // formatted while the unit exists.

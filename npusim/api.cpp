@@ -15,6 +15,7 @@
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/presets.hpp"
+#include "support/text_escape.hpp"
 
 namespace npusim {
 
@@ -76,14 +77,24 @@ RunResult run(const RunOptions& o) {
     result.intermediates.push_back(
         stored_tensor(c.graph, t.name, t.dims, t.batch, t.scale, t.element_bytes, r.tensors[i]));
   }
-  if (o.float_outputs) result.float_outputs = float_outputs(c);
+  std::vector<Tensor*> saved;  // --save-outputs: the outputs and intermediates share a directory
+  for (Tensor& t : result.outputs) saved.push_back(&t);
+  for (Tensor& t : result.intermediates) saved.push_back(&t);
+  result.renamed_files = assign_file_names(saved);
+  if (o.float_outputs) {
+    result.float_outputs = float_outputs(c);
+    std::vector<Tensor*> floats;
+    for (Tensor& t : result.float_outputs) floats.push_back(&t);
+    result.renamed_float_files = assign_file_names(floats);
+  }
+  result.vcd_error = r.vcd_error;
   if (r.check.checked && !r.check.within_tolerance) {
     result.mismatch = fmt::format(
         "FUNCTIONAL MISMATCH from layer {} on: {} of {} values of {} tensors are outside their "
         "layer's bound (max abs error against the whole-graph reference {:g}, relative {:.3g}). "
         "This is a bug in npusim.",
-        r.check.first_mismatch, r.check.bound_exceeded, r.check.compared, r.check.tensors,
-        r.check.max_abs_error, r.check.max_relative_error);
+        printable_text(r.check.first_mismatch), r.check.bound_exceeded, r.check.compared,
+        r.check.tensors, r.check.max_abs_error, r.check.max_relative_error);
   }
   if (timeline) {
     auto recording = std::make_shared<RunRecording>();

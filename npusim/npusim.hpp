@@ -72,8 +72,10 @@ struct RunOptions : Target {
 // A tensor as --save-outputs writes it: float32 real values in the graph's file layout (channels
 // last for JSON graphs, channels first for ONNX models), [batch, ...].
 struct Tensor {
-  std::string name;       // the graph's tensor name
-  std::string file_name;  // the name with characters other than [A-Za-z0-9._-] made '_'
+  std::string name;  // the graph's tensor name
+  // The name with bytes other than [A-Za-z0-9._-] made '_', and ~2, ~3 ... where two tensors of a
+  // run would otherwise share a file (docs/reliability.md "Names are bytes").
+  std::string file_name;
   std::vector<int64_t> shape;
   std::vector<float> values;  // C order
 };
@@ -95,6 +97,11 @@ struct RunResult {
   double wall_seconds = 0.0;  // host time of the simulation
   // The functional check failed: the message the CLI prints (a bug in npusim), else empty.
   std::string mismatch;
+  // "file.npy <- name" for each tensor of outputs + intermediates (one directory), and of
+  // float_outputs, whose file got a ~k suffix; the names escaped for a terminal.
+  std::vector<std::string> renamed_files, renamed_float_files;
+  // The VCD file (RunOptions::vcd_path) could not be written: why; the run's results stand.
+  std::string vcd_error;
   std::shared_ptr<const RunRecording> recording;  // with RunOptions::record_trace
 
   // The per-layer records, stats["layers"].

@@ -11,6 +11,7 @@
 #include "power/energy_stats.hpp"
 #include "power/power_model.hpp"
 #include "support/error.hpp"
+#include "support/text_escape.hpp"
 
 namespace npusim {
 
@@ -180,7 +181,7 @@ std::string power_report(const nlohmann::json& s, bool per_layer) {
       const auto& ai = l["arithmetic_intensity"];
       out += fmt::format(
           "  {:<16} {:>11.4g} {:>10} {:>8} {:>11} {:>11} {:>11} {:>11}\n",
-          l["name"].get<std::string>(), l["energy_j"].get<double>(),
+          printable_text(l["name"].get<std::string>()), l["energy_j"].get<double>(),
           ai.is_null() ? "-" : fmt::format("{:.1f}", ai.get<double>()),
           l["roofline_bound"].get<std::string>(), l["stall_dma_cycles"].get<uint64_t>(),
           l["stall_vector_cycles"].get<uint64_t>(), l["stall_dependency_cycles"].get<uint64_t>(),
@@ -192,7 +193,10 @@ std::string power_report(const nlohmann::json& s, bool per_layer) {
 
 namespace {
 std::string csv_field(const nlohmann::json& v) {
-  std::string text = v.is_string() ? v.get<std::string>() : v.is_null() ? "" : v.dump();
+  // A name's control characters (and bytes outside UTF-8) as \xNN, as in report.txt.
+  std::string text = v.is_string() ? printable_text(v.get<std::string>())
+                     : v.is_null() ? ""
+                                   : v.dump();
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);

@@ -26,6 +26,7 @@
 #include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
 #include "support/stats.hpp"
+#include "support/text_escape.hpp"
 
 namespace npusim {
 
@@ -361,16 +362,17 @@ struct VcdFile {
     file->set_time_unit(1, sc_core::SC_PS);
   }
   // After sc_start returned (nothing left to do): the trace file writes a time step's values when
-  // time moves on, so one more idle cycle flushes the changes of the run's last cycle.
-  void finish(const sc_core::sc_time& period) {
-    if (!file) return;
+  // time moves on, so one more idle cycle flushes the changes of the run's last cycle. Returns why
+  // the file could not be put in place, or "": the run's other results are kept either way.
+  std::string finish(const sc_core::sc_time& period) {
+    if (!file) return "";
     sc_core::sc_start(period);
     sc_core::sc_close_vcd_trace_file(file);
     file = nullptr;
     blank_date(path_ + ".tmp.vcd");
     std::error_code ec;
     std::filesystem::rename(path_ + ".tmp.vcd", path_, ec);
-    if (ec) throw UserError(fmt::format("--vcd '{}': cannot write: {}", path_, ec.message()));
+    return ec ? fmt::format("--vcd '{}': cannot write: {}", path_, ec.message()) : "";
   }
   ~VcdFile() {
     if (!file) return;
@@ -488,8 +490,9 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   VcdFile vcd(recording.vcd_path);
   if (vcd.file) soc.trace_waveforms(vcd.file);
 
+  ExecutionUnit::clear_failure();
   sc_core::sc_start();
-  vcd.finish(soc.clock.period());
+  const std::string vcd_error = vcd.finish(soc.clock.period());
   restore_main_stack_bounds();  // before anything below throws
   if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
   NPUSIM_CHECK(soc.scoreboard.all_done(),
@@ -498,6 +501,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
                soc.scoreboard.completed(), program.instructions.size(), soc.describe_units());
 
   SimulationResult r;
+  r.vcd_error = vcd_error;
   const auto& timings = soc.scoreboard.timings();
   // Always on: no instruction touched bytes before the instruction it depends on was done.
   const auto check_start = std::chrono::steady_clock::now();
@@ -590,7 +594,8 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
       "  MXU utilization    {:.2f} %\n"
       "  off-chip traffic   {} B read, {} B written\n"
       "  functional check   {}\n{}",
-      s["workload"].get<std::string>(), s["hardware"].get<std::string>(), s["batch"].get<int>(),
+      printable_text(s["workload"].get<std::string>()),
+      printable_text(s["hardware"].get<std::string>()), s["batch"].get<int>(),
       s["dtype"].get<std::string>(), s["seed"].get<uint64_t>(), s["fidelity"].get<std::string>(),
       s.value("values", "on") == "off" ? ", timing only" : "", s["total_cycles"].get<uint64_t>(),
       latency * 1e6, s["clock_mhz"].get<double>(), s["inferences_per_s"].get<double>(),
@@ -610,8 +615,8 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
                         c["max_bound_ratio"].get<double>(), c["tensors"].get<uint64_t>(),
                         c["compared_values"].get<uint64_t>(), c["max_relative_error"].get<double>())
           : fmt::format("MISMATCH from layer {} on: {} of {} values outside their layer's bound",
-                        c["first_mismatch"].get<std::string>(), c["bound_exceeded"].get<uint64_t>(),
-                        c["compared_values"].get<uint64_t>()),
+                        printable_text(c["first_mismatch"].get<std::string>()),
+                        c["bound_exceeded"].get<uint64_t>(), c["compared_values"].get<uint64_t>()),
       calibration_line(s));
   const auto& m = s["memory"];
   if (m.value("model", "") == "dram") {
@@ -634,9 +639,10 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
     for (const auto& l : s["layers"]) {
       out += fmt::format(
           "  {:<16} {:<8} {:>12} {:>14} {:>8.2f} {:>12} {:>12} {:>12}\n",
-          l["name"].get<std::string>(), l["op"].get<std::string>(), l["cycles"].get<uint64_t>(),
-          l["macs"].get<uint64_t>(), 100.0 * l["mxu_utilization"].get<double>(),
-          l["mxu_stall_cycles"].get<uint64_t>(), l["dma_exposed_cycles"].get<uint64_t>(),
+          printable_text(l["name"].get<std::string>()), l["op"].get<std::string>(),
+          l["cycles"].get<uint64_t>(), l["macs"].get<uint64_t>(),
+          100.0 * l["mxu_utilization"].get<double>(), l["mxu_stall_cycles"].get<uint64_t>(),
+          l["dma_exposed_cycles"].get<uint64_t>(),
           l["dram_read_bytes"].get<uint64_t>() + l["dram_write_bytes"].get<uint64_t>());
     }
   }
@@ -649,8 +655,9 @@ std::string text_report(const nlohmann::json& s, bool per_layer) {
     for (const auto& l : s["layers"]) {
       if (!per_layer || !l.value("on_host", false)) continue;
       out += fmt::format("    {:<16} on the host: {} cycles computing, {} cycles of link, {} B\n",
-                         l["name"].get<std::string>(), l["host_cycles"].get<uint64_t>(),
-                         l["link_cycles"].get<uint64_t>(), l["link_bytes"].get<uint64_t>());
+                         printable_text(l["name"].get<std::string>()),
+                         l["host_cycles"].get<uint64_t>(), l["link_cycles"].get<uint64_t>(),
+                         l["link_bytes"].get<uint64_t>());
     }
   }
   out += multicore_report(s);

@@ -77,6 +77,8 @@ struct SimulationResult {
   // stats.json, formatted from the stats registry, and what each of its figures is.
   nlohmann::json stats;
   std::vector<stats::Descriptor> descriptors;
+  // Why the --vcd file could not be written ("" when it was, or none was asked for).
+  std::string vcd_error;
 };
 
 // What a run records besides its results (nothing by default): the timeline for the trace writers

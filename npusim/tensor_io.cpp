@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
+#include "support/text_escape.hpp"
 
 namespace npusim {
 
@@ -200,15 +203,53 @@ Tensor stored_tensor(const Graph& g, const std::string& name, const std::vector<
   return real_tensor(g, name, dims, batch, decode_tensor(stored, element_bytes, scale));
 }
 
+namespace {
+
+// `name` with every byte but ASCII letters, digits, '.', '-' and '_' as '_'.
+std::string file_stem(const std::string& name) {
+  std::string stem = name;
+  for (char& ch : stem) {
+    const unsigned char b = static_cast<unsigned char>(ch);
+    const bool alnum = (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z');
+    if (!alnum && ch != '.' && ch != '-' && ch != '_') ch = '_';
+  }
+  return stem;
+}
+
+}  // namespace
+
+std::vector<std::string> assign_file_names(const std::vector<Tensor*>& tensors) {
+  std::set<std::string> taken;
+  std::map<std::string, std::string> file_of_name;  // a name given twice gets the same file
+  // Names that are their own file name first, so they keep it.
+  for (const Tensor* t : tensors) {
+    if (file_stem(t->name) == t->name) {
+      file_of_name[t->name] = t->name;
+      taken.insert(t->name);
+    }
+  }
+  std::vector<std::string> renamed;
+  for (Tensor* t : tensors) {
+    auto f = file_of_name.find(t->name);
+    if (f == file_of_name.end()) {
+      const std::string stem = file_stem(t->name);
+      std::string file = stem;
+      for (int k = 2; taken.count(file); ++k) file = fmt::format("{}~{}", stem, k);
+      taken.insert(file);
+      f = file_of_name.emplace(t->name, file).first;
+      if (file != stem)
+        renamed.push_back(fmt::format("{}.npy <- {}", file, printable_text(t->name)));
+    }
+    t->file_name = f->second;
+  }
+  return renamed;
+}
+
 Tensor real_tensor(const Graph& g, const std::string& name, const std::vector<int>& dims, int batch,
                    std::vector<float> real) {
   Tensor t;
   t.name = name;
-  t.file_name = name;
-  for (char& ch : t.file_name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
-      ch = '_';
-  }
+  t.file_name = file_stem(name);
   if (transposed(g, name, dims)) real = move_channels(real, dims, batch, false);
   t.shape = file_shape(g, name, dims, batch);
   t.values = std::move(real);

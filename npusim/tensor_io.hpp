@@ -52,6 +52,14 @@ InputBatch random_input(const Graph& graph, uint64_t seed);
 // The real values of a stored tensor: int8 codes times `scale`, or bf16 values.
 std::vector<float> decode_tensor(const std::vector<uint8_t>& bytes, int element_bytes, float scale);
 
+// Names are bytes (docs/reliability.md "Names are bytes"): a tensor's file is DIR/<file_name>.npy,
+// every byte of its name other than an ASCII letter, digit, '.', '-' or '_' made '_'. Two names
+// that give the same file (`a/b` and `a_b`, or names that differ only in bytes outside UTF-8) must
+// not overwrite each other: among `tensors` (the files of one directory), a name that is its own
+// file name keeps it, the others get <stem>~2, ~3 and so on, in the order given. Returns
+// "file.npy <- name" for every tensor that got a ~k file (the name escaped for a terminal).
+std::vector<std::string> assign_file_names(const std::vector<Tensor*>& tensors);
+
 // One tensor (batch x sample, channels last, stored as int8 on `scale` or bf16) as float32 real
 // values in the graph's file layout.
 Tensor stored_tensor(const Graph& graph, const std::string& name,

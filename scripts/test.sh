@@ -4,8 +4,8 @@
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of every suite, LeakSanitizer on
 #      (tests/lsan.supp: third-party leaks only, each with its reason), run again under it but for
 #      the tests labelled "slow" (whole zoo networks, already run in step 1);
-#   3. a clang build of the input readers and their libFuzzer targets (tests/fuzz): every target
-#      replays its corpus and fuzzes for NPUSIM_FUZZ_SECONDS (default 10) seconds.
+#   3. a clang build of the input readers, the run path, and their libFuzzer targets (tests/fuzz):
+#      every target replays its corpus and fuzzes for NPUSIM_FUZZ_SECONDS (default 10) seconds.
 # NPUSIM_SKIP_SANITIZERS=1 skips step 2, NPUSIM_SKIP_FUZZ=1 step 3 (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,9 +33,9 @@ if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
 fi
 
 if [ "${NPUSIM_SKIP_FUZZ:-0}" != "1" ]; then
-  echo "== libFuzzer targets of the input readers"
+  echo "== libFuzzer targets of the input readers and the run path"
   targets=(npusim_fuzz_hw_config npusim_fuzz_graph_json npusim_fuzz_onnx npusim_fuzz_npy
-           npusim_fuzz_scalesim_cfg npusim_fuzz_scalesim_topology)
+           npusim_fuzz_scalesim_cfg npusim_fuzz_scalesim_topology npusim_fuzz_run)
   NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-fuzz" -DNPUSIM_FUZZ=ON \
     -DCMAKE_CXX_COMPILER=clang++-14 -DNPUSIM_FUZZ_SECONDS="${NPUSIM_FUZZ_SECONDS:-10}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \

@@ -5,16 +5,19 @@
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 
 #include "npusim/npusim.hpp"
 #include "sim/command_line.hpp"
 #include "sim/membench_command.hpp"
+#include "sim/output_attempts.hpp"
 #include "sim/trace_flags.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 #include "support/stats.hpp"
+#include "support/text_escape.hpp"
 
 #ifdef NPUSIM_HAVE_SCALESIM
 #include "compat/scalesim/scalesim_cli.hpp"
@@ -112,7 +115,9 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
     out << text;
     if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
 }
 
 // Creates the directory a --save-... flag names, or fails naming the flag.
@@ -124,12 +129,18 @@ void create_output_directory(const std::string& flag, const std::string& dir) {
   }
 }
 
-// Writes each tensor as DIR/<file name>.npy (float32).
-void save_tensors(const std::string& dir, const std::vector<Tensor>& tensors) {
+// Writes each tensor as DIR/<file name>.npy (float32), each its own attempt; `renamed` (the files
+// that got a ~k suffix) goes to stderr.
+void save_tensors(const std::string& flag, const std::string& dir,
+                  const std::vector<Tensor>& tensors, const std::vector<std::string>& renamed,
+                  OutputAttempts& attempts) {
   for (const Tensor& t : tensors) {
-    write_npy_float32((std::filesystem::path(dir) / (t.file_name + ".npy")).string(), t.shape,
-                      t.values);
+    attempts.attempt(fmt::format("{} {}", flag, printable_text(t.name)), [&] {
+      write_npy_float32((std::filesystem::path(dir) / (t.file_name + ".npy")).string(), t.shape,
+                        t.values);
+    });
   }
+  for (const std::string& line : renamed) std::cerr << fmt::format("npusim: {}: {}\n", flag, line);
 }
 
 int command_run(const std::vector<std::string>& args) {
@@ -202,37 +213,48 @@ int command_run(const std::vector<std::string>& args) {
   options.float_outputs = vm.count("save-float-outputs") > 0;
   traces.request(options);
   const RunResult r = run(options);
-  traces.write(r);
+  // From here on the run has its results: each output is written on its own, and one that fails
+  // is named at the end without costing the others (sim/output_attempts.hpp).
+  OutputAttempts attempts;
+  if (!out_dir.empty()) {
+    const auto write = [&](const char* file, const std::function<std::string()>& text) {
+      attempts.attempt((out_dir / file).string(), [&] { write_file(out_dir / file, text()); });
+    };
+    write("stats.json", [&] { return dump_json(r.stats, 2) + "\n"; });
+    write("config.resolved.json", [&] { return dump_json(r.hardware, 2) + "\n"; });
+    write("report.txt", [&] { return r.report(true); });
+    if (format == "csv") write("layers.csv", [&] { return r.layers_csv(); });
+  }
+  if (!r.vcd_error.empty()) attempts.fail(traces.vcd_path(), r.vcd_error, false);
+  traces.write(r, attempts);
   if (!save_dir.empty()) {
-    save_tensors(save_dir, r.outputs);
-    save_tensors(save_dir, r.intermediates);
+    save_tensors("--save-outputs", save_dir, r.outputs, r.renamed_files, attempts);
+    save_tensors("--save-outputs", save_dir, r.intermediates, {}, attempts);
   }
   if (vm.count("save-float-outputs")) {
-    save_tensors(vm["save-float-outputs"].as<std::string>(), r.float_outputs);
+    save_tensors("--save-float-outputs", vm["save-float-outputs"].as<std::string>(),
+                 r.float_outputs, r.renamed_float_files, attempts);
   }
-  if (vm.count("list-stats")) {
-    // What this run's stats.json holds, figure by figure (the table of docs/stats.md).
-    stats::Registry listing;
-    for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
-    std::cout << listing.markdown();
-  } else if (format == "csv") {
-    std::cout << r.layers_csv();
-  } else {
-    std::cout << r.report(vm.count("layers") > 0);
-    // The host's time goes to the terminal only: report.txt holds the same bytes every run.
-    std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
-  }
-  if (!out_dir.empty()) {
-    write_file(out_dir / "config.resolved.json", r.hardware.dump(2) + "\n");
-    write_file(out_dir / "report.txt", r.report(true));
-    if (format == "csv") write_file(out_dir / "layers.csv", r.layers_csv());
-    write_file(out_dir / "stats.json", r.stats.dump(2) + "\n");
-  }
+  attempts.attempt("stdout", [&] {
+    if (vm.count("list-stats")) {
+      // What this run's stats.json holds, figure by figure (the table of docs/stats.md).
+      stats::Registry listing;
+      for (const auto& d : r.descriptors) listing.value(d.path, d.unit, d.description, nullptr);
+      std::cout << listing.markdown();
+    } else if (format == "csv") {
+      std::cout << r.layers_csv();
+    } else {
+      std::cout << r.report(vm.count("layers") > 0);
+      // The host's time goes to the terminal only: report.txt holds the same bytes every run.
+      std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+    }
+  });
+  std::cerr << attempts.report();
   if (!r.mismatch.empty()) {
     std::cerr << "npusim: " << r.mismatch << "\n";
     return 1;
   }
-  return 0;
+  return attempts.exit_code();
 }
 
 int command_compile(const std::vector<std::string>& args) {
@@ -290,7 +312,7 @@ int command_presets(const std::vector<std::string>& args) {
       if (what.rfind("--hw ", 0) == 0) what = "--show " + what.substr(5);
       throw UserError(what);
     }
-    std::cout << hw.dump(2) << "\n";
+    std::cout << dump_json(hw, 2) << "\n";
     return 0;
   }
   for (const PresetInfo& p : presets()) std::cout << p.listing;

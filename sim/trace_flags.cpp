@@ -136,9 +136,11 @@ void TraceOutputs::request(RunOptions& options) const {
   options.vcd_path = vcd_path_;
 }
 
-void TraceOutputs::write(const RunResult& result) const {
-  if (!json_path_.empty()) result.write_trace_json(json_path_);
-  if (!html_path_.empty()) result.write_html(html_path_);
+void TraceOutputs::write(const RunResult& result, OutputAttempts& attempts) const {
+  if (!json_path_.empty()) {
+    attempts.attempt(json_path_, [&] { result.write_trace_json(json_path_); });
+  }
+  if (!html_path_.empty()) attempts.attempt(html_path_, [&] { result.write_html(html_path_); });
 }
 
 }  // namespace npusim

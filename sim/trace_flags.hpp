@@ -10,6 +10,7 @@
 #include <string>
 
 #include "npusim/npusim.hpp"
+#include "sim/output_attempts.hpp"
 
 namespace npusim {
 
@@ -19,11 +20,12 @@ class TraceOutputs {
   // Checks the flags and prepares the paths (UserError on bad input).
   explicit TraceOutputs(const boost::program_options::variables_map& vm);
 
+  const std::string& vcd_path() const { return vcd_path_; }
   bool records() const { return !json_path_.empty() || !html_path_.empty(); }
   // Asks the run for what these flags need: a recorded timeline and its filter, the VCD file.
   void request(RunOptions& options) const;
-  // Writes the trace JSON and the HTML report of a run that recorded them.
-  void write(const RunResult& result) const;
+  // Writes the trace JSON and the HTML report of a run that recorded them, each its own attempt.
+  void write(const RunResult& result, OutputAttempts& attempts) const;
 
  private:
   std::string json_path_, html_path_, vcd_path_;

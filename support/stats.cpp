@@ -6,6 +6,7 @@
 #include <set>
 
 #include "support/error.hpp"
+#include "support/text_escape.hpp"
 
 namespace npusim::stats {
 
@@ -79,6 +80,9 @@ nlohmann::json Registry::to_json() const {
       j[pointer(e.d.path)] = e.scalar();
     }
   }
+  // Names (a layer's, a network's) are bytes; stats.json and everything formatted from it hold
+  // valid UTF-8 (support/text_escape.hpp).
+  escape_invalid_utf8(j);
   return j;
 }
 

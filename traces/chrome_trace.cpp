@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "support/error.hpp"
+#include "support/text_escape.hpp"
 #include "traces/counters.hpp"
 
 namespace npusim::traces {
@@ -113,7 +114,7 @@ class Writer {
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
-  for (const char c : s) {
+  for (const char c : escape_invalid_utf8(s)) {
     switch (c) {
       case '"':
         out += "\\\"";

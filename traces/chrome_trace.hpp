@@ -34,7 +34,8 @@ struct RunInfo {
 std::string chrome_trace_json(const timeline::Timeline& timeline, const Program& program,
                               const RunInfo& run);
 
-// Quotes and escapes `s` as a JSON string.
+// Quotes and escapes `s` as a JSON string; bytes that are not UTF-8 as the text \xNN
+// (support/text_escape.hpp).
 std::string json_string(const std::string& s);
 
 }  // namespace npusim::traces

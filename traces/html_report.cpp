@@ -4,6 +4,7 @@
 
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
+#include "support/text_escape.hpp"
 #include "traces/counters.hpp"
 
 namespace npusim::traces {
@@ -109,7 +110,7 @@ std::string html_report(const timeline::Timeline& t, const Program& program, con
   data["counters"] = std::move(counters);
 
   // Inside <script>, "</" would end the element: JSON allows "<\/".
-  const std::string dumped = data.dump();
+  const std::string dumped = dump_json(data);
   std::string text;
   text.reserve(dumped.size());
   for (size_t i = 0; i < dumped.size(); ++i) {

@@ -65,7 +65,7 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
                 "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, "
                 "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
                 "Dropout, Constant, Sub, Div, Slice, Gather (constant indices or token ids), "
-                "Resize (nearest, linear, cubic), Split, Shape, Cast)");
+                "Resize (nearest, linear, cubic), Split, Shape, Cast, ConvTranspose)");
   // The Relu reading the failed TopK stays quiet; the Concat along the batch is named.
   EXPECT_EQ(errors[1], path + ": node 'cat_n' (Concat): concatenation along axis 0" + kBatchAxis);
 }

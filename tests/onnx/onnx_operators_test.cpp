@@ -19,7 +19,8 @@ TEST(OnnxOperators, SupportedListIsTheTableInOrder) {
             "Softmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool, "
             "GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, Flatten, Reshape, Squeeze, "
             "Unsqueeze, Pad, Transpose, Identity, Dropout, Constant, Sub, Div, Slice, Gather "
-            "(constant indices or token ids), Resize (nearest, linear, cubic), Split, Shape, Cast");
+            "(constant indices or token ids), Resize (nearest, linear, cubic), Split, Shape, Cast, "
+            "ConvTranspose");
   std::set<std::string> seen;
   for (const auto& t : onnx_translators()) {
     EXPECT_TRUE(seen.insert(t.op_type).second) << t.op_type << " is listed twice";

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -402,6 +404,20 @@ Graph OnnxImporter::run() {
   find_gelu_patterns();
   for (int i = 0; i < g_.node_size(); ++i) import_node(i);
   finish_outputs();
+  // A NaN or infinite weight has no int8 code or scale (found by the run-path fuzz target:
+  // quantizing one was undefined behaviour; tests/fuzz/corpus/run/crash-nan-weight.onnx).
+  for (size_t k = 0; k < graph_.layers.size(); ++k) {
+    for (const auto* values : {&graph_.layers[k].weights, &graph_.layers[k].bias}) {
+      const auto bad =
+          std::find_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
+      if (bad != values->end()) {
+        diag_.error(where_of_layer_[k],
+                    fmt::format("a {} is {}: weights and biases must be finite numbers",
+                                values == &graph_.layers[k].weights ? "weight" : "bias", *bad));
+        break;
+      }
+    }
+  }
   diag_.throw_if_errors();
   graph_.name = g_.name().empty() ? std::filesystem::path(path_).stem().string() : g_.name();
   graph_.description = fmt::format("imported from {}", path_);

@@ -43,6 +43,7 @@ class OnnxImporter {
 
   // The translators of the operator table (onnx_operators.cpp), one file per family.
   void import_conv(int i);
+  void import_conv_transpose(int i);  // onnx_conv_transpose.cpp
   void import_pool(int i, OpKind kind);
   void import_global_pool(int i, OpKind kind);
   void import_reduce_mean(int i);

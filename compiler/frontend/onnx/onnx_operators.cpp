@@ -47,6 +47,7 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Split", "Split", [](I& im, int i) { im.import_split(i); }},
       {"Shape", "Shape", [](I& im, int i) { im.import_shape(i); }},
       {"Cast", "Cast", [](I& im, int i) { im.import_cast(i); }},
+      {"ConvTranspose", "ConvTranspose", [](I& im, int i) { im.import_conv_transpose(i); }},
   };
   return table;
 }

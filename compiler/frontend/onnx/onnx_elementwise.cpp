@@ -27,9 +27,19 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
   const Value* a = activation(i, 0);
   const Value* b = activation(i, 1);
   if (!a || !b) return;
+  if (a->dims != b->dims) {
+    // numpy broadcasting of two run-time tensors: the smaller is expanded by a move first (a
+    // squeeze-and-excitation gate [N, C, 1, 1] times its map [N, C, H, W]).
+    const int smaller = broadcast_operand(i, *a, *b);
+    if (smaller < 0) return;
+    const Value* big = smaller == 0 ? b : a;
+    const std::string expanded = expand_value(i, smaller, *big);
+    if (expanded.empty()) return;
+    a = smaller == 0 ? &values_.at(expanded) : &values_.at(n.input(0));
+    b = smaller == 1 ? &values_.at(expanded) : &values_.at(n.input(1));
+  }
   if (a->dims != b->dims || a->channels_first != b->channels_first) {
-    return fail(i, fmt::format("operands [N, {}] and [N, {}] must have the same shape (npusim "
-                               "does not broadcast)",
+    return fail(i, fmt::format("operands [N, {}] and [N, {}] must have the same shape and layout",
                                fmt::join(a->dims, ", "), fmt::join(b->dims, ", ")));
   }
   if (a->flat_from != b->flat_from) {
@@ -93,6 +103,50 @@ void OnnxImporter::import_sub_tensors(int i) {
   set_value(out, a_copy);
 }
 
+// Which of two run-time operands broadcasts to the other's shape (numpy rules; the result must be
+// one of them); -1 after reporting.
+int OnnxImporter::broadcast_operand(int i, const Value& a, const Value& b) {
+  const auto full = [](const Value& v) {
+    std::vector<int64_t> d = v.dims;
+    if (v.batched) d.insert(d.begin(), 1);
+    return d;
+  };
+  const std::vector<int64_t> da = full(a), db = full(b);
+  const auto fits = [](const std::vector<int64_t>& small, const std::vector<int64_t>& big) {
+    if (small.size() > big.size()) return false;
+    const size_t off = big.size() - small.size();
+    for (size_t k = 0; k < small.size(); ++k) {
+      if (small[k] != 1 && small[k] != big[off + k]) return false;
+    }
+    return true;
+  };
+  if (fits(db, da)) return 1;
+  if (fits(da, db)) return 0;
+  fail(i, fmt::format("operands {} and {} do not broadcast to the shape of one of them",
+                      dims_text(da), dims_text(db)));
+  return -1;
+}
+
+// Operand `k` of node i expanded (numpy broadcasting, a move) to the shape of `to`; the name of
+// the expanded value, empty after reporting.
+std::string OnnxImporter::expand_value(int i, int k, const Value& to) {
+  std::vector<MoveOperand> ops;
+  if (!move_operands(i, ops, k + 1)) return "";
+  const MoveOperand x = ops[size_t(k)];
+  ops = {x};
+  MoveSpec spec;
+  spec.dims = to.dims;
+  if (to.batched) spec.dims.insert(spec.dims.begin(), 1);
+  const size_t off = spec.dims.size() - x.dims.size();
+  spec.source = [x, off](const std::vector<int64_t>& out, std::vector<int64_t>& in) {
+    for (size_t a = 0; a < x.dims.size(); ++a) in.push_back(x.dims[a] == 1 ? 0 : out[off + a]);
+    return 0;
+  };
+  const std::string name = g_.node(i).output(0) + "_expanded";
+  emit_move(i, name, "expand", ops, spec);
+  return values_.count(name) ? name : "";
+}
+
 void OnnxImporter::import_activation(int i, Activation act) {
   const Value* x = activation(i, 0);
   if (!x) return;
@@ -132,6 +186,79 @@ void OnnxImporter::import_clip(int i) {
     l.clip_max = std::isinf(bounds[1]) ? std::numeric_limits<float>::max() : bounds[1];
   }
   set_value(out, std::move(v));
+}
+
+// torch's Hardsigmoid (alpha 1/6, beta 0.5) is the table function; other slopes are an affine
+// layer then a clip to [0, 1].
+void OnnxImporter::import_hard_sigmoid(int i) {
+  const Node& n = g_.node(i);
+  const float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+  if (std::fabs(alpha - 1.0f / 6.0f) < 1e-6f && beta == 0.5f) {
+    return import_activation(i, Activation::kHardSigmoid);
+  }
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const size_t elements = static_cast<size_t>(product(x->dims));
+  const std::string scaled = n.output(0) + "_scaled";
+  import_affine(i, *x, std::vector<float>(elements, alpha), std::vector<float>(elements, beta),
+                scaled);
+  auto it = values_.find(scaled);
+  if (it == values_.end()) return;
+  const std::string out = n.output(0);
+  Value v = it->second;
+  Layer& l = add_layer(i, OpKind::kActivation, {v.ir_name}, out);
+  l.activation = Activation::kClip;
+  l.clip_min = 0.0f;
+  l.clip_max = 1.0f;
+  set_value(out, std::move(v));
+}
+
+// Pow with a constant scalar exponent: 1 (nothing), 2 and 3 (products of x), 0.5 (sqrt), -0.5
+// (1/sqrt), -1 (1/x).
+void OnnxImporter::import_pow(int i) {
+  const Node& n = g_.node(i);
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const Constant* e = constant(i, 1, "exponent");
+  if (!e) return;
+  if (e->elements() != 1) {
+    return fail(i, fmt::format("exponent of shape {}: npusim takes one constant exponent",
+                               dims_text(e->dims)));
+  }
+  const double p = e->is_int ? double(e->ints[0]) : double(e->values[0]);
+  const std::string out = n.output(0);
+  Value v = *x;
+  if (p == 1.0) return alias(i, *x);
+  if (p == 2.0 || p == 3.0) {
+    const std::string square = p == 2.0 ? out : out + "_square";
+    add_layer(i, OpKind::kMul, {x->ir_name, x->ir_name}, square);
+    set_value(square, v);
+    if (p == 3.0) {
+      add_layer(i, OpKind::kMul, {values_.at(square).ir_name, v.ir_name}, out);
+      set_value(out, v);
+    }
+    return;
+  }
+  Activation act;
+  if (p == 0.5) {
+    act = Activation::kSqrt;
+  } else if (p == -0.5) {
+    act = Activation::kRsqrt;
+  } else if (p == -1.0) {
+    act = Activation::kReciprocal;
+  } else {
+    return fail(i, fmt::format("exponent {} is not supported (1, 2, 3, 0.5, -0.5, -1)", p));
+  }
+  add_layer(i, OpKind::kActivation, {x->ir_name}, out).activation = act;
+  set_value(out, std::move(v));
+}
+
+// Neg: a depthwise 1x1 conv with weight -1 (onnx_affine.cpp).
+void OnnxImporter::import_neg(int i) {
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const size_t elements = static_cast<size_t>(product(x->dims));
+  import_affine(i, *x, std::vector<float>(elements, -1.0f), std::vector<float>(elements, 0.0f));
 }
 
 // The erf form only; the tanh approximation is a different function.

@@ -60,12 +60,18 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
   EXPECT_EQ(errors[0],
             path +
                 ": node 'topk_1' (TopK): operator not supported (supported: Conv, "
-                "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, Erf, "
+                "Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, HardSwish, HardSigmoid, "
+                "Sqrt, Reciprocal, Pow (constant exponent), Neg, Where (constant condition), "
+                "Expand, Gelu, Erf, "
                 "Softmax, LayerNormalization, BatchNormalization, MaxPool, "
                 "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, "
                 "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
                 "Dropout, Constant, Sub, Div, Slice, Gather (constant indices or token ids), "
-                "Resize (nearest, linear, cubic), Split, Shape, Cast)");
+                "Resize (nearest, linear, cubic), Split, Shape, Cast; on constants also "
+                "CastLike, Size, Range, ConstantOfShape, Tile, Trilu, Einsum, ScatterND, Mod, "
+                "Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not, Min, Max, "
+                "Abs, Sign, Floor, Ceil, Exp, Log, Sin, Cos, ReduceSum, ReduceMax, ReduceMin, "
+                "ReduceProd)");
   // The Relu reading the failed TopK stays quiet; the Concat along the batch is named.
   EXPECT_EQ(errors[1], path + ": node 'cat_n' (Concat): concatenation along axis 0" + kBatchAxis);
 }

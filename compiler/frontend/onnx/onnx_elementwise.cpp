@@ -53,8 +53,8 @@ void OnnxImporter::import_binary(int i, OpKind kind) {
   set_value(out, std::move(v));
 }
 
-// Sub and Div: an activation and a constant (x - c, c - x, x / c), and Sub of two activations of
-// the same shape; Div of two activations is not supported (the IR has no divide).
+// Sub and Div: an activation and a constant (x - c, c - x, x / c, c / x), and Sub of two
+// activations of the same shape; Div of two activations is not supported (the IR has no divide).
 void OnnxImporter::import_sub_div(int i, char op) {
   const Node& n = g_.node(i);
   if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
@@ -67,6 +67,18 @@ void OnnxImporter::import_sub_div(int i, char op) {
   const Value* x = activation(i, c0 ? 1 : 0);
   if (!x) return;
   const Constant& c = constants_.at(n.input(c0 ? 0 : 1));
+  if (c0 && op == '/') {
+    // c / x = c * (1 / x): a reciprocal table activation, then the constant's scale (none for 1).
+    const std::string out = n.output(0);
+    const bool ones = !c.is_int && std::all_of(c.values.begin(), c.values.end(),
+                                               [](float v) { return v == 1.0f; });
+    const std::string inverse = ones ? out : out + "_reciprocal";
+    Value v = *x;
+    add_layer(i, OpKind::kActivation, {x->ir_name}, inverse).activation = Activation::kReciprocal;
+    set_value(inverse, v);
+    if (!ones) import_binary_constant(i, values_.at(inverse), c, false, '*');
+    return;
+  }
   if (!c0 && !c.is_int) {
     // x - c = x + (-c) and x / c = x * (1 / c) fold into a producing Conv / Gemm / MatMul.
     Constant inverse = c;
@@ -129,7 +141,7 @@ int OnnxImporter::broadcast_operand(int i, const Value& a, const Value& b) {
 
 // Operand `k` of node i expanded (numpy broadcasting, a move) to the shape of `to`; the name of
 // the expanded value, empty after reporting.
-std::string OnnxImporter::expand_value(int i, int k, const Value& to) {
+std::string OnnxImporter::expand_value(int i, int k, const Value& to, std::string name) {
   std::vector<MoveOperand> ops;
   if (!move_operands(i, ops, k + 1)) return "";
   const MoveOperand x = ops[size_t(k)];
@@ -142,9 +154,40 @@ std::string OnnxImporter::expand_value(int i, int k, const Value& to) {
     for (size_t a = 0; a < x.dims.size(); ++a) in.push_back(x.dims[a] == 1 ? 0 : out[off + a]);
     return 0;
   };
-  const std::string name = g_.node(i).output(0) + "_expanded";
+  if (name.empty()) name = g_.node(i).output(0) + "_expanded";
   emit_move(i, name, "expand", ops, spec);
   return values_.count(name) ? name : "";
+}
+
+// Expand of a run-time tensor by a constant shape (numpy broadcasting): a move.
+void OnnxImporter::import_expand(int i) {
+  const Value* x = activation(i, 0);
+  if (!x) return;
+  const Constant* shape = constant(i, 1, "shape");
+  if (!shape) return;
+  if (!shape->is_int) return fail(i, "shape must be integers");
+  std::vector<int64_t> full = x->dims;
+  if (x->batched) full.insert(full.begin(), 1);
+  const size_t rank = std::max(full.size(), shape->ints.size());
+  std::vector<int64_t> result(rank, 1);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t a = k + full.size() >= rank ? full[k + full.size() - rank] : 1;
+    const int64_t b =
+        k + shape->ints.size() >= rank ? shape->ints[k + shape->ints.size() - rank] : 1;
+    if (a != b && a != 1 && b != 1) {
+      return fail(i, fmt::format("shape {} does not broadcast with the input {}",
+                                 dims_text(shape->ints), dims_text(full)));
+    }
+    result[k] = a == 1 ? b : a;
+  }
+  if (x->batched && (result.size() != full.size() || result[0] != 1)) {
+    return batch_axis_needed(
+        i, fmt::format("expanding {} to {} changes axis 0", dims_text(full), dims_text(result)));
+  }
+  if (result == full) return alias(i, *x);
+  Value to = *x;
+  to.dims.assign(result.begin() + (x->batched ? 1 : 0), result.end());
+  expand_value(i, 0, to, g_.node(i).output(0));
 }
 
 void OnnxImporter::import_activation(int i, Activation act) {
@@ -251,6 +294,52 @@ void OnnxImporter::import_pow(int i) {
   }
   add_layer(i, OpKind::kActivation, {x->ir_name}, out).activation = act;
   set_value(out, std::move(v));
+}
+
+// Where with a constant condition and one run-time branch: x where it is chosen, the other
+// (constant, finite) branch elsewhere, as y = x * keep + fill * (1 - keep) (onnx_affine.cpp).
+void OnnxImporter::import_where(int i) {
+  const Node& n = g_.node(i);
+  if (n.input_size() != 3) return fail(i, "expects 3 inputs");
+  const Constant* cond = constant(i, 0, "condition");
+  if (!cond) return;
+  const bool x_first = !is_constant(n.input(1));
+  if (!x_first && is_constant(n.input(2))) return;  // all constants: folded before
+  if (x_first && !is_constant(n.input(2))) {
+    return fail(i, "both branches are run-time tensors; npusim takes one constant branch");
+  }
+  const Value* x = activation(i, x_first ? 1 : 2);
+  if (!x) return;
+  const Constant* other = constant(i, x_first ? 2 : 1, "branch");
+  if (!other) return;
+  Constant c = *cond, f = *other;
+  if (c.is_int) {
+    for (int64_t b : c.ints) c.values.push_back(float(b != 0));
+    c.ints.clear();
+    c.is_int = false;
+  }
+  if (f.is_int) {
+    for (int64_t b : f.ints) f.values.push_back(float(b));
+    f.ints.clear();
+    f.is_int = false;
+  }
+  for (float v : f.values) {
+    if (!std::isfinite(v)) {
+      return fail(i, fmt::format("the constant branch '{}' holds {}: an infinite fill (a masked "
+                                 "fill with -inf before a softmax) is not supported",
+                                 n.input(x_first ? 2 : 1), v));
+    }
+  }
+  std::vector<float> keep, fill;
+  if (auto p = broadcast_to(*x, c, keep); !p.empty()) return fail(i, "condition: " + p);
+  if (auto p = broadcast_to(*x, f, fill); !p.empty()) return fail(i, "branch: " + p);
+  std::vector<float> scale(keep.size()), shift(keep.size());
+  for (size_t e = 0; e < keep.size(); ++e) {
+    const bool take_x = (keep[e] != 0.0f) == x_first;
+    scale[e] = take_x ? 1.0f : 0.0f;
+    shift[e] = take_x ? 0.0f : fill[e];
+  }
+  import_affine(i, *x, std::move(scale), std::move(shift));
 }
 
 // Neg: a depthwise 1x1 conv with weight -1 (onnx_affine.cpp).

@@ -61,6 +61,8 @@ class OnnxImporter {
   void import_hard_sigmoid(int i);
   void import_pow(int i);
   void import_neg(int i);
+  void import_where(int i);
+  void import_expand(int i);
   void import_softmax(int i);
   void import_layer_norm(int i);
   void import_batch_norm(int i);
@@ -135,6 +137,7 @@ class OnnxImporter {
   // a 1-D pool ([N, C, L]) through a feature map of height 1.
   void pool_window(int i, const Node& n, const Value& x, OpKind kind, const std::string& out);
   void import_pool_1d(int i, OpKind kind, const Value& x);
+  const Value* as_feature_map(int i, const Value* x);
   // onnx_compose.cpp: x with its axes in the order `perm` (per-sample axes) as `out`; null after
   // reporting.
   const Value* permute_value(int i, const Value& x, const std::vector<int64_t>& perm,
@@ -170,7 +173,7 @@ class OnnxImporter {
                      const std::string& output = "");
   // onnx_elementwise.cpp: numpy broadcasting of two run-time operands.
   int broadcast_operand(int i, const Value& a, const Value& b);
-  std::string expand_value(int i, int k, const Value& to);
+  std::string expand_value(int i, int k, const Value& to, std::string name = "");
   void import_binary_constant(int i, const Value& x, const Constant& c, bool constant_first,
                               char op);
 

@@ -24,6 +24,8 @@ const std::vector<OnnxTranslator>& onnx_translators() {
        [](I& im, int i) { im.import_activation(i, Activation::kReciprocal); }},
       {"Pow", "Pow (constant exponent)", [](I& im, int i) { im.import_pow(i); }},
       {"Neg", "Neg", [](I& im, int i) { im.import_neg(i); }},
+      {"Where", "Where (constant condition)", [](I& im, int i) { im.import_where(i); }},
+      {"Expand", "Expand", [](I& im, int i) { im.import_expand(i); }},
       {"Gelu", "Gelu", [](I& im, int i) { im.import_gelu(i); }},
       {"Erf", "Erf", [](I& im, int i) { im.import_erf(i); }},
       {"Softmax", "Softmax", [](I& im, int i) { im.import_softmax(i); }},

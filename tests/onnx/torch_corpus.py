@@ -368,6 +368,7 @@ def main():
     ap.add_argument("--dtypes", default="int8,bf16")
     ap.add_argument("--hw", default="tpu-v1")
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--markdown", help="check: also write the results as a markdown table")
     ap.add_argument("--expect-refused", default="",
                     help="models whose refusal (exit 2 at import) is expected, not a failure")
     args = ap.parse_args()
@@ -390,17 +391,45 @@ def main():
         ap.error("--npusim is required for check")
     expect_refused = set(m for m in args.expect_refused.split(",") if m)
     bad = 0
+    dtypes = args.dtypes.split(",")
+    rows = []
     for m in models:
-        for dtype in args.dtypes.split(","):
+        row = {}
+        for dtype in dtypes:
             status, msg, cycles = check(args.npusim, os.path.join(args.out, m), dtype, args.hw,
                                         args.timeout)
+            row[dtype] = (status, msg, cycles)
             print(f"{m} {dtype} {status} cycles={cycles} {msg}", flush=True)
             if m in expect_refused:
                 ok = status == "refused" and "node '" in msg
             else:
                 ok = status == "pass"
             bad += not ok
+        rows.append((m, row))
+    if args.markdown:
+        write_markdown(args.markdown, rows, dtypes, args.hw)
     return 1 if bad else 0
+
+
+def write_markdown(path, rows, dtypes, hw):
+    """One row per model: per data type the result, cycles on `hw` and the error against torch;
+    a refused model's reason (the import's first message line)."""
+    head = "| model | " + " | ".join(f"{d}: result | {d}: cycles on {hw}" for d in dtypes)
+    with open(path, "w") as f:
+        f.write(head + " | cosine / max error vs torch (" + ", ".join(dtypes) + ") |\n")
+        f.write("|---" * (1 + 2 * len(dtypes) + 1) + "|\n")
+        for m, row in rows:
+            cells, errors, reason = [], [], ""
+            for d in dtypes:
+                status, msg, cycles = row[d]
+                cells += [status, f"{cycles:,}" if isinstance(cycles, int) else "-"]
+                if status == "refused":
+                    reason = msg.replace("npusim: error: model.onnx: ", "").replace("|", "/")
+                else:
+                    errors.append(msg.split(":")[0].replace("cosine ", "").replace(
+                        ", max error ", " / ").replace(" of the range", ""))
+            f.write(f"| `{m}` | " + " | ".join(cells) + " | " +
+                    (reason if reason else "; ".join(errors)) + " |\n")
 
 
 if __name__ == "__main__":

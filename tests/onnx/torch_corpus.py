@@ -128,7 +128,8 @@ def _define_modules():
             k = k.view(b, t, self.heads, hd).transpose(1, 2)
             v = v.view(b, t, self.heads, hd).transpose(1, 2)
             att = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
-            att = att.masked_fill(self.causal[:, :, :t, :t] == 0, float("-inf"))
+            # As Hugging Face's GPT-2: the masked scores take float32's lowest finite value.
+            att = att.masked_fill(self.causal[:, :, :t, :t] == 0, torch.finfo(att.dtype).min)
             att = F.softmax(att, dim=-1)
             y = (att @ v).transpose(1, 2).contiguous().view(b, t, d)
             x = x + self.proj(y)
@@ -183,9 +184,11 @@ def _define_modules():
             v = self.v(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
             q = q * cos + rotate_half(q) * sin
             k = k * cos + rotate_half(k) * sin
+            # Hugging Face's repeat_kv (torch 1.13 exports repeat_interleave with a wrong Reshape:
+            # [1, -1, 0, 0] copies the unsqueezed axes).
             rep = self.heads // self.kv_heads
-            k = k.repeat_interleave(rep, dim=1)
-            v = v.repeat_interleave(rep, dim=1)
+            k = k[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, -1, t, self.hd)
+            v = v[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, -1, t, self.hd)
             att = (q @ k.transpose(-2, -1)) / self.hd ** 0.5 + mask
             y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
             x = x + self.o(y)
@@ -209,7 +212,7 @@ def _define_modules():
             freqs = torch.outer(torch.arange(t, dtype=torch.float32), inv)
             emb = torch.cat((freqs, freqs), dim=-1)
             cos, sin = emb.cos()[None, None], emb.sin()[None, None]
-            mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+            mask = torch.triu(torch.full((t, t), torch.finfo(torch.float32).min), diagonal=1)
             for blk in self.blocks:
                 x = blk(x, cos, sin, mask)
             return self.norm(x)

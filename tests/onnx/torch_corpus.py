@@ -14,7 +14,8 @@ torch's own float outputs as the expected values; and the check of npusim agains
   torch_corpus.py list   the model names
 
 --expect-refused a,b: those models must be refused at import (exit 2, naming a node), as a
-model that needs what npusim does not have is; they fail the check if they run or crash.
+model that needs what npusim does not have is, or pass; they fail the check if they crash or
+run to wrong values.
 
 --size sets the image side of the torchvision models (default: each model's own, 224 / 299);
 the tests use small sizes to stay fast.
@@ -403,8 +404,8 @@ def main():
                                         args.timeout)
             row[dtype] = (status, msg, cycles)
             print(f"{m} {dtype} {status} cycles={cycles} {msg}", flush=True)
-            if m in expect_refused:
-                ok = status == "refused" and "node '" in msg
+            if m in expect_refused:  # or runs right: another branch may add its operator
+                ok = status == "pass" or (status == "refused" and "node '" in msg)
             else:
                 ok = status == "pass"
             bad += not ok

@@ -23,6 +23,7 @@ the tests use small sizes to stay fast.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -429,6 +430,8 @@ def write_markdown(path, rows, dtypes, hw):
                 cells += [status, f"{cycles:,}" if isinstance(cycles, int) else "-"]
                 if status == "refused":
                     reason = msg.replace("npusim: error: model.onnx: ", "").replace("|", "/")
+                    reason = re.sub(r" \(supported: .*", "", reason)
+                    reason = re.sub(r" \(the batch axis; .*", " (the batch axis)", reason)
                 else:
                     errors.append(msg.split(":")[0].replace("cosine ", "").replace(
                         ", max error ", " / ").replace(" of the range", ""))

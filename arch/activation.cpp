@@ -27,6 +27,14 @@ const char* to_string(Activation a) {
       return "erf";
     case Activation::kRsqrt:
       return "rsqrt";
+    case Activation::kHardSwish:
+      return "hardswish";
+    case Activation::kHardSigmoid:
+      return "hardsigmoid";
+    case Activation::kSqrt:
+      return "sqrt";
+    case Activation::kReciprocal:
+      return "reciprocal";
   }
   return "?";
 }
@@ -34,7 +42,8 @@ const char* to_string(Activation a) {
 std::optional<Activation> parse_activation(const std::string& text) {
   for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
                        Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf,
-                       Activation::kRsqrt}) {
+                       Activation::kRsqrt, Activation::kHardSwish, Activation::kHardSigmoid,
+                       Activation::kSqrt, Activation::kReciprocal}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;
@@ -60,8 +69,20 @@ float apply_activation(Activation a, float x, float clip_min, float clip_max) {
       return std::erf(x);
     case Activation::kRsqrt:
       return 1.0f / std::sqrt(x);
+    case Activation::kHardSwish:
+      return x * (std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f);
+    case Activation::kHardSigmoid:
+      return std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case Activation::kSqrt:
+      return x > 0.0f ? std::sqrt(x) : 0.0f;
+    case Activation::kReciprocal:
+      return 1.0f / x;
   }
   return x;
+}
+
+bool has_unbounded_output(Activation a) {
+  return a == Activation::kRsqrt || a == Activation::kReciprocal;
 }
 
 uint16_t float_to_bf16_bits(float value) {

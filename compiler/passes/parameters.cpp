@@ -62,6 +62,14 @@ double activation_moment(Activation a, double m) {
       return (4 * m / std::numbers::pi) / (1 + 4 * m / std::numbers::pi);
     case Activation::kRsqrt:  // of a positive input (a variance): about 1 / E[x]
       return m > 0 ? 1 / std::sqrt(m) : 1.0;
+    case Activation::kHardSwish:  // relu-like for large x
+      return m / 2;
+    case Activation::kHardSigmoid:  // 0.5 + x / 6 in [-3, 3]
+      return std::min(0.25 + m / 36, 1.0);
+    case Activation::kSqrt:  // E[|x|] of a Gaussian, half of it positive
+      return std::sqrt(m) * 0.8 / 2;
+    case Activation::kReciprocal:
+      return m > 0 ? 1 / m : 1.0;
   }
   return m;
 }

@@ -74,8 +74,8 @@ float clamped_magnitude(const Layer& l, const std::vector<float>& real,
   return calibration_magnitude(y, options);
 }
 
-// 1/sqrt has no bound over the codes (+inf at 0): its output scale comes from the values it is
-// given (`real`, pre-activation; the finite results), or from the smallest positive code.
+// 1/sqrt and 1/x have no bound over the codes (+inf at 0): the output scale comes from the values
+// it is given (`real`, pre-activation; the finite results), or from the smallest positive code.
 float rsqrt_output_scale(const Layer& l, float in_scale, const std::vector<float>& real,
                          const CalibrationOptions& options) {
   std::vector<float> y;
@@ -110,7 +110,7 @@ float set_output_quantization(Layer& l, const std::vector<float>& real,
   Layer plain = l;
   plain.fixed_output_scale = 0.0f;
   l.mid_scale = choose_scale(calibration_magnitude(real, options), plain);
-  l.out_scale = l.activation == Activation::kRsqrt
+  l.out_scale = has_unbounded_output(l.activation)
                     ? rsqrt_output_scale(l, l.mid_scale, real, options)
                     : lut_output_scale(l, l.mid_scale);
   l.lut = make_lut(l, l.mid_scale, l.out_scale);
@@ -233,7 +233,7 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
         break;
       }
       case OpKind::kActivation:
-        if (l.activation == Activation::kRsqrt) {
+        if (has_unbounded_output(l.activation)) {
           std::vector<float> real;
           for (int8_t q : *in[0]) real.push_back(q * l.in_scales[0]);
           l.out_scale = rsqrt_output_scale(l, l.in_scales[0], real, options);

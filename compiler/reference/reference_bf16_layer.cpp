@@ -32,6 +32,10 @@ double slope(Activation a) {
       return 1.0;
     case Activation::kGelu:
       return 1.13;  // max of GELU' = 1.1289 at x = 2^(1/2)
+    case Activation::kHardSwish:
+      return 1.5;  // (2x + 3) / 6 at x = 3
+    case Activation::kHardSigmoid:
+      return 1.0 / 6.0;
     default:
       return 0.0;
   }
@@ -44,8 +48,12 @@ double slope(Activation a) {
 float through_activation(const Layer& l, double e_pre, double mag, float y) {
   if (e_pre == 0.0) return 0.0f;
   // 1/sqrt(x): |y'| = |y|^3 / 2, at the end of the interval nearer 0 (a slope bound of 1.1).
-  const double s = l.activation == Activation::kRsqrt ? 0.55 * std::pow(std::fabs(double(y)), 3.0)
-                                                      : slope(l.activation);
+  // sqrt(x): |y'| = 1 / (2 |y|); 1/x: |y'| = y^2 (both with the 1.1 margin).
+  const double ay = std::fabs(double(y));
+  const double s = l.activation == Activation::kRsqrt        ? 0.55 * std::pow(ay, 3.0)
+                   : l.activation == Activation::kSqrt       ? (ay > 0 ? 0.55 / ay : kInf)
+                   : l.activation == Activation::kReciprocal ? 1.1 * ay * ay
+                                                             : slope(l.activation);
   if (s == 0.0) return float(e_pre);
   return float(s * e_pre + 8.0 * kU32 * (mag + std::fabs(y)));
 }

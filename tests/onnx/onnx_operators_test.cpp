@@ -15,7 +15,9 @@ namespace {
 
 TEST(OnnxOperators, SupportedListIsTheTableInOrder) {
   EXPECT_EQ(onnx_supported_operators(),
-            "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, Gelu, Erf, "
+            "Conv, Gemm, MatMul, Add, Mul, Relu, Clip, Sigmoid, Tanh, HardSwish, HardSigmoid, "
+            "Sqrt, Reciprocal, Pow (constant exponent), Neg, Where (constant condition), Expand, "
+            "Gelu, Erf, "
             "Softmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool, "
             "GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, Flatten, Reshape, Squeeze, "
             "Unsqueeze, Pad, Transpose, Identity, Dropout, Constant, Sub, Div, Slice, Gather "

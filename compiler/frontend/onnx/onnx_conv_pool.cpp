@@ -11,9 +11,26 @@
 
 namespace npusim::onnx_frontend {
 
+// A batched rank-4 / rank-5 tensor in ONNX order (a linear Resize's result, for one) read where a
+// feature map is expected: a layout move to channels first, made once per tensor.
+const Value* OnnxImporter::as_feature_map(int i, const Value* x) {
+  if (!x || x->channels_first || !x->batched || !x->flat_from.empty() ||
+      (x->dims.size() != 3 && x->dims.size() != 4)) {
+    return x;
+  }
+  const std::string name = x->ir_name + "_channels_first";
+  if (!values_.count(name)) {
+    Value to = *x;
+    to.channels_first = true;
+    add_relayout(*x, true, name, where(i));
+    set_value(name, to);
+  }
+  return &values_.at(name);
+}
+
 void OnnxImporter::import_conv(int i) {
   const Node& n = g_.node(i);
-  const Value* x = activation(i, 0);
+  const Value* x = as_feature_map(i, activation(i, 0));
   if (!x) return;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   const Constant* w = constant(i, 1, "weights");
@@ -306,7 +323,7 @@ void OnnxImporter::pool_window(int i, const Node& n, const Value& xv, OpKind kin
 }
 
 void OnnxImporter::import_global_pool(int i, OpKind kind) {
-  const Value* x = activation(i, 0);
+  const Value* x = as_feature_map(i, activation(i, 0));
   if (!x) return;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   const std::string out = g_.node(i).output(0);

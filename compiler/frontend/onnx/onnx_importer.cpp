@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "compiler/frontend/onnx/onnx_fold.hpp"
 #include "compiler/frontend/onnx/onnx_operators.hpp"
 #include "compiler/frontend/onnx_import.hpp"
 #include "support/error.hpp"
@@ -342,12 +343,49 @@ void OnnxImporter::import_node(int i) {
                                "domain, and com.microsoft for Gelu)",
                                n.domain()));
   }
+  if (fold_node(i)) return;
   if (const OnnxTranslator* t = find_onnx_translator(op)) return t->translate(*this, i);
+  if (find_constant_folder(op)) {
+    for (const auto& in : n.input()) {
+      if (!in.empty() && !is_constant(in)) {
+        return fail(i, fmt::format("input '{}' depends on the run's input; npusim evaluates {} "
+                                   "at import only, when all its inputs are constants",
+                                   in, op));
+      }
+    }
+  }
   const bool shape_op = op == "Shape" || op == "Size" || op == "ConstantOfShape";
-  fail(i, fmt::format("operator not supported (supported: {}){}", onnx_supported_operators(),
+  fail(i, fmt::format("operator not supported (supported: {}; on constants also {}){}",
+                      onnx_supported_operators(), constant_only_operators(),
                       shape_op ? "; npusim needs shapes known at import: give Reshape a constant "
                                  "shape (an initializer or a Constant node)"
                                : ""));
+}
+
+// docs/onnx.md "Constant folding": a node whose inputs are all constants is evaluated here.
+bool OnnxImporter::fold_node(int i) {
+  const Node& n = g_.node(i);
+  const ConstantFolder* folder = find_constant_folder(n.op_type());
+  if (!folder || n.input_size() == 0) return false;
+  std::vector<const Constant*> inputs;
+  for (const auto& in : n.input()) {
+    if (in.empty()) {
+      inputs.push_back(nullptr);
+    } else if (is_constant(in)) {
+      inputs.push_back(&constants_.at(in));
+    } else {
+      return false;
+    }
+  }
+  std::vector<Constant> outputs;
+  if (auto problem = folder->fold(n, opset_, inputs, outputs); !problem.empty()) {
+    fail(i, "on constants: " + problem);
+    return true;
+  }
+  for (int k = 0; k < n.output_size() && size_t(k) < outputs.size(); ++k) {
+    if (!n.output(k).empty()) constants_[n.output(k)] = std::move(outputs[size_t(k)]);
+  }
+  return true;
 }
 
 void OnnxImporter::finish_outputs() {

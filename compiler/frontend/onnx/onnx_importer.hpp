@@ -59,6 +59,11 @@ class OnnxImporter {
   void import_gelu(int i);
   void import_erf(int i);
   void import_clip(int i);
+  void import_hard_sigmoid(int i);
+  void import_pow(int i);
+  void import_neg(int i);
+  void import_where(int i);
+  void import_expand(int i);
   void import_softmax(int i);
   void import_layer_norm(int i);
   void import_batch_norm(int i);
@@ -89,6 +94,8 @@ class OnnxImporter {
   void import_embedding(int i);  // onnx_movement_ops.cpp
   void find_gelu_patterns();
   void import_node(int i);
+  // Evaluates a node whose inputs are all constants (onnx_fold.hpp); false when it is not one.
+  bool fold_node(int i);
   void finish_outputs();
 
   // Operand access: an activation, a constant, or an error (returns null and records it).
@@ -131,6 +138,7 @@ class OnnxImporter {
   // a 1-D pool ([N, C, L]) through a feature map of height 1.
   void pool_window(int i, const Node& n, const Value& x, OpKind kind, const std::string& out);
   void import_pool_1d(int i, OpKind kind, const Value& x);
+  const Value* as_feature_map(int i, const Value* x);
   // onnx_compose.cpp: x with its axes in the order `perm` (per-sample axes) as `out`; null after
   // reporting.
   const Value* permute_value(int i, const Value& x, const std::vector<int64_t>& perm,
@@ -164,6 +172,9 @@ class OnnxImporter {
   // `output`: the result's name (default: the node's first output).
   void import_affine(int i, const Value& x, std::vector<float> scale, std::vector<float> shift,
                      const std::string& output = "");
+  // onnx_elementwise.cpp: numpy broadcasting of two run-time operands.
+  int broadcast_operand(int i, const Value& a, const Value& b);
+  std::string expand_value(int i, int k, const Value& to, std::string name = "");
   void import_binary_constant(int i, const Value& x, const Constant& c, bool constant_first,
                               char op);
 

@@ -19,7 +19,12 @@ void OnnxImporter::import_concat(int i) {
                   [&](const std::string& in) { return is_constant(in); })) {
     return import_concat_move(i);
   }
-  if (n.input_size() < 2) return fail(i, "expects 2 or more inputs");
+  if (n.input_size() == 1) {  // torch.cat of one tensor
+    const Value* x = activation(i, 0);
+    if (x) alias(i, *x);
+    return;
+  }
+  if (n.input_size() < 2) return fail(i, "expects 1 or more inputs");
   std::vector<const Value*> xs;
   for (int k = 0; k < n.input_size(); ++k) {
     const Value* x = activation(i, k);

@@ -99,9 +99,18 @@ std::string read_tensor(const onnx::TensorProto& t, Constant& c) {
     case onnx::TensorProto_DataType_INT32:
       c.is_int = true;
       return t.has_raw_data() ? from_raw(int32_t{}, c.ints) : from_field(t.int32_data(), c.ints);
+    case onnx::TensorProto_DataType_BOOL:
+    case onnx::TensorProto_DataType_UINT8:
+      c.is_int = true;
+      return t.has_raw_data() ? from_raw(uint8_t{}, c.ints) : from_field(t.int32_data(), c.ints);
+    case onnx::TensorProto_DataType_INT8:
+      c.is_int = true;
+      return t.has_raw_data() ? from_raw(int8_t{}, c.ints) : from_field(t.int32_data(), c.ints);
     default:
-      return fmt::format("has data type {}; supported: FLOAT, DOUBLE, INT32, INT64",
-                         data_type_name(t.data_type()));
+      return fmt::format(
+          "has data type {}; supported: FLOAT, DOUBLE, INT32, INT64, INT8, "
+          "UINT8, BOOL",
+          data_type_name(t.data_type()));
   }
 }
 

@@ -14,7 +14,7 @@ namespace npusim::onnx_frontend {
 struct Constant {
   std::vector<int64_t> dims;
   std::vector<float> values;  // float and double tensors
-  std::vector<int64_t> ints;  // int32 and int64 tensors
+  std::vector<int64_t> ints;  // integer tensors (int32, int64, int8, uint8; bool as 0 / 1)
   bool is_int = false;
   uint64_t elements() const {
     uint64_t n = 1;

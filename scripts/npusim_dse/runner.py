@@ -35,14 +35,20 @@ def command(task, hw_path, out_dir):
     return args
 
 
+def write_hw(task, work):
+    """The point's hardware description as WORK/hw.json (what --hw and the module read)."""
+    hw_path = os.path.join(work, "hw.json")
+    with open(hw_path, "w", encoding="utf-8") as f:
+        json.dump(task["hw"], f, indent=2)
+        f.write("\n")
+    return hw_path
+
+
 def execute(task):
     """Runs one task; returns {key, exit_code, error, seconds, files: {name: text}}."""
     work = tempfile.mkdtemp(prefix="npusim-dse-")
     try:
-        hw_path = os.path.join(work, "hw.json")
-        with open(hw_path, "w", encoding="utf-8") as f:
-            json.dump(task["hw"], f, indent=2)
-            f.write("\n")
+        hw_path = write_hw(task, work)
         out = os.path.join(work, "out")
         start = time.perf_counter()
         try:
@@ -102,10 +108,7 @@ def execute_in_process(task):
     """`execute` through the module in this (worker) process; the same result dict."""
     work = tempfile.mkdtemp(prefix="npusim-dse-")
     try:
-        hw_path = os.path.join(work, "hw.json")
-        with open(hw_path, "w", encoding="utf-8") as f:
-            json.dump(task["hw"], f, indent=2)
-            f.write("\n")
+        hw_path = write_hw(task, work)
         flags = task["flags"]
         kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity") if k in flags}
         if "batch" in kwargs:

@@ -48,10 +48,11 @@ ServingSummary summarize(const std::vector<Request>& requests, const ServingResu
   for (size_t i = 0; i < requests.size(); ++i) {
     const Request& r = requests[i];
     const RequestOutcome& o = result.requests[i];
-    NPUSIM_CHECK(o.tokens == r.output_tokens && o.first_token_s >= r.arrival_s &&
-                     o.finish_s >= o.first_token_s,
-                 "serving: request '{}' generated {} of {} tokens (arrival {}, first {}, finish {})",
-                 r.id, o.tokens, r.output_tokens, r.arrival_s, o.first_token_s, o.finish_s);
+    NPUSIM_CHECK(
+        o.tokens == r.output_tokens && o.first_token_s >= r.arrival_s &&
+            o.finish_s >= o.first_token_s,
+        "serving: request '{}' generated {} of {} tokens (arrival {}, first {}, finish {})", r.id,
+        o.tokens, r.output_tokens, r.arrival_s, o.first_token_s, o.finish_s);
     first_arrival = std::min(first_arrival, r.arrival_s);
     last_finish = std::max(last_finish, o.finish_s);
     ttft.push_back(o.first_token_s - r.arrival_s);
@@ -99,10 +100,9 @@ std::string requests_csv(const std::vector<Request>& requests, const ServingResu
     const std::string tp = r.output_tokens > 1 ? fmt::format("{:.9g}", tpot(r, o)) : "";
     // An id is written as it was read (it held no comma and no line break, or the reader would
     // have split it); bytes that are not printable UTF-8 are escaped.
-    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{},{:.9g},{},{},{}\n",
-                       printable_text(r.id), r.arrival_s, o.first_token_s, o.finish_s,
-                       o.first_token_s - r.arrival_s, tp, o.finish_s - r.arrival_s,
-                       r.prompt_tokens, o.tokens, o.preemptions);
+    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{},{:.9g},{},{},{}\n", printable_text(r.id),
+                       r.arrival_s, o.first_token_s, o.finish_s, o.first_token_s - r.arrival_s, tp,
+                       o.finish_s - r.arrival_s, r.prompt_tokens, o.tokens, o.preemptions);
   }
   return out;
 }

@@ -86,18 +86,20 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
       }
       for (size_t c = 0; c < kColumns.size(); ++c) {
         if (column_of[c] < 0) {
-          errors.push_back(fmt::format("{}:{}: the header has no column '{}' (expected id, "
-                                       "arrival_s, prompt_tokens, output_tokens)",
-                                       path, line_no, kColumns[c]));
+          errors.push_back(
+              fmt::format("{}:{}: the header has no column '{}' (expected id, "
+                          "arrival_s, prompt_tokens, output_tokens)",
+                          path, line_no, kColumns[c]));
         }
       }
       if (!errors.empty()) break;
       continue;
     }
     if (fields.size() != kColumns.size()) {
-      errors.push_back(fmt::format("{}:{}: expected {} fields (id, arrival_s, prompt_tokens, "
-                                   "output_tokens), got {}",
-                                   path, line_no, kColumns.size(), fields.size()));
+      errors.push_back(
+          fmt::format("{}:{}: expected {} fields (id, arrival_s, prompt_tokens, "
+                      "output_tokens), got {}",
+                      path, line_no, kColumns.size(), fields.size()));
       continue;
     }
     Request r;
@@ -122,16 +124,16 @@ std::vector<Request> parse_request_trace(const std::string& text, const std::str
     }
     if (!parse_int(prompt, r.prompt_tokens) || r.prompt_tokens < 1 ||
         r.prompt_tokens > kMaxTokens) {
-      errors.push_back(fmt::format(
-          "{}:{}: column 'prompt_tokens': expected an integer in [1, {}], got '{}'", path,
-          line_no, kMaxTokens, printable_text(prompt)));
+      errors.push_back(
+          fmt::format("{}:{}: column 'prompt_tokens': expected an integer in [1, {}], got '{}'",
+                      path, line_no, kMaxTokens, printable_text(prompt)));
       ok = false;
     }
     if (!parse_int(output, r.output_tokens) || r.output_tokens < 1 ||
         r.output_tokens > kMaxTokens) {
-      errors.push_back(fmt::format(
-          "{}:{}: column 'output_tokens': expected an integer in [1, {}], got '{}'", path,
-          line_no, kMaxTokens, printable_text(output)));
+      errors.push_back(
+          fmt::format("{}:{}: column 'output_tokens': expected an integer in [1, {}], got '{}'",
+                      path, line_no, kMaxTokens, printable_text(output)));
       ok = false;
     }
     if (ok) requests.push_back(r);

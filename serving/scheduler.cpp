@@ -61,9 +61,10 @@ void check_config(const ServingConfig& c) {
         fmt::format("KV cache of {} blocks: expected >= 1 block", c.kv_capacity_blocks));
   }
   if (c.max_step_tokens < c.max_batch) {
-    errors.push_back(fmt::format("{} tokens per step: expected at least the max batch {} (one "
-                                 "decode token per running request)",
-                                 c.max_step_tokens, c.max_batch));
+    errors.push_back(
+        fmt::format("{} tokens per step: expected at least the max batch {} (one "
+                    "decode token per running request)",
+                    c.max_step_tokens, c.max_batch));
   }
   if (!errors.empty()) throw UserErrors(errors);
 }
@@ -86,10 +87,10 @@ ServingResult simulate_serving(const std::vector<Request>& requests, const Servi
           config.kv_capacity_blocks));
     }
     if (config.max_context > 0 && r.prompt_tokens + r.output_tokens > config.max_context) {
-      errors.push_back(fmt::format("{}: {} prompt and {} output tokens exceed the model's context "
-                                   "of {} positions",
-                                   where(r, trace_path), r.prompt_tokens, r.output_tokens,
-                                   config.max_context));
+      errors.push_back(
+          fmt::format("{}: {} prompt and {} output tokens exceed the model's context "
+                      "of {} positions",
+                      where(r, trace_path), r.prompt_tokens, r.output_tokens, config.max_context));
     }
   }
   if (!errors.empty()) throw UserErrors(errors);

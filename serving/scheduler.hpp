@@ -32,11 +32,11 @@
 namespace npusim::serving {
 
 struct ServingConfig {
-  int64_t max_batch = 64;           // requests running at once (prefilling or decoding)
-  int64_t kv_block_tokens = 16;     // tokens per KV-cache block
-  int64_t kv_capacity_blocks = 0;   // blocks the off-chip memory holds for the KV cache
-  int64_t max_step_tokens = 2048;   // tokens one step processes: decode tokens + prefill chunks
-  int64_t max_context = 0;          // the model's context window in tokens (0: no limit)
+  int64_t max_batch = 64;          // requests running at once (prefilling or decoding)
+  int64_t kv_block_tokens = 16;    // tokens per KV-cache block
+  int64_t kv_capacity_blocks = 0;  // blocks the off-chip memory holds for the KV cache
+  int64_t max_step_tokens = 2048;  // tokens one step processes: decode tokens + prefill chunks
+  int64_t max_context = 0;         // the model's context window in tokens (0: no limit)
 };
 
 // One request's prefill work in a step: `tokens` positions whose KV cache is computed, after

@@ -57,9 +57,9 @@ TEST(Scheduler, TimelineByHand) {
   EXPECT_DOUBLE_EQ(r.requests[1].finish_s, 5.5);
 
   const auto s = summarize(trace, r);
-  EXPECT_DOUBLE_EQ(s.ttft_s.max, 3.0);         // B: 3.5 - 0.5
+  EXPECT_DOUBLE_EQ(s.ttft_s.max, 3.0);  // B: 3.5 - 0.5
   EXPECT_DOUBLE_EQ(s.ttft_s.p50, (1.6 + 3.0) / 2);
-  EXPECT_DOUBLE_EQ(s.tpot_s.max, 2.0);         // B: (5.5 - 3.5) / 1; A: (5.5 - 1.6) / 2 = 1.95
+  EXPECT_DOUBLE_EQ(s.tpot_s.max, 2.0);  // B: (5.5 - 3.5) / 1; A: (5.5 - 1.6) / 2 = 1.95
   EXPECT_DOUBLE_EQ(s.tpot_s.mean, (1.95 + 2.0) / 2);
   EXPECT_DOUBLE_EQ(s.e2e_s.max, 5.5);
   EXPECT_DOUBLE_EQ(s.makespan_s, 5.5);
@@ -165,8 +165,8 @@ TEST(Scheduler, InvariantsOnARandomTrace) {
   double t = 0;
   for (int i = 0; i < 300; ++i) {
     t += std::exponential_distribution<double>(4.0)(rng);
-    trace.push_back(req(fmt::format("r{}", i), t, 1 + int64_t(rng() % 300),
-                        1 + int64_t(rng() % 120)));
+    trace.push_back(
+        req(fmt::format("r{}", i), t, 1 + int64_t(rng() % 300), 1 + int64_t(rng() % 120)));
   }
   const auto c = config(16, 16, 80, 512);
   AffineStepCost cost(0.01, 1e-4, 1e-3, 1e-6, 0.5);

@@ -44,7 +44,7 @@ def write_safetensors(path, tensors):
 def gpt2_weights(rng):
     u = lambda *s, a: rng.uniform(-a, a, size=s)
     b = 1 / math.sqrt(HIDDEN)
-    t = {"wte.weight": u(VOCAB, HIDDEN, a=1.0), "wpe.weight": u(CONTEXT, HIDDEN, a=0.5),
+    t = {"wte.weight": u(VOCAB, HIDDEN, a=0.2), "wpe.weight": u(CONTEXT, HIDDEN, a=0.2),
          "ln_f.weight": rng.uniform(0.8, 1.2, HIDDEN), "ln_f.bias": u(HIDDEN, a=0.1)}
     for i in range(LAYERS):
         p = f"h.{i}."
@@ -58,7 +58,7 @@ def gpt2_weights(rng):
         t[p + "ln_2.bias"] = u(HIDDEN, a=0.1)
         t[p + "mlp.c_fc.weight"] = u(HIDDEN, FFN, a=b)
         t[p + "mlp.c_fc.bias"] = u(FFN, a=0.05)
-        t[p + "mlp.c_proj.weight"] = u(FFN, HIDDEN, a=1 / math.sqrt(FFN))
+        t[p + "mlp.c_proj.weight"] = u(FFN, HIDDEN, a=3 / math.sqrt(FFN))
         t[p + "mlp.c_proj.bias"] = u(HIDDEN, a=0.05)
     return t
 

@@ -40,9 +40,7 @@ double stat(const nlohmann::json& stats, const std::string& path) {
 }
 
 // The first index of the largest value (numpy.argmax).
-int32_t argmax(const float* v, size_t n) {
-  return int32_t(std::max_element(v, v + n) - v);
-}
+int32_t argmax(const float* v, size_t n) { return int32_t(std::max_element(v, v + n) - v); }
 
 struct StepOutcome {
   nlohmann::json stats;
@@ -119,12 +117,13 @@ std::vector<int32_t> read_prompt(const std::string& path, int vocab, int& batch,
     throw UserError(fmt::format("--input {}: expected prompt ids of shape [batch, tokens]", path));
   }
   if (a.dtype != "int32" && a.dtype != "int64") {
-    throw UserError(fmt::format("--input {}: expected int32 or int64 token ids, got {}", path,
-                                a.dtype));
+    throw UserError(
+        fmt::format("--input {}: expected int32 or int64 token ids, got {}", path, a.dtype));
   }
   if (prompt != 0 && prompt != a.shape[1]) {
-    throw UserError(fmt::format("--input {}: holds {} tokens per sequence, but --prompt-tokens is {}",
-                                path, a.shape[1], prompt));
+    throw UserError(
+        fmt::format("--input {}: holds {} tokens per sequence, but --prompt-tokens is {}", path,
+                    a.shape[1], prompt));
   }
   if (batch != 0 && batch != a.shape[0]) {
     throw UserError(
@@ -143,9 +142,10 @@ std::vector<int32_t> read_prompt(const std::string& path, int vocab, int& batch,
       std::memcpy(&v, &a.data[i * 8], 8);
     }
     if (v < 0 || v >= vocab) {
-      throw UserError(fmt::format("--input {}: token id {} at [{}, {}] is outside the vocabulary "
-                                  "[0, {})",
-                                  path, v, i / size_t(prompt), i % size_t(prompt), vocab));
+      throw UserError(
+          fmt::format("--input {}: token id {} at [{}, {}] is outside the vocabulary "
+                      "[0, {})",
+                      path, v, i / size_t(prompt), i % size_t(prompt), vocab));
     }
     ids[i] = int32_t(v);
   }
@@ -187,16 +187,16 @@ GenerateResult generate(const GenerateOptions& o) {
     }
   }
   if (int64_t(prompt) + o.new_tokens > cfg.max_context) {
-    throw UserError(fmt::format(
-        "--prompt-tokens {} + --new-tokens {}: more than {}'s context of {} positions", prompt,
-        o.new_tokens, cfg.name, cfg.max_context));
+    throw UserError(
+        fmt::format("--prompt-tokens {} + --new-tokens {}: more than {}'s context of {} positions",
+                    prompt, o.new_tokens, cfg.name, cfg.max_context));
   }
   if (!o.dtype.empty() && o.dtype != "int8" && o.dtype != "bf16") {
     throw UserError(fmt::format("--dtype '{}': expected int8 or bf16", o.dtype));
   }
   const HwConfig hw = target_hardware(o);
-  const DataType dtype =
-      o.dtype.empty() ? hw.data_types.activation : parse_data_type(o.dtype).value_or(DataType::kInt8);
+  const DataType dtype = o.dtype.empty() ? hw.data_types.activation
+                                         : parse_data_type(o.dtype).value_or(DataType::kInt8);
   std::optional<DecoderWeights> weights;
   if (!o.weights.empty()) {
     weights = read_decoder_safetensors(o.weights, cfg);
@@ -260,8 +260,8 @@ GenerateResult generate(const GenerateOptions& o) {
       const Tensor& logits = s.outputs.at("logits");
       result.logits.insert(result.logits.end(), logits.values.begin(), logits.values.end());
       for (int b = 0; b < batch; ++b) {
-        next[size_t(b)] = argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab),
-                                 size_t(cfg.vocab));
+        next[size_t(b)] =
+            argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
       }
       for (int i = 0; i < cfg.layers; ++i) {
         for (const bool key : {true, false}) {
@@ -275,7 +275,8 @@ GenerateResult generate(const GenerateOptions& o) {
         }
       }
     }
-    for (int b = 0; b < batch; ++b) result.tokens[size_t(b) * size_t(o.new_tokens)] = next[size_t(b)];
+    for (int b = 0; b < batch; ++b)
+      result.tokens[size_t(b) * size_t(o.new_tokens)] = next[size_t(b)];
     record(s, "prefill", 0, prompt, next);
     prefill_cycles = s.stats.at("total_cycles").get<uint64_t>();
     prefill_s = s.stats.at("latency_s").get<double>();
@@ -293,8 +294,8 @@ GenerateResult generate(const GenerateOptions& o) {
       const Tensor& logits = s.outputs.at("logits");
       result.logits.insert(result.logits.end(), logits.values.begin(), logits.values.end());
       for (int b = 0; b < batch; ++b) {
-        next[size_t(b)] = argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab),
-                                 size_t(cfg.vocab));
+        next[size_t(b)] =
+            argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
       }
       for (int i = 0; i < cfg.layers; ++i) {
         for (const bool key : {true, false}) {
@@ -335,9 +336,10 @@ GenerateResult generate(const GenerateOptions& o) {
   gen["new_tokens"] = o.new_tokens;
   gen["decode_steps"] = o.new_tokens - 1;
   gen["ttft_s"] = prefill_s;
-  gen["tpot_s"] = {{"mean", decode_seconds.empty() ? 0.0 : decode_s / double(decode_seconds.size())},
-                   {"p50", percentile(decode_seconds, 50)},
-                   {"p99", percentile(decode_seconds, 99)}};
+  gen["tpot_s"] = {
+      {"mean", decode_seconds.empty() ? 0.0 : decode_s / double(decode_seconds.size())},
+      {"p50", percentile(decode_seconds, 50)},
+      {"p99", percentile(decode_seconds, 99)}};
   gen["tokens_per_s"] = total_s > 0 ? generated / total_s : 0.0;
   gen["decode_tokens_per_s"] =
       decode_s > 0 ? double(batch) * double(decode_seconds.size()) / decode_s : 0.0;
@@ -406,13 +408,12 @@ std::string GenerateResult::report() const {
     if (s.contains("tokens")) {
       for (const auto& t : s.at("tokens")) ids += fmt::format("{} ", t.get<int>());
     }
-    out += fmt::format("  {:<8} {:>8} {:>8} {:>12} {:>12.6g} {:>14} {:>12.4g}  {}\n",
-                       i == 0 ? std::string("prefill") : fmt::format("decode{}", i),
-                       s.at("position").get<int>(), s.at("context").get<int>(),
-                       s.at("cycles").get<uint64_t>(), s.at("latency_s").get<double>(),
-                       uint64_t(s.at("dram_read_bytes").get<double>() +
-                                s.at("dram_write_bytes").get<double>()),
-                       s.at("energy_j").get<double>(), ids);
+    out += fmt::format(
+        "  {:<8} {:>8} {:>8} {:>12} {:>12.6g} {:>14} {:>12.4g}  {}\n",
+        i == 0 ? std::string("prefill") : fmt::format("decode{}", i), s.at("position").get<int>(),
+        s.at("context").get<int>(), s.at("cycles").get<uint64_t>(), s.at("latency_s").get<double>(),
+        uint64_t(s.at("dram_read_bytes").get<double>() + s.at("dram_write_bytes").get<double>()),
+        s.at("energy_j").get<double>(), ids);
   }
   return out;
 }

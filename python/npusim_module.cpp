@@ -106,7 +106,8 @@ py::dict generate(const py::dict& o) {
   r["prompt"] = ids(result.prompt, result.batch, result.prompt_tokens);
   {
     py::array_t<float> a(std::vector<py::ssize_t>{result.new_tokens, result.batch, result.vocab});
-    if (!result.logits.empty()) std::copy(result.logits.begin(), result.logits.end(), a.mutable_data());
+    if (!result.logits.empty())
+      std::copy(result.logits.begin(), result.logits.end(), a.mutable_data());
     r["logits"] = result.logits.empty() ? py::object(py::none()) : py::object(a);
   }
   r["report"] = result.report();

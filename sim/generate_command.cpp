@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
@@ -45,8 +46,8 @@ int command_generate(const std::vector<std::string>& args) {
       "prompt length per sequence (default 16, or the --input file's)")(
       "new-tokens", po::value<int>()->default_value(8),
       "tokens to generate per sequence: the prefill samples the first, each decode step one "
-      "more")(
-      "batch", po::value<int>(), "sequences generated together (default 1, or the --input file's)")(
+      "more")("batch", po::value<int>(),
+              "sequences generated together (default 1, or the --input file's)")(
       "input", po::value<std::string>(),
       "prompt ids as .npy, int32 or int64 [batch, tokens] (default: drawn from the seed)")(
       "weights", po::value<std::string>(),
@@ -67,10 +68,9 @@ int command_generate(const std::vector<std::string>& args) {
       "out", po::value<std::string>(),
       "directory for stats.json, report.txt, tokens.npy (the generated ids, int32 [batch, new "
       "tokens]) and logits.npy (float32 [new tokens, batch, vocab], the logits each id was "
-      "sampled from)")(
-      "list", "list the built-in decoders and exit");
+      "sampled from)")("list", "list the built-in decoders and exit");
   po::variables_map vm;
-  if (args.size() == 1 && args[0] == "--list") {
+  if (std::find(args.begin(), args.end(), "--list") != args.end()) {
     for (const DecoderEntry& e : decoders()) {
       std::cout << fmt::format(
           "{:<14} {:>3} layers, hidden {:>5}, heads {:>3}/{:<3} KV, ffn {:>6}, vocab {:>6}, "

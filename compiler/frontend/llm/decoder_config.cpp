@@ -30,8 +30,7 @@ DecoderConfig parse_decoder_config(const nlohmann::json& root, const std::string
   JsonDiagnostics diag(origin);
   ObjectReader top(diag, &root, "", true);
   DecoderConfig c;
-  if (auto v = top.integer_required("schema_version", 1, 1000);
-      v && *v != kDecoderSchemaVersion) {
+  if (auto v = top.integer_required("schema_version", 1, 1000); v && *v != kDecoderSchemaVersion) {
     diag.error("/schema_version", fmt::format("expected {} (the version this npusim reads), got {}",
                                               kDecoderSchemaVersion, *v));
   }
@@ -90,9 +89,9 @@ DecoderConfig load_decoder_config(const std::string& spec) {
   }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(spec, ec)) {
-    throw UserError(fmt::format(
-        "--workload '{}': no such file and no such decoder (built-in decoders: {})", spec,
-        embedded_file_names_joined("llm")));
+    throw UserError(
+        fmt::format("--workload '{}': no such file and no such decoder (built-in decoders: {})",
+                    spec, embedded_file_names_joined("llm")));
   }
   return parse_decoder_config(parse_json_file(spec), spec);
 }

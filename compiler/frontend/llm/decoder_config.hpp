@@ -13,10 +13,10 @@ namespace npusim {
 struct DecoderConfig {
   std::string name, description;
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_context = 0;
-  bool rms_norm = false;      // RMSNorm (Llama) or LayerNorm (GPT-2)
-  bool swiglu = false;        // SwiGLU FFN (Llama) or GELU FFN (GPT-2)
-  bool rotary = false;        // rotary positions (Llama) or a learned position table (GPT-2)
-  bool bias = true;           // projections with biases (GPT-2) or without (Llama)
+  bool rms_norm = false;        // RMSNorm (Llama) or LayerNorm (GPT-2)
+  bool swiglu = false;          // SwiGLU FFN (Llama) or GELU FFN (GPT-2)
+  bool rotary = false;          // rotary positions (Llama) or a learned position table (GPT-2)
+  bool bias = true;             // projections with biases (GPT-2) or without (Llama)
   bool tied_embeddings = true;  // the output projection is the token embedding transposed
   float norm_epsilon = 1e-5f;
   float rope_theta = 10000.0f;

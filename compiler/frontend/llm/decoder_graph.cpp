@@ -144,8 +144,7 @@ class Builder {
       const uint64_t j = o % uint64_t(d), base = o - j;
       return MoveSource{0, int32_t(base + (j + uint64_t(half)) % uint64_t(d))};
     });
-    const std::string b =
-        affine(name + "_sin", rot, dims, sinv, std::vector<float>(sinv.size()));
+    const std::string b = affine(name + "_sin", rot, dims, sinv, std::vector<float>(sinv.size()));
     add(OpKind::kAdd, name, {a, b});
     return name;
   }
@@ -339,8 +338,8 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
         for (const std::string& kv : {kname, vname}) {
           b.move(a + (kv == kname ? "key_new" : "value_new"), {kv}, {1, d}, "Slice",
                  [&](uint64_t o) {
-                   return MoveSource{0, int32_t(uint64_t(s) * uint64_t(KV * d) +
-                                                uint64_t(g) * uint64_t(d) + o)};
+                   return MoveSource{
+                       0, int32_t(uint64_t(s) * uint64_t(KV * d) + uint64_t(g) * uint64_t(d) + o)};
                  });
         }
         // q K^T over the cache: the cache's keys transposed are the weight operand [d][L].

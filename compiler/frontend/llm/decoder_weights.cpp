@@ -189,10 +189,11 @@ DecoderWeights read_decoder_safetensors(const std::string& path, const DecoderCo
   try {
     header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UserError(fmt::format("{}: header (bytes 8 to {}): not JSON: {}", where, 8 + header_len,
-                                e.what()));
+    throw UserError(
+        fmt::format("{}: header (bytes 8 to {}): not JSON: {}", where, 8 + header_len, e.what()));
   }
-  if (!header.is_object()) throw UserError(fmt::format("{}: header: expected a JSON object", where));
+  if (!header.is_object())
+    throw UserError(fmt::format("{}: header: expected a JSON object", where));
   const uint64_t data_start = 8 + header_len, data_size = size - data_start;
   // GPT2LMHeadModel's state dict prefixes the body with "transformer."
   auto entry_of = [&](const std::string& name) -> const nlohmann::json* {
@@ -245,8 +246,8 @@ DecoderWeights read_decoder_safetensors(const std::string& path, const DecoderCo
       want[0] = shape[0];  // a longer position table than max_context is fine
     }
     if (shape != want) {
-      throw UserError(fmt::format("{}: shape [{}], expected [{}] for {}", at, fmt::join(shape, ", "),
-                                  fmt::join(want, ", "), c.name));
+      throw UserError(fmt::format("{}: shape [{}], expected [{}] for {}", at,
+                                  fmt::join(shape, ", "), fmt::join(want, ", "), c.name));
     }
     const auto& off = (*e)["data_offsets"];
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
@@ -311,10 +312,11 @@ DecoderWeights read_decoder_safetensors(const std::string& path, const DecoderCo
         std::vector<float>& m = w.tensors[p + names[s] + ".w"];
         m.resize(uint64_t(h * width[s]));
         for (int64_t r = 0; r < h; ++r)
-          for (int64_t j = 0; j < width[s]; ++j) m[uint64_t(r * width[s] + j)] = qkv[uint64_t(r * cols + begin[s] + j)];
+          for (int64_t j = 0; j < width[s]; ++j)
+            m[uint64_t(r * width[s] + j)] = qkv[uint64_t(r * cols + begin[s] + j)];
         if (c.bias) {
           w.tensors[p + names[s] + ".b"].assign(qkv_b.begin() + begin[s],
-                                                 qkv_b.begin() + begin[s] + width[s]);
+                                                qkv_b.begin() + begin[s] + width[s]);
         }
       }
     }

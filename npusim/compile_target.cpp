@@ -217,6 +217,36 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
                         keep_real_weights);
 }
 
+Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> input,
+                       std::vector<float> input_real, const Target& t, bool values) {
+  const std::optional<DataType> dtype = checked_dtype(t);
+  const Parallelism parallel = checked_parallelism(t);
+  const int micro_batch = checked_micro_batch(t, parallel);
+  Compiled c;
+  c.hw = hw;
+  c.graph = std::move(graph);
+  c.graph.dtype = dtype.value_or(c.hw.data_types.activation);
+  const bool int8 = c.graph.dtype == DataType::kInt8;
+  materialize_parameters(c.graph, t.seed, WeightStorage::kOnDemand);
+  c.input = std::move(input);
+  c.input_real = std::move(input_real);
+  optimize_graph(c.graph);
+  if (!int8) {
+    prepare_bf16(c.graph);
+  } else if (values) {
+    const CalibrationOptions options;
+    quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,
+                   options, &c.reference);
+    c.calibration = "input";
+    c.calibration_samples = c.graph.batch;
+    c.calibration_options = options;
+  } else {
+    quantize_graph_for_timing(c.graph);
+  }
+  return finish_compile(std::move(c), t, t.hw.empty() ? "hw" : t.hw, parallel, micro_batch, int8,
+                        values, false);
+}
+
 namespace {
 
 // Fusion and compilation for the hardware, from the quantized (or bf16) graph.

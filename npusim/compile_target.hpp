@@ -34,6 +34,14 @@ struct Compiled {
 // `values` false: a timing-only run's compilation (quantize_graph_for_timing, no reference).
 Compiled load_and_compile(const Target& target, bool keep_real_weights = false, bool values = true);
 
+// A graph built in memory (npusim generate's prefill and decode steps) compiled on `hw` as
+// load_and_compile compiles a loaded workload: parameters it lacks drawn from target.seed (on
+// demand), its input given, quantized on that input (int8 with values), prepared for bf16, or
+// quantized for timing; fused and compiled with target.parallel. The dtype is target.dtype or
+// the hardware's.
+Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> input,
+                       std::vector<float> input_real, const Target& target, bool values);
+
 // The hardware of a target: its file or preset, or its description.
 HwConfig target_hardware(const Target& target);
 

@@ -143,6 +143,44 @@ std::vector<PresetInfo> presets();
 // A preset or hardware file resolved, every default filled in (npusim presets --show).
 nlohmann::json resolved_hardware(const std::string& hw);
 
+// Autoregressive generation with a decoder-only transformer (docs/llm.md): a prefill program over
+// the prompt, then one decode-step program per further token, the KV cache in off-chip memory,
+// greedy sampling. `workload` is a built-in decoder (decoders()) or a decoder JSON file; `batch`
+// sequences (default 1, or the --input file's); `input_npy`: the prompt ids [batch, prompt] (int32
+// or int64), else drawn from the seed; `weights`: a safetensors file with Hugging Face's names,
+// else weights drawn from the seed. RunOptions' fidelity, values, dtype and parallel apply to
+// every program; its trace, intermediates, host_ops and calibration options are not taken.
+struct GenerateOptions : RunOptions {
+  int prompt_tokens = 16;
+  int new_tokens = 8;
+  std::string weights;  // a .safetensors file, or "" for seeded weights
+};
+
+struct GenerateResult {
+  // stats.json: "generation" (the figures of docs/llm.md), "steps" (one record per program:
+  // prefill, then each decode step), "prefill" (the prefill run's own stats.json).
+  nlohmann::json stats;
+  std::vector<int32_t> tokens;  // generated ids, [batch][new_tokens] row-major
+  std::vector<int32_t> prompt;  // the prompt ids, [batch][prompt_tokens]
+  // With values: the simulated logits each id was sampled from, [new_tokens][batch][vocab].
+  std::vector<float> logits;
+  int vocab = 0;
+  int batch = 1, new_tokens = 0, prompt_tokens = 0;
+  double wall_seconds = 0.0;
+  // A program's functional check failed, or a sampled id differs from the reference's greedy
+  // id: the message the CLI prints (a bug in npusim), else empty.
+  std::string mismatch;
+  std::string report() const;  // report.txt: the summary and a line per step
+};
+GenerateResult generate(const GenerateOptions& options);
+
+struct DecoderEntry {
+  std::string name, description;
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_context = 0;
+  uint64_t parameters = 0;
+};
+std::vector<DecoderEntry> decoders();  // the built-in decoders (npusim generate --workload)
+
 struct ZooEntry {
   std::string name, description;
   int batch = 0;

@@ -80,6 +80,42 @@ py::dict run(const py::dict& o) {
   return r;
 }
 
+// npusim generate: stats as JSON text, the prompt and generated ids as int32 arrays
+// [batch, tokens], and the report.
+py::dict generate(const py::dict& o) {
+  npusim::GenerateOptions options;
+  static_cast<npusim::Target&>(options) = target(o);
+  options.fidelity = o["fidelity"].cast<std::string>();
+  options.values = o["values"].cast<bool>();
+  options.prompt_tokens = o["prompt_tokens"].cast<int>();
+  options.new_tokens = o["new_tokens"].cast<int>();
+  options.weights = o["weights"].cast<std::string>();
+  npusim::GenerateResult result;
+  {
+    py::gil_scoped_release release;
+    result = npusim::generate(options);
+  }
+  auto ids = [](const std::vector<int32_t>& v, int rows, int cols) {
+    py::array_t<int32_t> a(std::vector<py::ssize_t>{rows, cols});
+    std::copy(v.begin(), v.end(), a.mutable_data());
+    return a;
+  };
+  py::dict r;
+  r["stats"] = result.stats.dump(2) + "\n";
+  r["tokens"] = ids(result.tokens, result.batch, result.new_tokens);
+  r["prompt"] = ids(result.prompt, result.batch, result.prompt_tokens);
+  {
+    py::array_t<float> a(std::vector<py::ssize_t>{result.new_tokens, result.batch, result.vocab});
+    if (!result.logits.empty())
+      std::copy(result.logits.begin(), result.logits.end(), a.mutable_data());
+    r["logits"] = result.logits.empty() ? py::object(py::none()) : py::object(a);
+  }
+  r["report"] = result.report();
+  r["wall_seconds"] = result.wall_seconds;
+  r["mismatch"] = result.mismatch;
+  return r;
+}
+
 }  // namespace
 
 // libsystemc refers to the program's sc_main (sc_elab_and_sim calls it) and cannot be loaded
@@ -146,6 +182,25 @@ PYBIND11_MODULE(_npusim, m) {
   });
   m.def("resolved_hardware",
         [](const std::string& hw) { return npusim::resolved_hardware(hw).dump(); });
+  m.def("generate", &generate);
+  m.def("decoders", [] {
+    py::list out;
+    for (const auto& e : npusim::decoders()) {
+      py::dict d;
+      d["name"] = e.name;
+      d["description"] = e.description;
+      d["layers"] = e.layers;
+      d["hidden"] = e.hidden;
+      d["heads"] = e.heads;
+      d["kv_heads"] = e.kv_heads;
+      d["ffn"] = e.ffn;
+      d["vocab"] = e.vocab;
+      d["max_context"] = e.max_context;
+      d["parameters"] = e.parameters;
+      out.append(d);
+    }
+    return out;
+  });
   m.def("zoo", [] {
     py::list out;
     for (const auto& z : npusim::zoo()) {

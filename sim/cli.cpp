@@ -11,6 +11,7 @@
 
 #include "npusim/npusim.hpp"
 #include "sim/command_line.hpp"
+#include "sim/generate_command.hpp"
 #include "sim/membench_command.hpp"
 #include "sim/output_attempts.hpp"
 #include "sim/trace_flags.hpp"
@@ -39,6 +40,7 @@ commands:
   validate   check a hardware description (and a workload) without simulating
   presets    list the built-in hardware presets (--show NAME prints one as JSON)
   zoo        list the built-in networks
+  generate   generate tokens with a decoder-only LLM: prefill, then decode steps (docs/llm.md)
   scalesim   run a SCALE-Sim v2 config and topology, writing SCALE-Sim's reports
   membench   drive the off-chip memory model alone with a traffic pattern
 
@@ -352,6 +354,7 @@ int cli_main(const std::vector<std::string>& args) {
     if (command == "validate") return command_validate(rest);
     if (command == "presets") return command_presets(rest);
     if (command == "zoo") return command_zoo(rest);
+    if (command == "generate") return command_generate(rest);
 #ifdef NPUSIM_HAVE_SCALESIM
     if (command == "scalesim") return scalesim::run_cli(rest);
 #endif

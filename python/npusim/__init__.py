@@ -22,7 +22,7 @@ import numpy as np
 from . import _npusim
 from ._npusim import InputError, InternalError
 
-__all__ = ["run", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
+__all__ = ["run", "generate", "decoders", "GenerateResult", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
            "InputError", "InternalError"]
 
 
@@ -153,6 +153,47 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
         return Result(_npusim.run(o))
     finally:
         tmp.close()
+
+
+class GenerateResult:
+    """A generation's results: stats (dict, equal to stats.json; stats["generation"] holds
+    ttft_s, tpot_s, tokens_per_s, ...), tokens (int32 [batch, new_tokens], the generated ids,
+    empty with values=False), prompt (int32 [batch, prompt_tokens]), report (report.txt),
+    wall_seconds, mismatch ("" unless the check failed: a bug in npusim)."""
+
+    def __init__(self, r):
+        self.stats = json.loads(r["stats"])
+        self.tokens = r["tokens"]
+        self.prompt = r["prompt"]
+        self.logits = r["logits"]  # float32 [new_tokens, batch, vocab], None without values
+        self.report = r["report"]
+        self.wall_seconds = r["wall_seconds"]
+        self.mismatch = r["mismatch"]
+
+
+def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, batch=None,
+             weights=None, values=True, seed=1, dtype=None, fidelity="fast", parallel="auto"):
+    """Generates tokens with a decoder-only transformer (npusim generate, docs/llm.md).
+
+    workload: a built-in decoder (decoders()) or a decoder JSON file.
+    prompt: the prompt ids (an int array [batch, tokens] or a .npy path); default drawn from the
+    seed, prompt_tokens long (default 16). weights: a .safetensors file (Hugging Face names).
+    Returns a GenerateResult; raises InputError on bad input.
+    """
+    tmp = _TempDir()
+    try:
+        o = _target(tmp, hw, workload, prompt, batch, seed, dtype, parallel, None, None, None,
+                    "max", None)
+        o.update(fidelity=fidelity, values=bool(values), prompt_tokens=int(prompt_tokens or 0),
+                 new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "")
+        return GenerateResult(_npusim.generate(o))
+    finally:
+        tmp.close()
+
+
+def decoders():
+    """The built-in decoders (npusim generate --list), as dicts."""
+    return _npusim.decoders()
 
 
 def compile(hw, workload, inputs=None, *, batch=None, seed=1, dtype=None, parallel="auto",

@@ -1,0 +1,394 @@
+#include "compiler/frontend/llm/decoder_graph.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "compiler/ir/shape_inference.hpp"
+#include "support/error.hpp"
+
+namespace npusim {
+
+namespace {
+
+// Adds layers to a graph; each layer's output tensor is named after the layer.
+class Builder {
+ public:
+  Builder(const DecoderConfig& c, const DecoderWeights* w) : c_(c), w_(w) {}
+
+  Graph& graph() { return g_; }
+
+  Layer& add(OpKind kind, const std::string& name, std::vector<std::string> inputs) {
+    Layer l;
+    l.name = name;
+    l.kind = kind;
+    l.inputs = std::move(inputs);
+    l.output = name;
+    g_.layers.push_back(std::move(l));
+    return g_.layers.back();
+  }
+
+  // A weight tensor by key (empty when timing only), times `scale`.
+  std::vector<float> param(const std::string& key, float scale = 1.0f) const {
+    if (!w_) return {};
+    std::vector<float> v = w_->at(key);
+    if (scale != 1.0f)
+      for (float& x : v) x *= scale;
+    return v;
+  }
+
+  // y = x W (+ b); W [in][units] from `key`.w, b from `key`.b when the model has biases.
+  std::string dense(const std::string& name, const std::string& x, const std::string& key,
+                    int units, float scale = 1.0f, Activation act = Activation::kNone) {
+    Layer& l = add(OpKind::kDense, name, {x});
+    l.filters = units;
+    l.activation = act;
+    l.use_bias = c_.bias;
+    l.weights = param(key + ".w", scale);
+    if (c_.bias) l.bias = param(key + ".b", scale);
+    return name;
+  }
+
+  // A dense layer with weights given (the KV cache; the tied output projection), no bias.
+  std::string dense_with(const std::string& name, const std::string& x, int units,
+                         std::vector<float> weights) {
+    Layer& l = add(OpKind::kDense, name, {x});
+    l.filters = units;
+    l.use_bias = false;
+    l.weights = std::move(weights);
+    if (!l.weights.empty()) l.bias.assign(size_t(units), 0.0f);
+    return name;
+  }
+
+  // y = x * scale + shift elementwise, the constants repeating with period `period` over x's
+  // `elements` values: a depthwise 1x1 convolution with one channel per position of the period,
+  // on x viewed as [1, elements / period, period].
+  std::string affine(const std::string& name, const std::string& x, const std::vector<int>& dims,
+                     std::vector<float> scale, std::vector<float> shift) {
+    const int period = int(scale.size());
+    uint64_t elements = 1;
+    for (int d : dims) elements *= uint64_t(d);
+    NPUSIM_CHECK(period > 0 && elements % uint64_t(period) == 0 && shift.size() == scale.size(),
+                 "affine {}: period {} of {} elements", name, period, elements);
+    const std::string map = name + "_as_map", conv = name + "_affine";
+    add(OpKind::kReshape, map, {x}).reshape_to = {1, int(elements / uint64_t(period)), period};
+    Layer& l = add(OpKind::kConv, conv, {map});
+    l.filters = period;
+    l.groups = period;
+    l.use_bias = true;
+    l.weights = std::move(scale);
+    l.bias = std::move(shift);
+    add(OpKind::kReshape, name, {conv}).reshape_to = dims;
+    return name;
+  }
+
+  // out[o] = in[source(o)] of one input, the output of shape `dims`.
+  template <class F>
+  std::string move(const std::string& name, std::vector<std::string> inputs,
+                   const std::vector<int>& dims, const std::string& op, F source) {
+    Layer& l = add(OpKind::kMove, name, std::move(inputs));
+    l.reshape_to = dims;
+    l.move_op = op;
+    uint64_t n = 1;
+    for (int d : dims) n *= uint64_t(d);
+    l.move_from.resize(n);
+    for (uint64_t o = 0; o < n; ++o) l.move_from[o] = source(o);
+    return name;
+  }
+
+  // LayerNorm, or RMSNorm composed as LayerNorm over [x, -x] (see decoder_graph.hpp).
+  std::string norm(const std::string& name, const std::string& x, int rows,
+                   const std::string& key) {
+    const int h = c_.hidden;
+    if (!c_.rms_norm) {
+      Layer& l = add(OpKind::kLayerNorm, name, {x});
+      l.epsilon = c_.norm_epsilon;
+      l.gamma = param(key + ".g");
+      l.beta = param(key + ".b");
+      return name;
+    }
+    const std::string neg =
+        affine(name + "_neg", x, {rows, h}, std::vector<float>(size_t(h), -1.0f),
+               std::vector<float>(size_t(h), 0.0f));
+    add(OpKind::kConcat, name + "_pair", {x, neg});
+    Layer& l = add(OpKind::kLayerNorm, name + "_ln", {name + "_pair"});
+    l.epsilon = c_.norm_epsilon;
+    if (w_) {
+      l.gamma = param(key + ".g");
+      l.gamma.insert(l.gamma.end(), l.gamma.begin(), l.gamma.end());
+      l.beta.assign(size_t(2 * h), 0.0f);
+    }
+    return move(name, {name + "_ln"}, {rows, h}, "Slice", [&](uint64_t o) {
+      return MoveSource{0, int32_t(o / uint64_t(h) * uint64_t(2 * h) + o % uint64_t(h))};
+    });
+  }
+
+  // The rotary tables for x viewed as rows of `width` values, each row at position pos(row),
+  // the head of size d repeating along the row: x * cos + rotate_half(x) * sin'.
+  template <class Pos>
+  std::string rope(const std::string& name, const std::string& x, const std::vector<int>& dims,
+                   int rows_per_period, int width, Pos pos) {
+    const int d = c_.head_dim(), half = d / 2;
+    std::vector<float> cosv, sinv;
+    for (int r = 0; r < rows_per_period; ++r) {
+      const double p = pos(r);
+      for (int j = 0; j < width; ++j) {
+        const int jj = j % d, k = jj % half;
+        const double freq = std::pow(double(c_.rope_theta), -2.0 * k / d);
+        cosv.push_back(float(std::cos(p * freq)));
+        sinv.push_back(float((jj < half ? -1.0 : 1.0) * std::sin(p * freq)));
+      }
+    }
+    const std::string a = affine(name + "_cos", x, dims, cosv, std::vector<float>(cosv.size()));
+    const std::string rot = move(name + "_rotate", {x}, dims, "RotateHalf", [&](uint64_t o) {
+      const uint64_t j = o % uint64_t(d), base = o - j;
+      return MoveSource{0, int32_t(base + (j + uint64_t(half)) % uint64_t(d))};
+    });
+    const std::string b = affine(name + "_sin", rot, dims, sinv, std::vector<float>(sinv.size()));
+    add(OpKind::kAdd, name, {a, b});
+    return name;
+  }
+
+  // The FFN of layer `p` on x [rows, hidden].
+  std::string ffn(const std::string& p, const std::string& x) {
+    if (!c_.swiglu) {
+      const std::string up = dense(p + "ffn_up", x, p + "up", c_.ffn, 1.0f, Activation::kGelu);
+      return dense(p + "ffn_down", up, p + "down", c_.hidden);
+    }
+    const std::string gate = dense(p + "ffn_gate", x, p + "gate", c_.ffn);
+    const std::string up = dense(p + "ffn_up", x, p + "up", c_.ffn);
+    add(OpKind::kActivation, p + "ffn_gate_sigmoid", {gate}).activation = Activation::kSigmoid;
+    add(OpKind::kMul, p + "ffn_silu", {gate, p + "ffn_gate_sigmoid"});
+    add(OpKind::kMul, p + "ffn_swiglu", {p + "ffn_silu", up});
+    return dense(p + "ffn_down", p + "ffn_swiglu", p + "down", c_.hidden);
+  }
+
+  // The output projection: the token embedding transposed when tied.
+  std::vector<float> lm_head() const {
+    if (!w_) return {};
+    if (!c_.tied_embeddings) return w_->at("lm_head");
+    const std::vector<float>& e = w_->at("wte");
+    const size_t v = size_t(c_.vocab), h = size_t(c_.hidden);
+    std::vector<float> t(v * h);
+    for (size_t r = 0; r < v; ++r)
+      for (size_t j = 0; j < h; ++j) t[j * v + r] = e[r * h + j];
+    return t;
+  }
+
+  void finish(const std::vector<std::string>& outputs) {
+    g_.outputs = outputs;
+    GraphDiagnostics diag(g_.name);
+    std::vector<std::string> where;
+    for (const Layer& l : g_.layers) where.push_back("layer '" + l.name + "'");
+    finalize_graph(g_, diag, where);
+  }
+
+ private:
+  const DecoderConfig& c_;
+  const DecoderWeights* w_;
+  Graph g_;
+};
+
+void start(Builder& b, const DecoderConfig& c, const std::string& phase, int ids) {
+  Graph& g = b.graph();
+  g.name = fmt::format("{}-{}", c.name, phase);
+  g.description = c.description;
+  g.input_name = "ids";
+  g.input_shape.dims = {ids};
+  g.input_ids = true;
+  Layer& e = b.add(OpKind::kEmbedding, "embed", {"ids"});
+  e.filters = c.hidden;
+  e.weights = b.param("wte");
+  if (e.weights.empty()) e.weights.assign(size_t(c.vocab) * size_t(c.hidden), 0.0f);
+}
+
+}  // namespace
+
+Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P, int batch,
+                          DataType dtype) {
+  Builder b(c, w);
+  start(b, c, "prefill", P);
+  b.graph().batch = batch;
+  const int h = c.hidden, d = c.head_dim(), H = c.heads, KV = c.kv_heads, G = c.group();
+  const float scale = 1.0f / std::sqrt(float(d));
+  std::string x = "embed";
+  if (!c.rotary) {
+    std::vector<float> pos = b.param("wpe");
+    pos.resize(size_t(P) * size_t(h));
+    x = b.affine("positions", x, {P, h}, std::vector<float>(pos.size(), 1.0f), pos);
+  }
+  // Masked scores: bf16 takes -1e4 (exp underflows to 0); int8 a fill the scores' scale can
+  // still resolve (docs/llm.md "Limitations").
+  const float fill = dtype == DataType::kBf16 ? -1e4f : -32.0f;
+  std::vector<float> keep(size_t(P) * size_t(P)), shift(keep.size());
+  for (int i = 0; i < P; ++i)
+    for (int j = 0; j < P; ++j) {
+      keep[size_t(i * P + j)] = j <= i ? 1.0f : 0.0f;
+      shift[size_t(i * P + j)] = j <= i ? 0.0f : fill;
+    }
+  std::vector<std::string> outputs{"logits"};
+  auto to_heads = [&](const std::string& name, const std::string& src, int n, int rep) {
+    // [P, (n / rep) * d] -> [n, P, d], head hh reading source head hh / rep.
+    const int width = n / rep * d;
+    return b.move(name, {src}, {n, P, d}, "Transpose", [&](uint64_t o) {
+      const uint64_t j = o % uint64_t(d), p = o / uint64_t(d) % uint64_t(P),
+                     hh = o / uint64_t(d * P);
+      return MoveSource{0, int32_t(p * uint64_t(width) + hh / uint64_t(rep) * uint64_t(d) + j)};
+    });
+  };
+  auto position = [](int r) { return r; };
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string p = fmt::format("h{}.", i);
+    const std::string n1 = b.norm(p + "norm1", x, P, p + "ln1");
+    const std::string q = b.dense(p + "query", n1, p + "q", H * d, scale);
+    const std::string k = b.dense(p + "key", n1, p + "k", KV * d);
+    const std::string v = b.dense(p + "value", n1, p + "v", KV * d);
+    std::string qh = to_heads(p + "query_heads", q, H, 1);
+    const std::string kname = fmt::format("k{}", i);
+    std::string kh = to_heads(c.rotary ? p + "key_heads" : kname, k, KV, 1);
+    const std::string vh = to_heads(fmt::format("v{}", i), v, KV, 1);
+    if (c.rotary) {
+      qh = b.rope(p + "query_rotary", qh, {H, P, d}, P, d, position);
+      kh = b.rope(kname, kh, {KV, P, d}, P, d, position);
+    }
+    outputs.push_back(kh);
+    outputs.push_back(vh);
+    std::string ke = kh, ve = vh;
+    if (G > 1) {
+      auto repeat = [&](const std::string& name, const std::string& src) {
+        return b.move(name, {src}, {H, P, d}, "Expand", [&](uint64_t o) {
+          const uint64_t per_head = uint64_t(P) * uint64_t(d);
+          return MoveSource{0, int32_t(o / per_head / uint64_t(G) * per_head + o % per_head)};
+        });
+      };
+      ke = repeat(p + "key_groups", kh);
+      ve = repeat(p + "value_groups", vh);
+    }
+    Layer& s = b.add(OpKind::kMatMul, p + "scores", {qh, ke});
+    s.transpose_b = true;
+    const std::string masked = b.affine(p + "causal", p + "scores", {H, P, P}, keep, shift);
+    b.add(OpKind::kSoftmax, p + "probs", {masked});
+    b.add(OpKind::kMatMul, p + "context_heads", {p + "probs", ve});
+    b.move(p + "context", {p + "context_heads"}, {P, H * d}, "Transpose", [&](uint64_t o) {
+      const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(H),
+                     pp = o / uint64_t(H * d);
+      return MoveSource{0, int32_t((hh * uint64_t(P) + pp) * uint64_t(d) + j)};
+    });
+    const std::string o = b.dense(p + "attn_out", p + "context", p + "o", h);
+    b.add(OpKind::kAdd, p + "attn_residual", {x, o});
+    const std::string n2 = b.norm(p + "norm2", p + "attn_residual", P, p + "ln2");
+    const std::string f = b.ffn(p, n2);
+    b.add(OpKind::kAdd, p + "ffn_residual", {p + "attn_residual", f});
+    x = p + "ffn_residual";
+  }
+  b.move("last", {x}, {1, h}, "Slice", [&](uint64_t o) {
+    return MoveSource{0, int32_t(uint64_t(P - 1) * uint64_t(h) + o)};
+  });
+  const std::string nf = b.norm("norm_final", "last", 1, "lnf");
+  b.dense_with("logits", nf, c.vocab, b.lm_head());
+  b.finish(outputs);
+  return std::move(b.graph());
+}
+
+Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const KvCache* cache,
+                         int L, int B) {
+  NPUSIM_CHECK(L >= 1, "decode step with an empty cache");
+  Builder b(c, w);
+  start(b, c, fmt::format("decode{}", L), B);
+  const int h = c.hidden, d = c.head_dim(), H = c.heads, KV = c.kv_heads, G = c.group();
+  const float scale = 1.0f / std::sqrt(float(d));
+  std::string x = "embed";
+  if (!c.rotary) {
+    std::vector<float> pos;
+    if (w) {
+      const std::vector<float>& wpe = w->at("wpe");
+      pos.assign(wpe.begin() + long(L) * h, wpe.begin() + long(L + 1) * h);
+    } else {
+      pos.assign(size_t(h), 0.0f);
+    }
+    x = b.affine("positions", x, {B, h}, std::vector<float>(size_t(h), 1.0f), pos);
+  }
+  auto position = [L](int) { return L; };
+  std::vector<std::string> outputs{"logits"};
+  for (int i = 0; i < c.layers; ++i) {
+    const std::string p = fmt::format("h{}.", i);
+    const std::string n1 = b.norm(p + "norm1", x, B, p + "ln1");
+    std::string q = b.dense(p + "query", n1, p + "q", H * d, scale);
+    const std::string kname = fmt::format("k{}", i), vname = fmt::format("v{}", i);
+    if (c.rotary) {
+      b.dense(p + "key", n1, p + "k", KV * d);
+      q = b.rope(p + "query_rotary", q, {B, H * d}, 1, H * d, position);
+      b.rope(kname, p + "key", {B, KV * d}, 1, KV * d, position);
+    } else {
+      b.dense(kname, n1, p + "k", KV * d);
+    }
+    b.dense(vname, n1, p + "v", KV * d);
+    outputs.push_back(kname);
+    outputs.push_back(vname);
+    std::vector<std::string> contexts;
+    for (int s = 0; s < B; ++s) {
+      for (int g = 0; g < KV; ++g) {
+        const std::string a = fmt::format("{}attn{}_{}.", p, s, g);
+        const int cache_index = s * KV + g;
+        b.move(a + "query", {q}, {G, d}, "Slice", [&](uint64_t o) {
+          const uint64_t r = o / uint64_t(d), j = o % uint64_t(d);
+          return MoveSource{0, int32_t(uint64_t(s) * uint64_t(H * d) +
+                                       (uint64_t(g) * uint64_t(G) + r) * uint64_t(d) + j)};
+        });
+        for (const std::string& kv : {kname, vname}) {
+          b.move(a + (kv == kname ? "key_new" : "value_new"), {kv}, {1, d}, "Slice",
+                 [&](uint64_t o) {
+                   return MoveSource{
+                       0, int32_t(uint64_t(s) * uint64_t(KV * d) + uint64_t(g) * uint64_t(d) + o)};
+                 });
+        }
+        // q K^T over the cache: the cache's keys transposed are the weight operand [d][L].
+        std::vector<float> kt, vc;
+        if (cache) {
+          const std::vector<float>& keys = cache->keys[size_t(i)][size_t(cache_index)];
+          const std::vector<float>& values = cache->values[size_t(i)][size_t(cache_index)];
+          NPUSIM_CHECK(keys.size() == size_t(L) * size_t(d) && values.size() == keys.size(),
+                       "KV cache of layer {} head {}: {} values for length {}", i, cache_index,
+                       keys.size(), L);
+          kt.resize(keys.size());
+          for (int t = 0; t < L; ++t)
+            for (int j = 0; j < d; ++j) kt[size_t(j * L + t)] = keys[size_t(t * d + j)];
+          vc = values;
+        }
+        b.dense_with(a + "scores_cache", a + "query", L, std::move(kt));
+        b.add(OpKind::kMatMul, a + "score_new", {a + "query", a + "key_new"}).transpose_b = true;
+        b.add(OpKind::kConcat, a + "scores", {a + "scores_cache", a + "score_new"});
+        b.add(OpKind::kSoftmax, a + "probs", {a + "scores"});
+        b.move(a + "probs_cache", {a + "probs"}, {G, L}, "Slice", [&](uint64_t o) {
+          return MoveSource{0, int32_t(o / uint64_t(L) * uint64_t(L + 1) + o % uint64_t(L))};
+        });
+        b.move(a + "prob_new", {a + "probs"}, {G, 1}, "Slice", [&](uint64_t o) {
+          return MoveSource{0, int32_t(o * uint64_t(L + 1) + uint64_t(L))};
+        });
+        b.dense_with(a + "context_cache", a + "probs_cache", d, std::move(vc));
+        b.add(OpKind::kMatMul, a + "context_new", {a + "prob_new", a + "value_new"});
+        b.add(OpKind::kAdd, a + "context", {a + "context_cache", a + "context_new"});
+        contexts.push_back(a + "context");
+      }
+    }
+    // [B, H * d]: sequence s, head g * G + r, from context (s, g) row r.
+    b.move(p + "context", contexts, {B, H * d}, "Concat", [&](uint64_t o) {
+      const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(H),
+                     s = o / uint64_t(H * d);
+      return MoveSource{int32_t(s * uint64_t(KV) + hh / uint64_t(G)),
+                        int32_t(hh % uint64_t(G) * uint64_t(d) + j)};
+    });
+    const std::string o = b.dense(p + "attn_out", p + "context", p + "o", h);
+    b.add(OpKind::kAdd, p + "attn_residual", {x, o});
+    const std::string n2 = b.norm(p + "norm2", p + "attn_residual", B, p + "ln2");
+    const std::string f = b.ffn(p, n2);
+    b.add(OpKind::kAdd, p + "ffn_residual", {p + "attn_residual", f});
+    x = p + "ffn_residual";
+  }
+  const std::string nf = b.norm("norm_final", x, B, "lnf");
+  b.dense_with("logits", nf, c.vocab, b.lm_head());
+  b.finish(outputs);
+  return std::move(b.graph());
+}
+
+}  // namespace npusim

@@ -1,0 +1,144 @@
+#include "sim/generate_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "npusim/npusim.hpp"
+#include "sim/command_line.hpp"
+#include "support/error.hpp"
+#include "support/npy.hpp"
+#include "support/text_escape.hpp"
+
+namespace po = boost::program_options;
+
+namespace npusim {
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
+}
+
+}  // namespace
+
+int command_generate(const std::vector<std::string>& args) {
+  po::options_description o("generate options");
+  o.add_options()("hw", po::value<std::string>()->required(),
+                  "hardware: a preset name (npusim presets) or a JSON file")(
+      "workload", po::value<std::string>()->required(),
+      "decoder: a built-in one (gpt2-small, gpt2-medium, llama-1b-like, llama-7b-like; npusim "
+      "generate --list) or a decoder JSON file (docs/llm.md)")(
+      "prompt-tokens", po::value<int>(),
+      "prompt length per sequence (default 16, or the --input file's)")(
+      "new-tokens", po::value<int>()->default_value(8),
+      "tokens to generate per sequence: the prefill samples the first, each decode step one "
+      "more")("batch", po::value<int>(),
+              "sequences generated together (default 1, or the --input file's)")(
+      "input", po::value<std::string>(),
+      "prompt ids as .npy, int32 or int64 [batch, tokens] (default: drawn from the seed)")(
+      "weights", po::value<std::string>(),
+      "a .safetensors file with Hugging Face's GPT-2 or Llama tensor names (F32, F16, BF16); "
+      "default: weights drawn from the seed")(
+      "seed", po::value<uint64_t>()->default_value(1),
+      "seed of the pseudo-random weights (and prompt, without --input)")(
+      "dtype", po::value<std::string>(),
+      "int8 or bf16; default: the hardware's data_types.activation")(
+      "parallel", po::value<std::string>()->default_value("auto"),
+      "how several cores share each program, as for npusim run (docs/multicore.md)")(
+      "fidelity", po::value<std::string>()->default_value("fast"),
+      "matrix-unit model: fast (default) or pe")(
+      "values", po::value<std::string>()->default_value("on"),
+      "on (default): every program's values computed and checked against the reference, ids "
+      "sampled from the simulated logits and compared with the reference's; off: timing only "
+      "(the same cycles; tokens.npy is not written)")(
+      "out", po::value<std::string>(),
+      "directory for stats.json, report.txt, tokens.npy (the generated ids, int32 [batch, new "
+      "tokens]) and logits.npy (float32 [new tokens, batch, vocab], the logits each id was "
+      "sampled from)")("list", "list the built-in decoders and exit");
+  po::variables_map vm;
+  if (std::find(args.begin(), args.end(), "--list") != args.end()) {
+    for (const DecoderEntry& e : decoders()) {
+      std::cout << fmt::format(
+          "{:<14} {:>3} layers, hidden {:>5}, heads {:>3}/{:<3} KV, ffn {:>6}, vocab {:>6}, "
+          "context {:>5}, {:.3g} G parameters\n",
+          e.name, e.layers, e.hidden, e.heads, e.kv_heads, e.ffn, e.vocab, e.max_context,
+          double(e.parameters) / 1e9);
+    }
+    return 0;
+  }
+  if (!parse_command_line("generate",
+                          "--hw HW --workload DECODER [--prompt-tokens P] [--new-tokens N] "
+                          "[--batch B] [--input ids.npy] [--weights f.safetensors] --out DIR",
+                          o, args, vm)) {
+    return 0;
+  }
+  GenerateOptions g;
+  g.hw = vm["hw"].as<std::string>();
+  g.workload = vm["workload"].as<std::string>();
+  if (vm.count("prompt-tokens")) {
+    g.prompt_tokens = vm["prompt-tokens"].as<int>();
+    if (g.prompt_tokens < 1) {
+      throw UsageError(fmt::format("--prompt-tokens {}: expected at least 1", g.prompt_tokens));
+    }
+  } else {
+    g.prompt_tokens = 0;
+  }
+  g.new_tokens = vm["new-tokens"].as<int>();
+  if (vm.count("batch")) g.batch = vm["batch"].as<int>();
+  if (vm.count("input")) g.input_npy = vm["input"].as<std::string>();
+  if (vm.count("weights")) g.weights = vm["weights"].as<std::string>();
+  g.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("dtype")) g.dtype = vm["dtype"].as<std::string>();
+  g.parallel = vm["parallel"].as<std::string>();
+  g.fidelity = vm["fidelity"].as<std::string>();
+  const std::string values = vm["values"].as<std::string>();
+  if (values != "on" && values != "off") {
+    throw UsageError(fmt::format("--values '{}': expected on or off", values));
+  }
+  g.values = values == "on";
+  std::filesystem::path out_dir;
+  if (vm.count("out")) {
+    out_dir = vm["out"].as<std::string>();
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec || !std::filesystem::is_directory(out_dir)) {
+      throw UserError(fmt::format("--out '{}': cannot create directory", out_dir.string()));
+    }
+    std::filesystem::remove(out_dir / "stats.json", ec);
+    std::filesystem::remove(out_dir / "tokens.npy", ec);
+    std::filesystem::remove(out_dir / "logits.npy", ec);
+  }
+  const GenerateResult r = generate(g);
+  if (!out_dir.empty()) {
+    write_text(out_dir / "stats.json", dump_json(r.stats, 2) + "\n");
+    write_text(out_dir / "report.txt", r.report());
+    if (g.values) {
+      write_npy_int32((out_dir / "tokens.npy").string(), {r.batch, r.new_tokens}, r.tokens);
+      write_npy_float32((out_dir / "logits.npy").string(), {r.new_tokens, r.batch, r.vocab},
+                        r.logits);
+    }
+  }
+  std::cout << r.report();
+  std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+  if (!r.mismatch.empty()) {
+    std::cerr << "npusim: " << r.mismatch << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace npusim

@@ -9,7 +9,7 @@ packages=(
   libgtest-dev
   clang-14 libfuzzer-14-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx python3-numpy libonnx-testdata
-  python3-torch python3-torchvision
+  python3-torch python3-torchvision python3-sklearn python3-scipy
   libdnnl-dev
   python3-pytest python3-tqdm python3-distributed python3-matplotlib
   pybind11-dev python3-pybind11 jupyter-nbconvert python3-ipykernel

@@ -163,13 +163,16 @@ int command_run(const std::vector<std::string>& args) {
       "every per-layer figure of stats.json; with --out, DIR/layers.csv gets the same)")(
       "list-stats", "print every figure of stats.json with its unit and meaning, not the report")(
       "save-outputs", po::value<std::string>(),
-      "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout)")(
+      "write every graph output as DIR/<name>.npy (float32 real values, the graph's layout; "
+      "bytes of a name other than letters, digits, '.', '-', '_' become '_', and names that would "
+      "share a file get NAME~2.npy, NAME~3.npy..., each printed on stderr)")(
       "save-intermediates",
       "with --save-outputs: also write every layer's output (a tensor fused into a conv's "
       "epilogue, such as a pooled conv's output, is never stored: the fused layer's is)")(
       "save-float-outputs", po::value<std::string>(),
       "write every graph output of the float32 reference (the network's real-valued "
-      "parameters, no quantization, the real input) as DIR/<name>.npy, to measure int8 or bf16 "
+      "parameters, no quantization, the real input) as DIR/<name>.npy (file names as for "
+      "--save-outputs), to measure int8 or bf16 "
       "accuracy against (scripts/quant_accuracy.py)");
   TraceOutputs::add_options(o);
   po::variables_map vm;

@@ -88,6 +88,14 @@ TEST(Layering, PowerIncludesOnlySupportArchAndItself) {
   }
 }
 
+TEST(Layering, ServingIncludesOnlySupportAndItself) {
+  const auto files = sources("serving");
+  EXPECT_GE(files.size(), 6u);
+  for (const auto& f : files) {
+    for (const auto& b : bad_includes(f, {"support/", "serving/"})) ADD_FAILURE() << b;
+  }
+}
+
 TEST(Layering, CompatIncludesOnlySupportAndItself) {
   const auto files = sources("compat");
   EXPECT_GE(files.size(), 8u);

@@ -174,6 +174,33 @@ struct GenerateResult {
 };
 GenerateResult generate(const GenerateOptions& options);
 
+// LLM serving (docs/serving.md): the requests of a trace (CSV: id, arrival_s, prompt_tokens,
+// output_tokens) scheduled with continuous batching over a paged KV cache, each step priced by the
+// decoder's simulated prefill and decode-step programs (timing only: `values` must be false).
+// `workload` is a decoder as for generate; RunOptions' hw, dtype, parallel and fidelity apply.
+struct ServeOptions : RunOptions {
+  std::string trace;           // the request trace (CSV)
+  int max_batch = 32;          // requests running at once
+  int kv_block_tokens = 16;    // tokens per KV-cache block
+  int max_step_tokens = 2048;  // tokens per step: one per decoding request, the rest prefill
+  // Off-chip bytes for the KV cache; default 90 % of the memory less the weights.
+  std::optional<uint64_t> kv_cache_bytes;
+  double slo_ttft_s = 0, slo_tpot_s = 0;  // latency targets for goodput (0: none)
+  int grid_tokens = 64;  // programs are simulated at prompt / context lengths on this grid
+  // Decode programs are simulated at batches 1, 2, 4, ... up to this; larger batches are
+  // extrapolated along the last two (docs/serving.md).
+  int max_simulated_batch = 16;
+};
+
+struct ServeResult {
+  nlohmann::json stats;      // stats.json: "serving" (docs/serving.md)
+  std::string requests_csv;  // per request: arrival, first token, finish, TTFT, TPOT, ...
+  std::string steps_csv;     // per step: times, tokens, running, waiting, KV blocks, energy
+  double wall_seconds = 0.0;
+  std::string report() const;
+};
+ServeResult serve(const ServeOptions& options);
+
 struct DecoderEntry {
   std::string name, description;
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_context = 0;

@@ -80,6 +80,34 @@ py::dict run(const py::dict& o) {
   return r;
 }
 
+// npusim serve: stats as JSON text, the per-request and per-step CSV text, and the report.
+py::dict serve(const py::dict& o) {
+  npusim::ServeOptions options;
+  static_cast<npusim::Target&>(options) = target(o);
+  options.fidelity = o["fidelity"].cast<std::string>();
+  options.values = false;
+  options.trace = o["trace"].cast<std::string>();
+  options.max_batch = o["max_batch"].cast<int>();
+  options.kv_block_tokens = o["kv_block_tokens"].cast<int>();
+  options.max_step_tokens = o["max_step_tokens"].cast<int>();
+  if (!o["kv_cache_bytes"].is_none()) options.kv_cache_bytes = o["kv_cache_bytes"].cast<uint64_t>();
+  options.slo_ttft_s = o["slo_ttft"].cast<double>();
+  options.slo_tpot_s = o["slo_tpot"].cast<double>();
+  options.grid_tokens = o["grid_tokens"].cast<int>();
+  options.max_simulated_batch = o["max_simulated_batch"].cast<int>();
+  npusim::ServeResult result;
+  {
+    py::gil_scoped_release release;
+    result = npusim::serve(options);
+  }
+  py::dict r;
+  r["stats"] = result.stats.dump(2) + "\n";
+  r["requests_csv"] = result.requests_csv;
+  r["steps_csv"] = result.steps_csv;
+  r["report"] = result.report();
+  return r;
+}
+
 // npusim generate: stats as JSON text, the prompt and generated ids as int32 arrays
 // [batch, tokens], and the report.
 py::dict generate(const py::dict& o) {
@@ -183,6 +211,7 @@ PYBIND11_MODULE(_npusim, m) {
   m.def("resolved_hardware",
         [](const std::string& hw) { return npusim::resolved_hardware(hw).dump(); });
   m.def("generate", &generate);
+  m.def("serve", &serve);
   m.def("decoders", [] {
     py::list out;
     for (const auto& e : npusim::decoders()) {

@@ -14,6 +14,7 @@
 #include "sim/generate_command.hpp"
 #include "sim/membench_command.hpp"
 #include "sim/output_attempts.hpp"
+#include "sim/serve_command.hpp"
 #include "sim/trace_flags.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
@@ -41,6 +42,7 @@ commands:
   presets    list the built-in hardware presets (--show NAME prints one as JSON)
   zoo        list the built-in networks
   generate   generate tokens with a decoder-only LLM: prefill, then decode steps (docs/llm.md)
+  serve      replay a trace of LLM requests: continuous batching, paged KV cache (docs/serving.md)
   scalesim   run a SCALE-Sim v2 config and topology, writing SCALE-Sim's reports
   membench   drive the off-chip memory model alone with a traffic pattern
 
@@ -106,20 +108,6 @@ void add_target_options(po::options_description& o) {
       "magnitudes does; larger values saturate)")(
       "calibration-percentile", po::value<double>(),
       "with --calibration-method percentile: the percentile, in [50, 100] (default 99.99)");
-}
-
-// Writes `text` to `path` atomically: readers never see a half-written file.
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
 }
 
 // Creates the directory a --save-... flag names, or fails naming the flag.
@@ -355,6 +343,7 @@ int cli_main(const std::vector<std::string>& args) {
     if (command == "presets") return command_presets(rest);
     if (command == "zoo") return command_zoo(rest);
     if (command == "generate") return command_generate(rest);
+    if (command == "serve") return command_serve(rest);
 #ifdef NPUSIM_HAVE_SCALESIM
     if (command == "scalesim") return scalesim::run_cli(rest);
 #endif

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 
 namespace po = boost::program_options;
@@ -24,6 +25,19 @@ bool parse_command_line(const std::string& command, const std::string& synopsis,
         fmt::format("npusim {}: {} (see npusim {} --help)", command, e.what(), command));
   }
   return true;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
 }
 
 }  // namespace npusim

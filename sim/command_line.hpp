@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,9 @@ bool parse_command_line(const std::string& command, const std::string& synopsis,
                         boost::program_options::options_description& options,
                         const std::vector<std::string>& args,
                         boost::program_options::variables_map& vm);
+
+// Writes `text` to `path` atomically (a temporary file renamed): readers never see a half-written
+// file; a failure is a UserError naming the file.
+void write_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace npusim

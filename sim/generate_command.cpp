@@ -18,23 +18,6 @@ namespace po = boost::program_options;
 
 namespace npusim {
 
-namespace {
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw UserError(fmt::format("{}: cannot write", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
-}
-
-}  // namespace
-
 int command_generate(const std::vector<std::string>& args) {
   po::options_description o("generate options");
   o.add_options()("hw", po::value<std::string>()->required(),
@@ -124,8 +107,8 @@ int command_generate(const std::vector<std::string>& args) {
   }
   const GenerateResult r = generate(g);
   if (!out_dir.empty()) {
-    write_text(out_dir / "stats.json", dump_json(r.stats, 2) + "\n");
-    write_text(out_dir / "report.txt", r.report());
+    write_file(out_dir / "stats.json", dump_json(r.stats, 2) + "\n");
+    write_file(out_dir / "report.txt", r.report());
     if (g.values) {
       write_npy_int32((out_dir / "tokens.npy").string(), {r.batch, r.new_tokens}, r.tokens);
       write_npy_float32((out_dir / "logits.npy").string(), {r.new_tokens, r.batch, r.vocab},

@@ -13,6 +13,8 @@ process-wide lock); every run gets a fresh context and gives the result it gives
 parallel sweeps use processes (scripts/dse.py does).
 """
 
+import csv
+import io
 import json
 import os
 import tempfile
@@ -22,7 +24,7 @@ import numpy as np
 from . import _npusim
 from ._npusim import InputError, InternalError
 
-__all__ = ["run", "generate", "decoders", "GenerateResult", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
+__all__ = ["run", "generate", "decoders", "GenerateResult", "serve", "ServeResult", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
            "InputError", "InternalError"]
 
 
@@ -187,6 +189,49 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
         o.update(fidelity=fidelity, values=bool(values), prompt_tokens=int(prompt_tokens or 0),
                  new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "")
         return GenerateResult(_npusim.generate(o))
+    finally:
+        tmp.close()
+
+
+class ServeResult:
+    """What npusim.serve returns: stats (dict, stats.json's "serving"), requests and steps (lists
+    of dicts, requests.csv and steps.csv with numbers as floats), report() (report.txt)."""
+
+    def __init__(self, raw):
+        self.stats = json.loads(raw["stats"])
+        self.requests = _csv_rows(raw["requests_csv"])
+        self.steps = _csv_rows(raw["steps_csv"])
+        self._report = raw["report"]
+
+    def report(self):
+        return self._report
+
+
+def _csv_rows(text):
+    rows = list(csv.DictReader(io.StringIO(text)))
+    for row in rows:
+        for k, v in row.items():
+            if k != "id":
+                row[k] = float(v) if v != "" else None
+    return rows
+
+
+def serve(hw, workload, trace, *, max_batch=32, kv_block_tokens=16, max_step_tokens=2048,
+          kv_cache_bytes=None, slo_ttft=0.0, slo_tpot=0.0, grid_tokens=64, max_simulated_batch=16,
+          seed=1, dtype=None, fidelity="fast", parallel="auto"):
+    """Replays a request trace (CSV: id,arrival_s,prompt_tokens,output_tokens) on the simulated
+    chip with continuous batching over a paged KV cache (npusim serve, docs/serving.md).
+    Returns a ServeResult; raises InputError on bad input."""
+    tmp = _TempDir()
+    try:
+        o = _target(tmp, hw, workload, None, None, seed, dtype, parallel, None, None, None, "max",
+                    None)
+        o.update(fidelity=fidelity, trace=os.fspath(trace), max_batch=int(max_batch),
+                 kv_block_tokens=int(kv_block_tokens), max_step_tokens=int(max_step_tokens),
+                 kv_cache_bytes=kv_cache_bytes, slo_ttft=float(slo_ttft),
+                 slo_tpot=float(slo_tpot), grid_tokens=int(grid_tokens),
+                 max_simulated_batch=int(max_simulated_batch))
+        return ServeResult(_npusim.serve(o))
     finally:
         tmp.close()
 

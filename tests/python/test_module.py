@@ -144,3 +144,31 @@ def test_presets_and_zoo_list_what_the_cli_lists():
     _, zoo_out, _ = cli("zoo")
     assert [z["name"] for z in npusim.zoo()] == [line.split()[0] for line in zoo_out.splitlines()]
     assert npusim.validate("tpu-v1", "mnist-cnn")["hw_name"] == "tpu-v1"
+
+
+def test_serve_equals_the_cli(tmp_path):
+    model = tmp_path / "tiny.json"
+    model.write_text(json.dumps({"schema_version": 1, "kind": "decoder", "name": "tiny",
+                                 "layers": 1, "hidden": 32, "heads": 2, "kv_heads": 1,
+                                 "ffn": 64, "vocab": 64, "max_context": 32}))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("id,arrival_s,prompt_tokens,output_tokens\na,0,5,3\nb,0.00001,9,2\n")
+    out = tmp_path / "serve-out"
+    code, _, err = cli("serve", "--hw", "tpu-v4-like-core", "--workload", model, "--trace", trace,
+                       "--grid-tokens", "8", "--out", out)
+    assert code == 0, err
+    r = npusim.serve(hw="tpu-v4-like-core", workload=str(model), trace=trace, grid_tokens=8)
+    with open(out / "stats.json", encoding="utf-8") as f:
+        cli_stats = json.load(f)
+    cli_stats["serving"]["programs"].pop("simulation_wall_s")
+    r.stats["serving"]["programs"].pop("simulation_wall_s")
+    assert r.stats == cli_stats
+    with open(out / "report.txt", encoding="utf-8") as f:
+        assert r.report().split("  programs")[0] == f.read().split("  programs")[0]
+    assert [q["id"] for q in r.requests] == ["a", "b"]
+    assert [q["output_tokens"] for q in r.requests] == [3.0, 2.0]
+    assert len(r.steps) == r.stats["serving"]["steps"]
+    with pytest.raises(npusim.InputError, match="no column 'arrival_s'"):
+        bad = tmp_path / "bad.csv"
+        bad.write_text("id,prompt_tokens,output_tokens\n")
+        npusim.serve(hw="tpu-v4-like-core", workload=str(model), trace=bad)

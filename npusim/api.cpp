@@ -49,6 +49,8 @@ RunResult run(const RunOptions& o) {
   RunDescription run{c.hw.name, c.graph.name, o.fidelity, o.seed, o.values};
   run.calibration = c.calibration;
   run.calibration_samples = c.calibration_samples;
+  run.prune = c.prune;
+  run.weight_sparsity = c.weight_sparsity;
   if (c.graph.dtype == DataType::kInt8) {
     run.calibration_method = to_string(c.calibration_options.method);
     if (c.calibration_options.method == CalibrationMethod::kPercentile) {

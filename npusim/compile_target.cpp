@@ -69,6 +69,7 @@ struct TimingGraph {
   Graph graph;
   std::vector<uint8_t> input;
   std::vector<float> input_real;
+  std::vector<WeightSparsity> weight_sparsity;
 };
 
 using TimingKey = std::tuple<std::string, int64_t, uintmax_t, std::optional<int>, uint64_t, int>;
@@ -139,8 +140,9 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   const DataType run_dtype = dtype.value_or(c.hw.data_types.activation);
   const bool int8 = run_dtype == DataType::kInt8;
   std::optional<TimingKey> key;
+  const PruneSpec prune = t.prune.empty() ? PruneSpec{} : parse_prune_spec(t.prune);
   if (!values && int8 && !keep_real_weights && t.input_npy.empty() && calibration.file.empty() &&
-      t.host_ops.empty()) {
+      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone) {
     key = timing_key(t, batch, run_dtype);
   }
   if (key) {
@@ -150,6 +152,7 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
       fresh->graph = load_workload(t.workload, batch);
       fresh->graph.dtype = run_dtype;
       materialize_parameters(fresh->graph, t.seed, WeightStorage::kOnDemand);
+      fresh->weight_sparsity = weight_sparsity(fresh->graph);
       InputBatch in = fresh->graph.input_ids ? random_ids(fresh->graph, t.seed)
                                              : random_input(fresh->graph, t.seed);
       fresh->input = std::move(in.bytes);
@@ -163,6 +166,7 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
     c.graph = prepared->graph;
     c.input = prepared->input;
     c.input_real = prepared->input_real;
+    c.weight_sparsity = prepared->weight_sparsity;
     return finish_compile(std::move(c), t, hw_spec, parallel, micro_batch, int8, values,
                           keep_real_weights);
   }
@@ -178,6 +182,10 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   // never all at once (VGG-16's are 553 MB), unless the float32 reference needs them.
   materialize_parameters(c.graph, t.seed,
                          keep_real_weights ? WeightStorage::kStored : WeightStorage::kOnDemand);
+  // Pruning needs every weight of a layer at once, so it draws generated ones into memory.
+  prune_weights(c.graph, prune);
+  if (prune.kind != PruneSpec::Kind::kNone) c.prune = prune.text;
+  c.weight_sparsity = weight_sparsity(c.graph);
   std::optional<CalibrationBatch> separate;
   if (!calibration.file.empty()) separate = read_calibration_npy(calibration, c.graph);
   if (c.graph.input_ids && separate) {

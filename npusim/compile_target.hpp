@@ -11,6 +11,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "compiler/ir/graph.hpp"
+#include "compiler/passes/pruning.hpp"
 #include "compiler/passes/quantize.hpp"
 #include "npusim/npusim.hpp"
 
@@ -28,6 +29,10 @@ struct Compiled {
   // int8 calibrated on the run's own input: every tensor of the reference on `input`, from the
   // calibration, so the check need not run the reference again.
   std::map<std::string, Tensor8> reference;
+  // The pruning asked for (--prune, or "none") and the sparsity of every layer whose weights are
+  // stored, after it.
+  std::string prune = "none";
+  std::vector<WeightSparsity> weight_sparsity;
 };
 
 // `keep_real_weights`: keep the float weights of an int8 graph for the float32 reference.

@@ -48,6 +48,9 @@ struct Target {
   std::string calibration_file;
   std::string calibration_method = "max";
   std::optional<double> calibration_percentile;
+  // Weight pruning before quantization (docs/compression.md): "" (none), "magnitude:F",
+  // "global:F" or "N:M".
+  std::string prune;
 };
 
 // Which part of a run the recorded timeline keeps (docs/traces.md).

@@ -22,6 +22,7 @@
 #include "npusim/host_run.hpp"
 #include "npusim/multicore_stats.hpp"
 #include "npusim/power_stats.hpp"
+#include "npusim/pruning_stats.hpp"
 #include "npusim/tensor_check.hpp"
 #include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
@@ -553,6 +554,7 @@ SimulationResult simulate(const HwConfig& hw, const Program& program, const Grap
   const std::vector<LayerStats> layers = layer_stats(program, soc);
   stats::Registry reg;
   register_run(reg, hw, program, run, soc, r, layers, total);
+  register_pruning(reg, run);
   soc.register_stats(reg, hw, r.total_cycles);
   register_host_stats(reg, hw, program, soc);
   register_power_stats(reg, hw, program, soc, r.total_cycles, recording.timeline);

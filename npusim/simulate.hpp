@@ -11,6 +11,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "compiler/ir/graph.hpp"
+#include "compiler/passes/pruning.hpp"
 #include "compiler/reference/reference.hpp"
 #include "models/systolic/array_model.hpp"
 #include "support/stats.hpp"
@@ -63,6 +64,9 @@ struct RunDescription {
   int calibration_samples = 0;
   std::string calibration_method = "none";
   double calibration_percentile = 0.0;
+  // Weight pruning (docs/compression.md): what was asked for, and every counted layer's sparsity.
+  std::string prune = "none";
+  std::vector<WeightSparsity> weight_sparsity{};
 };
 
 struct SimulationResult {

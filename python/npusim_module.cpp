@@ -49,6 +49,7 @@ npusim::Target target(const py::dict& o) {
   if (!o["calibration_percentile"].is_none()) {
     t.calibration_percentile = o["calibration_percentile"].cast<double>();
   }
+  if (o.contains("prune")) t.prune = o["prune"].cast<std::string>();
   return t;
 }
 

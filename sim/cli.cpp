@@ -66,6 +66,7 @@ Target target_from(const po::variables_map& vm) {
   if (vm.count("calibration-percentile")) {
     t.calibration_percentile = vm["calibration-percentile"].as<double>();
   }
+  if (vm.count("prune")) t.prune = vm["prune"].as<std::string>();
   return t;
 }
 
@@ -107,7 +108,12 @@ void add_target_options(po::options_description& o) {
       "magnitude maps to 127) or percentile (the --calibration-percentile-th percentile of the "
       "magnitudes does; larger values saturate)")(
       "calibration-percentile", po::value<double>(),
-      "with --calibration-method percentile: the percentile, in [50, 100] (default 99.99)");
+      "with --calibration-method percentile: the percentile, in [50, 100] (default 99.99)")(
+      "prune", po::value<std::string>(),
+      "set weights of convolutions and dense layers to zero before quantization: magnitude:F "
+      "(the fraction F of each layer's weights, smallest magnitudes first), global:F (of all "
+      "weights, one threshold) or N:M (at most N non-zeros in every M consecutive weights along "
+      "the reduction axis, e.g. 2:4); docs/compression.md");
 }
 
 // Creates the directory a --save-... flag names, or fails naming the flag.

@@ -136,7 +136,7 @@ class _TempDir:
 def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=None,
         fidelity="fast", parallel="auto", micro_batch=None, host_ops=None, calibration=None,
         calibration_method="max", calibration_percentile=None, intermediates=False,
-        float_outputs=False, trace=False):
+        float_outputs=False, trace=False, prune=None):
     """Compiles `workload` for `hw` and simulates it (npusim run).
 
     hw: a preset name (presets()), a hardware JSON file, or a description as a dict.
@@ -144,6 +144,7 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     inputs: the input batch (a NumPy array as --input takes it, or a .npy path); default random.
     values=False runs timing only (same cycles, no values, no outputs, no check).
     trace=True records the timeline for Result.trace / Result.html.
+    prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
     Returns a Result; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -151,7 +152,7 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
         o = _target(tmp, hw, workload, inputs, batch, seed, dtype, parallel, micro_batch,
                     host_ops, calibration, calibration_method, calibration_percentile)
         o.update(fidelity=fidelity, values=bool(values), intermediates=bool(intermediates),
-                 float_outputs=bool(float_outputs), trace=bool(trace))
+                 float_outputs=bool(float_outputs), trace=bool(trace), prune=prune or "")
         return Result(_npusim.run(o))
     finally:
         tmp.close()

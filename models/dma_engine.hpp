@@ -69,8 +69,8 @@ class DmaEngine : public ExecutionUnit {
     const DmaOp* op = nullptr;
     bool load = false;
     bool reading_ids = false;
-    uint8_t* buffer = nullptr;  // the instruction's bytes in its buffer
-    uint8_t* local = nullptr;   // where row 0 lands or comes from (staging when transposing)
+    uint8_t* buffer = nullptr;     // the instruction's bytes in its buffer
+    uint8_t* local = nullptr;      // where row 0 lands or comes from (staging when transposing)
     std::vector<uint8_t> staging;  // the box of a transposing load, row by row
     std::optional<DmaTransfer> transfer;
     uint64_t start = 0;

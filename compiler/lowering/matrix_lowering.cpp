@@ -192,8 +192,8 @@ std::string Lowering::MatrixLayer::describe() const {
       t_.weights_resident ? "resident"
       : t_.unit_groups    ? fmt::format("streamed to {} units at once", mu_.count)
                           : "streamed",
-      t_.k_chunk, t_.ub_bytes, t_.wb_bytes,
-      t_.acc_bytes, t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
+      t_.k_chunk, t_.ub_bytes, t_.wb_bytes, t_.acc_bytes,
+      t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
       t_.dram_bytes_other_order);
 }
 
@@ -326,8 +326,7 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
   for (int j = 0; j < count; ++j) emit_epilogue(at_image(target, j), blocks_[bi + j]);
 }
 
-Lowering::MatrixLayer::TileTarget Lowering::MatrixLayer::target_of(const SpatialBlock& sb,
-                                                                   int nb) {
+Lowering::MatrixLayer::TileTarget Lowering::MatrixLayer::target_of(const SpatialBlock& sb, int nb) {
   TileTarget target;
   target.m_blk = sb.rows * g_.out_w;
   target.unit = nb % mu_.count;

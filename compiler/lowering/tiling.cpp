@@ -157,8 +157,8 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     for (bool channels_outside : {false, true}) {
       if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
       const bool grouped = groups && !channels_outside;
-      const uint64_t width = grouped ? std::min<uint64_t>(g.n, uint64_t(n_tile) * mu.count)
-                                     : uint64_t(n_tile);
+      const uint64_t width =
+          grouped ? std::min<uint64_t>(g.n, uint64_t(n_tile) * mu.count) : uint64_t(n_tile);
       const uint64_t k_chunk = chunk_of(width);
       if (k_chunk == 0) continue;
       const int ib = channels_outside ? 1 : images;

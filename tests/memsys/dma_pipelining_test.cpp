@@ -4,11 +4,10 @@
 // order; a load that depends on a store sees the stored bytes. Each test elaborates one design.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
@@ -165,8 +164,8 @@ using nlohmann::json;
 // and the hazard checker, which runs after every run, finds nothing.
 TEST(DmaPipeliningEndToEnd, BertEncoderOnTpuV4CoreIsBitExactWithTransfersInFlight) {
   auto dir = fresh_dir("dma-pipelining-bert");
-  CommandResult r = run_npusim("run --hw tpu-v4-like-core --workload bert-encoder --dtype int8 --out " +
-                               dir.string());
+  CommandResult r = run_npusim(
+      "run --hw tpu-v4-like-core --workload bert-encoder --dtype int8 --out " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("outputs match the reference bit for bit"), std::string::npos) << r.out;
   json stats = json::parse(slurp(dir / "stats.json"));

@@ -126,6 +126,8 @@ void read_memory(ObjectReader& top, OffChipMemoryConfig& m) {
   }
   m.capacity_bytes = static_cast<uint64_t>(r.integer(
       "capacity_bytes", static_cast<int64_t>(default_capacity), 1 << 20, int64_t{1} << 50));
+  m.max_outstanding_transfers = static_cast<int>(
+      r.integer("max_outstanding_transfers", m.max_outstanding_transfers, 1, 1024));
   if (m.dram) {
     const double peak = m.dram->peak_bandwidth_gbps();
     if (m.bandwidth_gbps > 0 && std::abs(m.bandwidth_gbps - peak) > 0.01 * peak) {
@@ -340,6 +342,7 @@ json memory_json(const OffChipMemoryConfig& m) {
     j["latency_ns"] = m.latency_ns;
   }
   j["capacity_bytes"] = m.capacity_bytes;
+  j["max_outstanding_transfers"] = m.max_outstanding_transfers;
   return j;
 }
 }  // namespace

@@ -61,6 +61,8 @@ struct OffChipMemoryConfig {
   std::string preset;                // "dram" only: a configs/memory name or a .json path
   int channels = 0;                  // "dram" only: channels used; 0 keeps the preset's count
   int max_outstanding_bursts = 256;  // "dram" only: bursts in flight per DMA queue
+  // DMA instructions (descriptors) in flight per DMA queue (models/dma_engine.hpp); 1: serial.
+  int max_outstanding_transfers = 4;
   // "dram" only: the preset resolved while the description was read, `channels` applied and
   // checked against bandwidth_gbps and capacity_bytes.
   std::optional<dram::MemoryConfig> dram;

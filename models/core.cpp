@@ -21,7 +21,8 @@ Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, con
            systolic::Fidelity fidelity, bool compute_values)
     : sc_module(name), index(core_index), buffers(hw), shadows(program, core_index) {
   // A memory that completes every request at once (the simple one) never fills the window.
-  const DmaParams dma{memory.burst_bytes(), hw.memory.max_outstanding_bursts, compute_values};
+  const DmaParams dma{memory.burst_bytes(), hw.memory.max_outstanding_bursts, compute_values,
+                      hw.memory.max_outstanding_transfers};
   add_queues(program, UnitKind::kDmaLoad, dma, scoreboard, clock, load_queues);
   add_queues(program, UnitKind::kDmaStore, dma, scoreboard, clock, store_queues);
   // Binding order is the initiator order of the memory's socket (simultaneous requests: lower

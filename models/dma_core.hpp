@@ -11,8 +11,12 @@
 // is sent, and it never occupies the window) or later (completed()). The transfer ends at its
 // latest burst completion, and at the earliest one cycle after it started.
 //
-// Contract: pump() at the start cycle and after every completed(); the transfer is finished when
-// every row has been issued and nothing is in flight.
+// Several transfers of one queue may be in flight at once (descriptor pipelining, dma_engine.hpp):
+// they share one window (DmaWindow) and one address generator, so the next transfer's first row
+// issues no earlier than the cycle after this one's last row (next_row_cycle() once all_issued()).
+//
+// Contract: pump() at the start cycle and after every completed() of any transfer sharing the
+// window; the transfer is finished when every row has been issued and nothing is in flight.
 #pragma once
 
 #include <algorithm>
@@ -41,8 +45,14 @@ void split_into_bursts(uint64_t addr, uint64_t len, uint64_t burst_bytes, F&& f)
 
 struct DmaParams {
   uint64_t burst_bytes = 0;  // 0: one transaction per row
-  int max_outstanding = 0;   // bursts in flight; 0: no limit
+  int max_outstanding = 0;   // bursts in flight per queue; 0: no limit
   bool values = true;        // false (timing-only runs): the engine moves no bytes
+  int max_transfers = 1;     // instructions (descriptors) in flight per queue, >= 1
+};
+
+// The bursts in flight of a queue, shared by its transfers.
+struct DmaWindow {
+  uint64_t in_flight = 0;
 };
 
 struct DmaBurst {
@@ -56,10 +66,12 @@ class DmaTransfer {
  public:
   // `ids` (an indexed load's, count[1] of them): row i1 comes from dram_addr + ids[i1] *
   // dram_stride[0].
+  // `window`: the queue's window this transfer shares with the others in flight (nullptr: its own).
   DmaTransfer(const DmaOp& op, const DmaParams& params, uint64_t start_cycle,
-              const int32_t* ids = nullptr)
+              const int32_t* ids = nullptr, DmaWindow* window = nullptr)
       : op_(op),
         ids_(ids),
+        window_(window != nullptr ? window : &own_window_),
         params_(params),
         rows_(op.count[0] == 0 ? 0 : uint64_t{op.count[1]} * op.count[2]),
         next_row_cycle_(start_cycle),
@@ -73,14 +85,16 @@ class DmaTransfer {
   // A burst in flight completed at core cycle `cycle` (now).
   void completed(uint64_t cycle) {
     --outstanding_;
+    --window_->in_flight;
     end_ = std::max(end_, cycle);
-    if (window_since_ != kNotWaiting) {
-      window_full_cycles_ += cycle - window_since_;
-      window_since_ = kNotWaiting;
-    }
   }
+  DmaTransfer(const DmaTransfer&) = delete;
+  DmaTransfer& operator=(const DmaTransfer&) = delete;
 
   bool finished() const { return next_row_ == rows_ && outstanding_ == 0; }
+  // Every burst has been sent: the address generator is free from next_row_cycle() on.
+  bool all_issued() const { return next_row_ == rows_; }
+  uint64_t next_row_cycle() const { return next_row_cycle_; }
   uint64_t outstanding() const { return outstanding_; }
   // The latest burst completion so far, at least start + 1: the end cycle once finished().
   uint64_t end_cycle() const { return end_; }
@@ -91,11 +105,13 @@ class DmaTransfer {
  private:
   static constexpr uint64_t kNotWaiting = UINT64_MAX;
   bool window_full() const {
-    return params_.max_outstanding > 0 && outstanding_ >= uint64_t(params_.max_outstanding);
+    return params_.max_outstanding > 0 && window_->in_flight >= uint64_t(params_.max_outstanding);
   }
 
   const DmaOp& op_;
   const int32_t* ids_;
+  DmaWindow own_window_;
+  DmaWindow* window_;
   DmaParams params_;
   uint64_t rows_;
   uint64_t next_row_ = 0, row_offset_ = 0;
@@ -110,6 +126,10 @@ class DmaTransfer {
 
 template <class Send>
 void DmaTransfer::pump(uint64_t now, Send&& send) {
+  if (window_since_ != kNotWaiting && !window_full()) {  // a completion freed a slot
+    window_full_cycles_ += now - window_since_;
+    window_since_ = kNotWaiting;
+  }
   const uint64_t len = op_.count[0];
   while (next_row_ < rows_) {
     const uint64_t i1 = next_row_ % op_.count[1], i2 = next_row_ / op_.count[1];
@@ -131,6 +151,7 @@ void DmaTransfer::pump(uint64_t now, Send&& send) {
         end_ = std::max(end_, *done);
       } else {
         ++outstanding_;
+        ++window_->in_flight;
       }
       row_offset_ += piece;
     }

@@ -1,21 +1,30 @@
 // DMA queue: copies strided boxes (1-D to 3-D) between off-chip memory and an on-chip buffer over a
 // TLM-2.0 initiator socket (base-protocol non-blocking transport, one transaction per burst).
 //
-// Timing rule: rows, bursts and the outstanding window as the core states it (models/dma_core.hpp);
-// the instruction completes at the core's end cycle plus the bank-conflict cycles of its loads
-// (rule in onchip_buffers.hpp); the queue starts its next instruction then and reports the
-// completion token to the scoreboard. A transposing load writes each row as a column of the buffer
-// (a 2-D transpose on the fly, same timing). Bursts are issued from the memory's completion
-// callbacks, so the queue's thread wakes once per instruction, not once per burst.
-// An indexed load (an embedding lookup) runs as two transfers: its ids (4 bytes each, one box row)
-// with the same rule, then, from the cycle the last id arrived, one row per id at the address the
-// id selects; the ids' values come through the memory's debug transport, so a timing-only run
-// (values off) reads the same rows at the same cycles.
+// Timing rule: rows, bursts and the outstanding window as the core states it (models/dma_core.hpp).
+// The queue keeps up to `max_transfers` instructions in flight (descriptor pipelining, as DMA
+// engines with descriptor rings do): an instruction starts when the scoreboard releases its tokens,
+// a slot is free and the address generator has issued the previous instruction's last row; its
+// bursts share the queue's window of `max_outstanding` bursts with the transfers still in flight.
+// An instruction completes at its last burst's completion plus the bank-conflict cycles of its
+// loads (rule in onchip_buffers.hpp), and never before the instruction ahead of it in the queue
+// (completions are reported in order, the ISA's contract); it holds its slot until then. An
+// instruction whose destination (buffer bytes of a load, off-chip extent of a store) overlaps one
+// in flight waits for that one to complete first, so a queue's own writes land in program order.
+// With max_transfers 1 this is the serial queue: each instruction starts after the previous ended.
+// A transposing load writes each row as a column of the buffer (a 2-D transpose on the fly, same
+// timing). Bursts are issued from the memory's completion callbacks, so the queue's thread wakes
+// once or twice per instruction, not once per burst.
+// An indexed load (an embedding lookup) waits for the queue to drain, then runs as two transfers:
+// its ids (4 bytes each, one box row) with the same rule, then, from the cycle the last id arrived,
+// one row per id at the address the id selects; the ids' values come through the memory's debug
+// transport, so a timing-only run (values off) reads the same rows at the same cycles.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <tlm>
@@ -43,48 +52,76 @@ class DmaEngine : public ExecutionUnit {
   const std::vector<uint64_t>& layer_bank_conflict_cycles() const { return layer_conflicts_; }
   // Cycles a burst waited for a free slot of the outstanding window.
   uint64_t window_full_cycles() const { return window_full_cycles_; }
+  // Most instructions in flight at once.
+  uint64_t max_in_flight() const { return max_in_flight_; }
   // With the timeline's burst detail: records each burst (issue to completion) on `track`.
   void record_bursts(uint32_t track) { burst_track_ = track; }
   void register_stats(stats::Registry& reg, const std::string& prefix) const override;
 
  protected:
+  void before_issue(const Instruction& instr) override;
   void execute(const Instruction& instr) override;
 
  private:
-  // Issues bursts of the current instruction until the window is full or the box is done.
+  // One transfer in flight: an instruction's box, or an indexed load's id read (instr null).
+  struct Slot {
+    const Instruction* instr = nullptr;
+    const DmaOp* op = nullptr;
+    bool load = false;
+    bool reading_ids = false;
+    uint8_t* buffer = nullptr;     // the instruction's bytes in its buffer
+    uint8_t* local = nullptr;      // where row 0 lands or comes from (staging when transposing)
+    std::vector<uint8_t> staging;  // the box of a transposing load, row by row
+    std::optional<DmaTransfer> transfer;
+    uint64_t start = 0;
+    uint64_t conflicts = 0;  // bank-conflict cycles of its loads
+    bool reported = false;   // its completion went to the scoreboard
+    uint64_t end = 0;        // and the cycle it completes (it holds its slot until then)
+  };
+  // A payload knows the transfer it belongs to.
+  struct Payload : tlm::tlm_generic_payload {
+    Slot* slot = nullptr;
+  };
+
+  // Starts the slot's transfer and returns once the address generator has issued its last row.
+  Slot& issue(std::unique_ptr<Slot> slot, const int32_t* ids);
+  // Waits until the oldest transfer in flight has finished (or its completion cycle, if reported).
+  void wait_for_oldest();
+  // Issues bursts of the transfer being issued until the window is full or its box is done.
   void pump();
-  // Runs transfer_ from now to its end: pumps, waits for the completions.
-  void run_transfer();
+  // Reports the completions of the finished transfers at the head of the queue, in order.
+  void retire();
+  // Drops the slots whose completion cycle has passed.
+  void release_slots();
+  // An instruction in flight writes bytes that `op` writes too.
+  bool overlaps_in_flight(const DmaOp& op, bool load) const;
   // An indexed load's ids, read off chip with timing; checked against index_rows.
   void read_ids(const Instruction& instr, const DmaOp& op);
-  // Sends one burst; its completion cycle if the memory completed it at once.
-  std::optional<uint64_t> send(const DmaBurst& burst);
-  void burst_done(const tlm::tlm_generic_payload& p, uint64_t cycle);
+  // Sends one burst of `slot`; its completion cycle if the memory completed it at once.
+  std::optional<uint64_t> send(Slot& slot, const DmaBurst& burst);
+  void burst_done(Slot& slot, const tlm::tlm_generic_payload& p, uint64_t cycle);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);
-  tlm::tlm_generic_payload* take_payload();
+  Payload* take_payload();
 
   OnChipBuffers& buffers_;
   DmaParams params_;
-  std::vector<std::unique_ptr<tlm::tlm_generic_payload>> pool_;
-  std::vector<tlm::tlm_generic_payload*> free_;
-  sc_core::sc_event done_event_;
+  std::vector<std::unique_ptr<Payload>> pool_;
+  std::vector<Payload*> free_;
+  DmaWindow window_;
+  std::deque<std::unique_ptr<Slot>> in_flight_;  // program order
+  Slot* issuing_ = nullptr;                      // the transfer whose rows are being issued
+  sc_core::sc_event issued_event_;               // issuing_ sent its last burst
+  sc_core::sc_event slot_event_;                 // a transfer finished (and was reported)
+  uint64_t last_end_ = 0;                        // completion cycle of the last reported one
 
-  // The instruction in progress.
-  const DmaOp* op_ = nullptr;
-  const Instruction* instr_ = nullptr;
-  bool load_ = false;
-  uint8_t* local_ = nullptr;  // where row 0 lands or comes from (staging_ when transposing)
-  std::optional<DmaTransfer> transfer_;
-  uint64_t conflicts_ = 0;        // bank-conflict cycles of this instruction
-  std::vector<uint8_t> staging_;  // the box of a transposing load, row by row
-  DmaOp index_op_;                // an indexed load's id read
-  std::vector<int32_t> ids_;      // and its ids
-  bool reading_ids_ = false;
+  std::vector<int32_t> ids_;  // an indexed load's ids
+  DmaOp index_op_;            // and their read
   uint32_t burst_track_ = timeline::InstructionRecord::kNone;
   std::unordered_map<const tlm::tlm_generic_payload*, uint64_t> burst_issue_;  // burst detail only
 
   uint64_t bytes_moved_ = 0, bursts_ = 0, bank_conflict_cycles_ = 0, window_full_cycles_ = 0;
+  uint64_t max_in_flight_ = 0;
   std::vector<uint64_t> layer_conflicts_;
 };
 

@@ -66,6 +66,7 @@ void ExecutionUnit::run() {
   try {
     for (uint32_t id : stream_) {
       const Instruction& instr = program_.instructions[id];
+      before_issue(instr);
       uint64_t before = clock_.now();
       if (waves_) waves_->busy = false, waves_->waiting = true;
       waiting_on_tokens_ = true;

@@ -72,6 +72,9 @@ class ExecutionUnit : public sc_core::sc_module {
   // Executes one instruction: computes its values, advances simulated time for as long as the
   // unit is occupied, and reports the instruction's completion to the scoreboard.
   virtual void execute(const Instruction& instr) = 0;
+  // Waits, before `instr`'s dependency tokens are waited on, until the unit can take it (a DMA
+  // queue with every transfer slot taken); the time is neither busy nor a dependency stall.
+  virtual void before_issue(const Instruction& /*instr*/) {}
   void add_busy(const Instruction& instr, uint64_t cycles);
   // Reports the instruction's completion to the scoreboard (and the timeline, when recording).
   void complete(const Instruction& instr, uint64_t start, uint64_t end) {

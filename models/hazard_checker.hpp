@@ -13,7 +13,9 @@
 //   WAR: a write that starts before an earlier read of the same bytes has ended,
 //   WAW: a write that starts before an earlier write of the same bytes has completed
 // is an error naming both instructions, the range and the cycles. Instructions of one unit execute
-// and complete in order (the ISA's contract), so pairs on the same unit are not hazards.
+// and complete in order (the ISA's contract), so pairs on the same unit are not hazards (a DMA
+// queue overlaps its transfers in time, but reports their completions in order and starts one
+// whose destination overlaps a transfer in flight only after that one completed).
 #pragma once
 
 #include <cstdint>

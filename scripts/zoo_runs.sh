@@ -2,14 +2,15 @@
 # Runs every zoo network on every hardware preset in int8 and bf16 and keeps each run's stats.json
 # and output values, for comparing two versions of npusim (scripts/compare_runs.py).
 # Usage: scripts/zoo_runs.sh OUT_DIR [npusim binary] [extra run flags...]
+#   ZOO_PRESETS="a b", ZOO_NETWORKS="x y": only those presets / networks (default: all of each)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:?usage: zoo_runs.sh OUT_DIR [npusim] [flags...]}"
 bin="${2:-$root/build/sim/npusim}"
 shift $(( $# >= 2 ? 2 : 1 ))
 mkdir -p "$out"
-presets=$("$bin" presets | awk '/^[a-z]/ {print $1}')
-networks=$("$bin" zoo | awk '{print $1}')
+presets=${ZOO_PRESETS:-$("$bin" presets | awk '/^[a-z]/ {print $1}')}
+networks=${ZOO_NETWORKS:-$("$bin" zoo | awk '{print $1}')}
 for hw in $presets; do
   for net in $networks; do
     for dtype in int8 bf16; do

@@ -48,11 +48,18 @@ class Lowering::MatrixLayer {
   };
 
   void load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0, int n_cb);
+  // The layer's biases, once, before its first REQUANT.
+  void load_bias();
   void load_slab(int bi);
   void set_window(int origin_z, int origin_y);
   // Spatial blocks [bi, bi + count) (whole images of a resident input) x channel block nb; the
   // images share each streamed weight chunk.
   void block(int bi, int count, int nb);
+  // Spatial block bi x channel blocks [nb0, nb1), one per matrix unit (the tiling's unit_groups):
+  // each K chunk of the group's columns comes in one DMA box and every unit works on its columns.
+  void block_group(int bi, int nb0, int nb1);
+  // The next accumulator block of channel block nb, on its unit.
+  TileTarget target_of(const SpatialBlock& sb, int nb);
   // Points `target` at the weights of K chunk [kc0, kc0 + k_cb), loading them when they stream.
   void place_weights(TileTarget& target, int img);
   // The j-th image of a block of several: its own accumulators after the earlier images'.
@@ -182,8 +189,11 @@ std::string Lowering::MatrixLayer::describe() const {
       g_.images, g_.d, g_.h, g_.w, g_.c, g_.out_d, g_.out_h, g_.out_w, g_.n, k_,
       g_.groups > 1 ? fmt::format(", {} groups", g_.groups) : "", t_.out_rows, t_.n_tile,
       t_.images_per_block > 1 ? fmt::format(" x {} images", t_.images_per_block) : "",
-      t_.weights_resident ? "resident" : "streamed", t_.k_chunk, t_.ub_bytes, t_.wb_bytes,
-      t_.acc_bytes, t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
+      t_.weights_resident ? "resident"
+      : t_.unit_groups    ? fmt::format("streamed to {} units at once", mu_.count)
+                          : "streamed",
+      t_.k_chunk, t_.ub_bytes, t_.wb_bytes, t_.acc_bytes,
+      t_.channels_outside ? "channel blocks" : "spatial blocks", t_.dram_bytes,
       t_.dram_bytes_other_order);
 }
 
@@ -214,6 +224,10 @@ void Lowering::MatrixLayer::emit_all_blocks() {
   if (t_.channels_outside) {
     for (int nb = 0; nb < n_blocks; ++nb)
       for (int bi = 0; bi < n_spatial; ++bi) block(bi, 1, nb);
+  } else if (t_.unit_groups) {
+    for (int bi = 0; bi < n_spatial; ++bi)
+      for (int nb = 0; nb < n_blocks; nb += mu_.count)
+        block_group(bi, nb, std::min(n_blocks, nb + mu_.count));
   } else {
     for (int bi = 0; bi < n_spatial; bi += step)
       for (int nb = 0; nb < n_blocks; ++nb) block(bi, std::min(step, n_spatial - bi), nb);
@@ -287,13 +301,7 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
   }
   if (loaded_block_ != bi) load_slab(bi);
 
-  TileTarget target;
-  target.m_blk = sb.rows * g_.out_w;
-  target.unit = nb % mu_.count;
-  target.n0 = n_lo_ + nb * t_.n_tile;
-  target.n_tb = std::min(t_.n_tile, n_hi_ - target.n0);
-  target.acc = target.unit * acc_unit_ + acc_parity_[target.unit] * (acc_unit_ / 2);
-  acc_parity_[target.unit] ^= 1;
+  TileTarget target = target_of(sb, nb);
   if (t_.channels_outside && block_weights_fit_ && loaded_n_block_ != nb) {
     block_wb_ = (chunk_index_++ % 2) * wb_half_;  // this channel block's K x n weights, once
     load_weights(block_wb_, 0, 0, k_, target.n0, target.n_tb);
@@ -314,15 +322,55 @@ void Lowering::MatrixLayer::block(int bi, int count, int nb) {
       }
     }
   }
-  if (!matmul_ && !bias_loaded_) {
-    // The biases come just before the first REQUANT needs them: loaded earlier, the DMA load
-    // queue (in order) would hold this layer's weights back until its scratch range is free of
-    // the previous layer's operands, and the weights could not prefetch.
-    lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_ + 4ull * n_lo_,
-            params_.bias + 4ull * n_lo_, 4ull * (n_hi_ - n_lo_), 1, 0);
-    bias_loaded_ = true;
-  }
+  load_bias();
   for (int j = 0; j < count; ++j) emit_epilogue(at_image(target, j), blocks_[bi + j]);
+}
+
+Lowering::MatrixLayer::TileTarget Lowering::MatrixLayer::target_of(const SpatialBlock& sb, int nb) {
+  TileTarget target;
+  target.m_blk = sb.rows * g_.out_w;
+  target.unit = nb % mu_.count;
+  target.n0 = n_lo_ + nb * t_.n_tile;
+  target.n_tb = std::min(t_.n_tile, n_hi_ - target.n0);
+  target.acc = target.unit * acc_unit_ + acc_parity_[target.unit] * (acc_unit_ / 2);
+  acc_parity_[target.unit] ^= 1;
+  return target;
+}
+
+void Lowering::MatrixLayer::load_bias() {
+  if (matmul_ || bias_loaded_) return;
+  // The biases come just before the first REQUANT needs them: loaded earlier, the DMA load queue
+  // would hold this layer's weights back until its scratch range is free of the previous layer's
+  // operands, and the weights could not prefetch.
+  lo_.dma(UnitKind::kDmaLoad, BufferId::kUnified, bias_ub_ + 4ull * n_lo_,
+          params_.bias + 4ull * n_lo_, 4ull * (n_hi_ - n_lo_), 1, 0);
+  bias_loaded_ = true;
+}
+
+void Lowering::MatrixLayer::block_group(int bi, int nb0, int nb1) {
+  const SpatialBlock& sb = blocks_[bi];
+  NPUSIM_CHECK(!matmul_ && !t_.weights_resident && nb1 - nb0 <= mu_.count,
+               "layer {}: a unit group of channel blocks [{}, {})", l_.name, nb0, nb1);
+  if (loaded_block_ != bi) load_slab(bi);
+  std::vector<TileTarget> targets;
+  for (int nb = nb0; nb < nb1; ++nb) targets.push_back(target_of(sb, nb));
+  const int n0 = targets.front().n0;
+  const int width = targets.back().n0 + targets.back().n_tb - n0;
+  for (int kc0 = 0; kc0 < k_; kc0 += t_.k_chunk) {
+    const int k_cb = std::min(t_.k_chunk, k_ - kc0);
+    const uint64_t wb = (chunk_index_++ % 2) * wb_half_;
+    load_weights(wb, sb.img, kc0, k_cb, n0, width);
+    for (TileTarget& target : targets) {
+      target.kc0 = kc0;
+      target.k_cb = k_cb;
+      target.wb = wb + uint64_t(target.n0 - n0) * es_;
+      target.w_ld = width;
+      target.wb_end = target.wb + (uint64_t(k_cb - 1) * width + target.n_tb) * es_;
+      emit_group_tiles(target, 0, target.n0, target.n0 + target.n_tb);
+    }
+  }
+  load_bias();
+  for (const TileTarget& target : targets) emit_epilogue(target, sb);
 }
 
 void Lowering::MatrixLayer::place_weights(TileTarget& target, int img) {

@@ -33,6 +33,7 @@ ConvGeometry conv_geometry(const Layer& l, int batch, int element_bytes) {
     g.c = in.last();
     g.out_h = g.h;
     g.n = l.filters;
+    g.dense = true;
     return g;
   }
   if (l.kind == OpKind::kMatMul) {
@@ -130,12 +131,15 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     return slabs * n_blocks + (fit ? 1 : blocks) * weight_bytes;
   };
   TilingResult best;
+  // Streamed dense weights on several units, spatial blocks outside: one K chunk of a group of
+  // mu.count channel blocks per DMA (MatrixLayer::block_group), so the chunk must fit half the
+  // weight buffer for the whole group.
+  const bool groups = !resident && g.dense && mu.count > 1;
+  auto chunk_of = [&](uint64_t width) {
+    return resident ? k : std::min<uint64_t>(k, wb_half / es / width / mu.rows * mu.rows);
+  };
   for (int n_tile : n_candidates) {
-    uint64_t k_chunk = k;
-    if (!resident) {
-      k_chunk = std::min<uint64_t>(k, wb_half / es / n_tile / mu.rows * mu.rows);
-      if (k_chunk == 0) continue;
-    }
+    if (chunk_of(n_tile) == 0) continue;
     const int rows_acc =
         static_cast<int>(std::min<uint64_t>(g.out_h, acc_half / (uint64_t(g.out_w) * n_tile * 4)));
     // A fused pool needs whole windows: blocks of a multiple of pool_h rows.
@@ -152,9 +156,17 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
     }
     for (bool channels_outside : {false, true}) {
       if (channels_outside && (resident || g.images > 1 || n_tile == g.n)) continue;
+      const bool grouped = groups && !channels_outside;
+      const uint64_t width =
+          grouped ? std::min<uint64_t>(g.n, uint64_t(n_tile) * mu.count) : uint64_t(n_tile);
+      const uint64_t k_chunk = chunk_of(width);
+      if (k_chunk == 0) continue;
       const int ib = channels_outside ? 1 : images;
       const uint64_t bytes = traffic(rows, n_tile, channels_outside, ib);
-      if (best.ok && bytes >= best.tiling.dram_bytes) continue;
+      // At equal traffic a unit group wins: it keeps every matrix unit fed while weights stream.
+      const bool better = !best.ok || bytes < best.tiling.dram_bytes ||
+                          (bytes == best.tiling.dram_bytes && grouped && !best.tiling.unit_groups);
+      if (!better) continue;
       best.ok = true;
       best.tiling.out_rows = rows;
       best.tiling.n_tile = n_tile;
@@ -162,11 +174,12 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
       best.tiling.weights_resident = resident;
       best.tiling.channels_outside = channels_outside;
       best.tiling.images_per_block = ib;
+      best.tiling.unit_groups = grouped;
       best.tiling.dram_bytes = bytes;
       best.tiling.dram_bytes_other_order =
           traffic(rows, n_tile, !channels_outside, channels_outside ? images : 1);
       best.tiling.ub_bytes = ub_need(rows, n_tile);
-      best.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * n_tile) * es;
+      best.tiling.wb_bytes = (resident ? k * g.n : 2 * k_chunk * width) * es;
       best.tiling.acc_bytes = 2ull * ib * rows * g.out_w * n_tile * 4 * mu.count;
     }
   }

@@ -21,6 +21,10 @@ struct ConvTiling {
   // Whole images whose blocks share each streamed weight chunk (a batch over a resident input:
   // the weights are read once per this many images).
   int images_per_block = 1;
+  // Streamed weights of a dense layer on several matrix units: the units' channel blocks (one per
+  // unit, `n_tile` wide each) form a group whose K chunks come in one DMA box, so every unit
+  // computes while the next chunk streams (k_chunk fits half the weight buffer for the group).
+  bool unit_groups = false;
   uint64_t dram_bytes = 0;  // estimated off-chip traffic of the chosen order
   uint64_t dram_bytes_other_order = 0;
   uint64_t ub_bytes = 0, wb_bytes = 0, acc_bytes = 0;  // peak use of each buffer
@@ -41,6 +45,7 @@ struct ConvGeometry {
   int groups = 1;
   int element_bytes = 1;       // activations and weights: 1 (int8) or 2 (bf16)
   bool shared_weights = true;  // false: each image has weights of its own (a matmul)
+  bool dense = false;          // a dense layer (weights [K][N] off chip)
   // A fused epilogue (Layer::epilogue): residual blocks beside the output block, and a
   // pool_h x pool_w pool (stride = window, no padding) on it, which needs whole windows in every
   // block: block rows a multiple of pool_h.

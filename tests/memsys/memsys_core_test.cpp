@@ -117,6 +117,20 @@ TEST(MemsysConfig, KeysOfTheOtherModelAndBadChannelsAreErrors) {
   EXPECT_NE(model.find("/memory/model"), std::string::npos) << model;
 }
 
+// Transfers in flight per DMA queue: 4 unless written, for either memory model, round-tripped;
+// 0 is an error naming the key.
+TEST(MemsysConfig, MaxOutstandingTransfers) {
+  EXPECT_EQ(parse(R"({"model": "dram", "preset": "hbm2"})").memory.max_outstanding_transfers, 4);
+  const HwConfig c = parse(R"({"model": "simple", "max_outstanding_transfers": 1})");
+  EXPECT_EQ(c.memory.max_outstanding_transfers, 1);
+  EXPECT_EQ(parse_hw_config(to_json(c), "resolved").memory.max_outstanding_transfers, 1);
+  EXPECT_EQ(load_hw_config("tpu-v4-like-core").memory.max_outstanding_transfers, 4);
+  EXPECT_EQ(load_hw_config("tpu-v4-like-core").memory.max_outstanding_bursts, 1024);
+  const std::string zero = error_of(R"({"model": "dram", "preset": "hbm2",
+                                        "max_outstanding_transfers": 0})");
+  EXPECT_NE(zero.find("hw.json: /memory/max_outstanding_transfers"), std::string::npos) << zero;
+}
+
 // The capacity a description never mentions follows its memory: the preset's, with `channels`
 // applied (four of hbm2's 1 GiB channels), and 8 GiB for the simple model; a capacity above the
 // preset's is refused only when written.

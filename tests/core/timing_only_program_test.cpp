@@ -86,6 +86,13 @@ TEST(TimingOnlyProgram, DataParallelKeepsTheWeightsSizesWithoutContents) {
   expect_same_program_without_weights(t);
 }
 
+TEST(TimingOnlyProgram, PipelineKeepsTheWeightsSizesWithoutContents) {
+  npusim::Target t = target("tpu-v4-like", "mnist-cnn", "int8");
+  t.batch = 4;
+  t.parallel = "pipeline";
+  expect_same_program_without_weights(t);
+}
+
 TEST(TimingOnlyProgram, ValuesFromAProgramWithoutWeightsAreAnInternalError) {
   const npusim::Compiled timing =
       npusim::load_and_compile(target("tpu-v1", "mnist-cnn", "int8"), false, false);

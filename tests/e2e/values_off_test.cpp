@@ -85,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(ZooAndPresets, ValuesOff,
                                            // without contents: the same addresses when the
                                            // batch or the layers are split over cores, and a
                                            // host layer's parameter bytes.
-                                           "--hw tpu-v4-like --workload resnet18 --batch 2 "
+                                           "--hw tpu-v4-like --workload lenet5 --batch 2 "
                                            "--parallel data",
                                            "--hw tpu-v4-like --workload mnist-cnn --dtype bf16 "
                                            "--parallel tensor",

@@ -92,6 +92,11 @@ struct LayerRecord {
 struct DramSegment {
   uint64_t addr = 0;
   std::vector<uint8_t> bytes;
+  // A program compiled for timing only (--values off) keeps no weight contents: such a segment
+  // has empty `bytes` and occupies `timing_only_bytes`, which nothing reads (docs/performance.md).
+  uint64_t timing_only_bytes = 0;
+  uint64_t size() const { return bytes.empty() ? timing_only_bytes : bytes.size(); }
+  bool has_contents() const { return timing_only_bytes == 0; }
 };
 
 struct Program {

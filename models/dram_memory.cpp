@@ -206,7 +206,9 @@ void DramMemory::step() {
   }
   uint64_t next = dram::kNever;
   if (!arrivals_.empty()) next = arrivals_.top().cycle;
-  if (memory_.outstanding() > 0 || waiting_count_ > 0) {
+  // Requests in the controllers or waiting for them: every slot not free (advance() delivered
+  // every completion seen by now), without asking each channel for its queues.
+  if (in_flight_.size() > free_slots_.size()) {
     const uint64_t e = memory_.next_event_cycle();
     if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
   }

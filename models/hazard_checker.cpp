@@ -7,6 +7,8 @@
 #include <map>
 #include <variant>
 
+#include "support/error.hpp"
+
 namespace npusim {
 
 namespace {
@@ -147,6 +149,17 @@ class SegmentMap {
     return it;
   }
   std::map<uint64_t, Segment>& map() { return map_; }
+  // Forgets the pending accesses over by cycle `horizon`, and the segments left with none: no
+  // instruction that starts at or after `horizon` can conflict with them.
+  void forget_before(uint64_t horizon) {
+    for (auto it = map_.begin(); it != map_.end();) {
+      Segment& seg = it->second;
+      if (seg.written && seg.write.until <= horizon) seg.written = false;
+      std::erase_if(seg.reads, [&](const Pending& p) { return p.until <= horizon; });
+      it = !seg.written && seg.reads.empty() ? map_.erase(it) : std::next(it);
+    }
+  }
+  size_t size() const { return map_.size(); }
 
  private:
   std::map<uint64_t, Segment> map_;
@@ -172,6 +185,11 @@ std::vector<Access> accesses_of(const Instruction& instr, DataType dtype) {
   return out;
 }
 
+// The walk below keeps pending accesses in ordered maps. An access that ended by the earliest
+// start of every instruction still to come cannot conflict with any of them, so the maps are
+// pruned of such accesses whenever they have doubled since the last pruning: the answer is the
+// same, and the maps stay about as large as the accesses in flight instead of the whole program's.
+
 std::optional<Hazard> find_hazard(const Program& program, const std::vector<Window>& windows) {
   int cores = 1;
   for (const Instruction& instr : program.instructions) {
@@ -179,11 +197,33 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
     if (const auto* c = std::get_if<CopyOp>(&instr.op)) cores = std::max(cores, c->dst_core + 1);
   }
   std::vector<SegmentMap> spaces(size_t(cores) * 3 + 1);
-  for (size_t id = 0; id < program.instructions.size(); ++id) {
+  const size_t n = program.instructions.size();
+  NPUSIM_CHECK(windows.size() >= n, "hazard check: {} windows for {} instructions", windows.size(),
+               n);
+  std::vector<uint64_t> earliest_start_from(n + 1, UINT64_MAX);  // min start of [id, n)
+  for (size_t id = n; id-- > 0;) {
+    earliest_start_from[id] = std::min(earliest_start_from[id + 1], windows[id].start);
+  }
+  const size_t kFirstPruning = 4096;
+  size_t prune_at = kFirstPruning;
+  std::vector<Access> accesses;
+  const int eb = program.dtype == DataType::kBf16 ? 2 : 1;
+  for (size_t id = 0; id < n; ++id) {
     const Instruction& instr = program.instructions[id];
-    const Window w = windows.at(id);
+    const Window w = windows[id];
     const int unit = unit_key(instr);
-    const std::vector<Access> accesses = accesses_of(instr, program.dtype);
+    accesses.clear();
+    std::visit(AccessVisitor{instr, Extents{accesses, eb}}, instr.op);
+    size_t segments = 0;
+    for (const SegmentMap& space : spaces) segments += space.size();
+    if (segments >= prune_at) {
+      segments = 0;
+      for (SegmentMap& space : spaces) {
+        space.forget_before(earliest_start_from[id]);
+        segments += space.size();
+      }
+      prune_at = std::max(kFirstPruning, 2 * segments);
+    }
     // Check every access against what is pending before recording any of them (an instruction
     // may read and write the same bytes).
     for (const Access& a : accesses) {

@@ -72,6 +72,10 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   memory->set_moves_bytes(compute_values);
   for (const auto& segment : program.dram_init) {
     if (compute_values) {
+      NPUSIM_CHECK(segment.has_contents(),
+                   "the program was compiled for timing only: its parameter segment at {:#x} ({} "
+                   "bytes) has no contents to compute values with",
+                   segment.addr, segment.size());
       std::memcpy(memory_contents().data() + segment.addr, segment.bytes.data(),
                   segment.bytes.size());
     }

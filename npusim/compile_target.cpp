@@ -207,7 +207,7 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   optimize_graph(c.graph);
   pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
   if (!int8) {
-    prepare_bf16(c.graph);
+    prepare_bf16(c.graph, /*weights=*/values || keep_real_weights);
   } else if (values) {
     if (separate) {
       quantize_graph(c.graph, separate->codes, separate->samples, calibration.options);

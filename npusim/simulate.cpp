@@ -223,7 +223,7 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("dram.write_bytes", "bytes", "bytes written to off-chip memory",
             soc.memory_bytes_written());
   uint64_t parameter_bytes = 0;
-  for (const auto& segment : program.dram_init) parameter_bytes += segment.bytes.size();
+  for (const auto& segment : program.dram_init) parameter_bytes += segment.size();
   reg.value("dram.parameter_bytes", "bytes",
             "weights, biases and normalization parameters the program keeps in off-chip memory",
             parameter_bytes);

@@ -56,7 +56,7 @@ void check_shared_parameters(const Program& first, const Program& p, int core) {
                core, b.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     NPUSIM_CHECK(a[i]->addr == b[i]->addr && a[i]->bytes == b[i]->bytes &&
-                     a[i]->addr + a[i]->bytes.size() <= base,
+                     a[i]->size() == b[i]->size() && a[i]->addr + a[i]->size() <= base,
                  "data parallel: parameter segment {} of core {} differs from core 0's or lies "
                  "among the activations",
                  i, core);
@@ -120,7 +120,9 @@ Program merge(const std::vector<const Program*>& per_core, const std::vector<int
   for (int c = 0; c < cores; ++c) {
     for (const DramSegment& seg : per_core[c]->dram_init) {
       if (seg.addr < base) continue;
-      m.dram_init.push_back({seg.addr + offset[c], seg.bytes});
+      DramSegment moved = seg;
+      moved.addr += offset[c];
+      m.dram_init.push_back(std::move(moved));
     }
   }
   m.requant_tables = first.requant_tables;

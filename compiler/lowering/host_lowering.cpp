@@ -62,7 +62,7 @@ void Lowering::lower_host(const Layer& l, LayerRecord& rec) {
   NPUSIM_CHECK(!resident(l.output), "host layer {}: its output is resident on chip", l.name);
   const uint64_t out_bytes = l.last_stage().out_shape.elements() * graph_.batch * es_;
   const uint64_t out_begin = dram_addr(l.output);
-  const uint64_t params = (l.qweights.size() + l.bf16_weights.size()) * es_ + 4 * l.bias.size();
+  const uint64_t params = weight_elements(l) * es_ + 4 * l.bias.size();
 
   HostOp compute{
       HostPhase::kCompute, up.bytes + out_bytes + params, layer_flops(l, graph_.batch), {}};

@@ -19,6 +19,17 @@
 
 namespace npusim::lowering {
 
+// Elements of the layer's int8 or bf16 weight tensor (an embedding's table included) as the
+// program lays it out. A timing-only compile leaves a matrix layer's weights empty
+// (quantize_graph_for_timing, prepare_bf16 without weights): then reduction x filters, the size
+// they would have.
+inline uint64_t weight_elements(const Layer& l) {
+  if (!l.qweights.empty() || !l.bf16_weights.empty()) {
+    return l.qweights.size() + l.bf16_weights.size();
+  }
+  return l.has_weights() ? l.reduction() * uint64_t(l.filters) : 0;
+}
+
 // The vector-unit operation of a pool / add / mul layer, addresses and sizes left to the caller
 // (the separate layer or a fused epilogue stage). `table`: the program's activation table or -1.
 PoolOp pool_op(const Layer& l);
@@ -39,10 +50,17 @@ class Lowering {
     dram_top_ = align_up(dram_top_ + bytes, 4096);
     return addr;
   }
+  // A parameter segment of `bytes` bytes; `data` null: its contents were not kept (a timing-only
+  // compile, weight_elements()), the segment has its size and no bytes.
   uint64_t dram_param(const void* data, uint64_t bytes) {
     const uint64_t addr = dram_alloc(bytes);
-    DramSegment seg{addr, std::vector<uint8_t>(bytes)};
-    std::memcpy(seg.bytes.data(), data, bytes);
+    DramSegment seg{addr, {}};
+    if (data == nullptr) {
+      seg.timing_only_bytes = bytes;
+    } else {
+      seg.bytes.resize(bytes);
+      std::memcpy(seg.bytes.data(), data, bytes);
+    }
     program_.dram_init.push_back(std::move(seg));
     return addr;
   }

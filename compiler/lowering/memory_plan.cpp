@@ -21,16 +21,20 @@ bool Lowering::plan_memory() {
     Params p;
     if (l.on_host) {
       // The host keeps its own copy of the layer's parameters (docs/heterogeneous.md).
-    } else if (l.has_weights() && es_ == 1) {
-      NPUSIM_CHECK(l.qweights.size() == l.reduction() * l.filters, "layer {}: no int8 weights",
-                   l.name);
-      p.weights = dram_param(l.qweights.data(), l.qweights.size());
-      p.bias = dram_param(l.qbias.data(), l.qbias.size() * 4);
     } else if (l.has_weights()) {
-      NPUSIM_CHECK(l.bf16_weights.size() == l.reduction() * l.filters, "layer {}: no bf16 weights",
-                   l.name);
-      p.weights = dram_param(l.bf16_weights.data(), l.bf16_weights.size() * 2);
-      p.bias = dram_param(l.bias.data(), l.bias.size() * 4);
+      // Empty weights: a timing-only compile, whose segment keeps the size and no contents.
+      const std::vector<int8_t>& q = l.qweights;
+      const std::vector<uint16_t>& h = l.bf16_weights;
+      const uint64_t n = l.reduction() * uint64_t(l.filters);
+      NPUSIM_CHECK((es_ == 1 ? q.size() : h.size()) == n || (q.empty() && h.empty()),
+                   "layer {}: {} {} weights, expected {}", l.name, es_ == 1 ? q.size() : h.size(),
+                   es_ == 1 ? "int8" : "bf16", n);
+      const void* contents = q.empty() && h.empty() ? nullptr
+                             : es_ == 1             ? static_cast<const void*>(q.data())
+                                                    : static_cast<const void*>(h.data());
+      p.weights = dram_param(contents, weight_elements(l) * es_);
+      p.bias = es_ == 1 ? dram_param(l.qbias.data(), l.qbias.size() * 4)
+                        : dram_param(l.bias.data(), l.bias.size() * 4);
     }
     if (l.kind == OpKind::kEmbedding) {  // the table, on its own scale or in bf16
       p.weights = es_ == 1 ? dram_param(l.qweights.data(), l.qweights.size())

@@ -82,7 +82,10 @@ class PipelineMerge {
     for (int k = 0; k < k_; ++k) {
       const Program& p = *micro_[size_t(k)];
       for (const DramSegment& seg : p.dram_init) {
-        if (seg.addr >= base_) m_.dram_init.push_back({seg.addr + offset_[size_t(k)], seg.bytes});
+        if (seg.addr < base_) continue;
+        DramSegment moved = seg;
+        moved.addr += offset_[size_t(k)];
+        m_.dram_init.push_back(std::move(moved));
       }
       new_id_[size_t(k)].assign(p.instructions.size(), kNotEmitted);
       m_.batch += p.batch;

@@ -125,13 +125,15 @@ QuantMultiplier multiplier(double m) {
 
 // Conv / dense / matmul: weights per output channel, bias on the accumulator's scale, output
 // scale calibrated on the real accumulator values.
-// Without calibration (timing only) the weights are zeros and nothing is computed.
+// Without calibration (timing only) nothing is computed and the weights are left empty: the
+// lowering gives them their size and no contents (compiler/lowering/lowering_context.hpp), so a
+// timing-only run holds no memory in proportion to them.
 Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tensor8*>& in,
                               const CalibrationOptions& options, bool calibrate) {
   const int n = l.out_shape.last();
   std::vector<double> acc_scale(n);
   if (l.has_weights() && !calibrate) {
-    l.qweights.assign(l.reduction() * n, 0);
+    std::vector<int8_t>().swap(l.qweights);
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]));
   } else if (l.has_weights()) {
     // Row by row (channel j is the column): one pass in memory order for the per-channel
@@ -321,11 +323,11 @@ void quantize_graph_for_timing(Graph& g) { quantize(g, nullptr, g.batch, Calibra
 
 namespace npusim {
 
-void prepare_bf16(Graph& g) {
+void prepare_bf16(Graph& g, bool weights) {
   NPUSIM_CHECK(!g.quantized, "graph {} prepared twice", g.name);
   for (auto& l : g.layers) {
     NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
-    if (l.has_weights()) {
+    if (l.has_weights() && weights) {
       const size_t n = size_t(l.filters);
       l.bf16_weights.resize(l.reduction() * n);
       for_each_weight_row(l, [&](size_t r, const float* w) {

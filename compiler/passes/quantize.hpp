@@ -38,11 +38,14 @@ void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_batch, 
 // Calibrates on the run's own input (graph.batch samples), with the largest magnitude.
 void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
 // For timing-only runs (npusim run --values off): the same layers, tables and instruction shapes
-// without running the reference, every scale chosen as for a tensor of zeros and every int8
-// weight zero. Timing never depends on values (docs/performance.md).
+// without running the reference, every scale chosen as for a tensor of zeros; the matrix layers'
+// int8 weights are left empty (the program gets their size, no contents). Timing never depends on
+// values (docs/performance.md).
 void quantize_graph_for_timing(Graph& graph);
 // The bf16 path instead of int8: weights rounded to bf16 (nearest even), biases and the vector
 // unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1).
-void prepare_bf16(Graph& graph);
+// weights false (timing only): the matrix layers' weights are neither drawn nor rounded and stay
+// empty, as quantize_graph_for_timing leaves the int8 ones.
+void prepare_bf16(Graph& graph, bool weights = true);
 
 }  // namespace npusim

@@ -39,6 +39,11 @@ TEST(ApiRun, RunsInOneProcessAreIndependent) {
   EXPECT_EQ(design_stats(npusim::run(options(32))), a);
   EXPECT_EQ(design_stats(npusim::run(options(128))), b);
   EXPECT_EQ(design_stats(npusim::run(options(32, false)))["total_cycles"], a["total_cycles"]);
+  // Timing-only runs reuse nothing of the one before (their storage is fresh zero pages each
+  // time, support/zeroed_bytes.hpp): the same figures every time.
+  const nlohmann::json timing = design_stats(npusim::run(options(64, false)));
+  EXPECT_TRUE(design_stats(npusim::run(options(64)))["functional_check"]["bit_exact"].get<bool>());
+  EXPECT_EQ(design_stats(npusim::run(options(64, false))), timing);
 }
 
 TEST(ApiRun, RunsInThreadsTakeTurnsAndAgreeWithRunsAlone) {

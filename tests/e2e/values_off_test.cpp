@@ -80,7 +80,16 @@ INSTANTIATE_TEST_SUITE_P(ZooAndPresets, ValuesOff,
                                            "--hw edge --workload mnist-cnn --fidelity pe",
                                            "--hw edge --workload lenet5 --dtype bf16 --fidelity pe",
                                            "--hw ascend-like --workload mnist-cnn",
-                                           "--hw ascend-like --workload lenet5 --fidelity pe"),
+                                           "--hw ascend-like --workload lenet5 --fidelity pe",
+                                           // Timing-only programs keep the weights' sizes
+                                           // without contents: the same addresses when the
+                                           // batch or the layers are split over cores, and a
+                                           // host layer's parameter bytes.
+                                           "--hw tpu-v4-like --workload lenet5 --batch 2 "
+                                           "--parallel data",
+                                           "--hw tpu-v4-like --workload mnist-cnn --dtype bf16 "
+                                           "--parallel tensor",
+                                           "--hw tpu-v1 --workload mnist-cnn --host-ops fc1"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name;
                            for (char c : param_info.param) {

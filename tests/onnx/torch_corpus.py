@@ -39,7 +39,9 @@ CLASSIFIERS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "mo
                "mnasnet1_0", "convnext_tiny", "vit_b_16", "swin_t"]
 SEGMENTERS = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 SEQUENCE = ["transformer_encoder", "transformer_encoder_seq_first", "lstm", "gru", "gpt2_decoder",
-            "llama_decoder", "unet"]
+            "llama_decoder", "unet", "lstm_bidirectional", "gru_bidirectional"]
+# Exported with a symbolic batch (axis 0 of the input): npusim takes it from the --input file.
+SYMBOLIC_BATCH = {"gru_bidirectional"}
 MODELS = CLASSIFIERS + SEGMENTERS + SEQUENCE
 
 
@@ -80,6 +82,11 @@ def sequence_model(name):
         return Recurrent(nn.LSTM(32, 48, num_layers=2, batch_first=True)), (1, 12, 32)
     if name == "gru":
         return Recurrent(nn.GRU(32, 48, num_layers=2, batch_first=True)), (1, 12, 32)
+    if name == "lstm_bidirectional":  # sequence first, initial states, all three outputs
+        return StatefulRecurrent(nn.LSTM(16, 24, bidirectional=True), lstm=True), (10, 2, 16)
+    if name == "gru_bidirectional":  # batch first, a batch of 3, initial state, Y and Y_h
+        return StatefulRecurrent(nn.GRU(16, 24, bidirectional=True, batch_first=True),
+                                 lstm=False, batch=3), (3, 10, 16)
     if name == "gpt2_decoder":
         return Gpt2(), (1, 16, 64)
     if name == "llama_decoder":
@@ -112,6 +119,23 @@ def _define_modules():
 
         def forward(self, x):
             return self.rnn(x)[0]
+
+    class StatefulRecurrentModule(nn.Module):
+        """An RNN with initial states of its own (constants in the graph); all its outputs."""
+
+        def __init__(self, rnn, lstm, batch):
+            super().__init__()
+            self.rnn = rnn
+            shape = (2 if rnn.bidirectional else 1, batch, rnn.hidden_size)
+            self.register_buffer("h0", 0.5 * torch.randn(*shape))
+            self.register_buffer("c0", 0.5 * torch.randn(*shape) if lstm else None)
+
+        def forward(self, x):
+            if self.c0 is not None:
+                y, (h, c) = self.rnn(x, (self.h0, self.c0))
+                return y, h, c
+            y, h = self.rnn(x, self.h0)
+            return y, h
 
     class Gpt2Block(nn.Module):
         def __init__(self, d, heads, seq):
@@ -243,11 +267,15 @@ def _define_modules():
             y = self.u1(torch.cat([self.up1(y), s1], dim=1))
             return self.head(y)
 
-    return RecurrentModule, Gpt2, Llama, UNet
+    return RecurrentModule, Gpt2, Llama, UNet, StatefulRecurrentModule
 
 
 def Recurrent(rnn):
     return _define_modules()[0](rnn)
+
+
+def StatefulRecurrent(rnn, lstm, batch=2):
+    return _define_modules()[4](rnn, lstm, batch)
 
 
 def Gpt2():
@@ -285,8 +313,10 @@ def export(name, out_dir, size):
         names, ys = ["output"], [y]
     # With gradients on: under no_grad nn.MultiheadAttention takes its fused fast path, which
     # the exporter cannot write.
+    dynamic = {"input": {0: "batch"}} if name in SYMBOLIC_BATCH else None
     torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=17,
-                      input_names=["input"], output_names=names, do_constant_folding=True)
+                      input_names=["input"], output_names=names, do_constant_folding=True,
+                      dynamic_axes=dynamic)
     np.save(os.path.join(d, "input.npy"), x.numpy().astype(np.float32))
     for n, t in zip(names, ys):
         np.save(os.path.join(d, f"expected_{n}.npy"), t.numpy().astype(np.float32))

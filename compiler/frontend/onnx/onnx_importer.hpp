@@ -26,10 +26,12 @@ constexpr int kMaxOpset = 20;
 class OnnxImporter {
  public:
   // `whole_tensor`: docs/onnx.md "Rank mapping" (always on for a rank-1 input).
-  OnnxImporter(const onnx::ModelProto& model, const std::string& path, std::optional<int> batch,
+  // The unrolled LSTM / GRU nodes are appended to `model` while importing and removed at the end.
+  OnnxImporter(onnx::ModelProto& model, const std::string& path, std::optional<int> batch,
                bool whole_tensor)
       : model_(model),
         g_(model.graph()),
+        nodes_(*model.mutable_graph()),
         path_(path),
         batch_override_(batch),
         diag_(path),
@@ -38,8 +40,6 @@ class OnnxImporter {
   Graph run();
   // After a failed batched run: some operator needed the batch axis (batch_axis_needed).
   bool needs_whole_tensor() const { return needs_whole_tensor_; }
-  // The graph input's axis 0 is a fixed size in the file.
-  bool fixed_batch_axis() const { return file_batch_ > 0; }
 
   // The translators of the operator table (onnx_operators.cpp), one file per family.
   void import_conv(int i);
@@ -80,6 +80,7 @@ class OnnxImporter {
   void import_split(int i);
   void import_shape(int i);
   void import_cast(int i);
+  void import_recurrent(int i);  // LSTM, GRU (onnx_recurrent.cpp)
 
  private:
   using Node = onnx::NodeProto;
@@ -116,6 +117,22 @@ class OnnxImporter {
   // An operator must work along the batch axis of a batched value: reports `message` and asks
   // import_onnx to retry in whole-tensor mode (docs/onnx.md "Rank mapping").
   void batch_axis_needed(int i, const std::string& message);
+
+  // onnx_forms.cpp: the batched (batch 1, feature maps channels last) and whole forms of a value
+  // in the whole-tensor mode (docs/onnx.md "Rank mapping").
+  bool choose_form(int i);
+  bool to_batched_form(int i, const std::string& name);
+  void to_whole_form(int i, const std::string& name);
+  void add_free_reshape(const std::string& source, const std::string& out,
+                        const std::vector<int>& dims, const std::string& where);
+  std::string fresh_name(const std::string& base);
+  // onnx_recurrent.cpp: a constant named after `base`; a node appended after the model's own and
+  // imported now (its output named `output`, or after `base`; `axis` for Concat); its output.
+  std::string add_constant(const std::string& base, Constant c);
+  std::string add_ints(const std::string& base, const std::vector<int64_t>& v);
+  std::string emit_node(const std::string& base, const std::string& op,
+                        const std::vector<std::string>& inputs, std::string output = "",
+                        int64_t axis = 0);
 
   // Helpers of the translators.
   // Folds x + c / x * c into the Conv / Gemm / MatMul producing x when c is a scalar or one
@@ -180,6 +197,7 @@ class OnnxImporter {
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
+  onnx::GraphProto& nodes_;  // g_, to append unrolled nodes to
   std::string path_;
   std::optional<int> batch_override_;
   GraphDiagnostics diag_;
@@ -197,6 +215,7 @@ class OnnxImporter {
   int opset_ = kMaxOpset;
   bool whole_tensor_ = false;
   bool needs_whole_tensor_ = false;
+  bool node_batched_ = false;  // whole-tensor mode: the form of the current node's results
 };
 
 }  // namespace npusim::onnx_frontend

@@ -58,6 +58,8 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Shape", "Shape", [](I& im, int i) { im.import_shape(i); }},
       {"Cast", "Cast", [](I& im, int i) { im.import_cast(i); }},
       {"ConvTranspose", "ConvTranspose", [](I& im, int i) { im.import_conv_transpose(i); }},
+      {"LSTM", "LSTM", [](I& im, int i) { im.import_recurrent(i); }},
+      {"GRU", "GRU", [](I& im, int i) { im.import_recurrent(i); }},
   };
   return table;
 }

@@ -58,6 +58,8 @@ def classifier(name, size):
     if name in ("vit_b_16",) and size is not None:
         kwargs["image_size"] = size
     model = getattr(torchvision.models, name)(**kwargs)
+    if name == "vit_b_16":  # torchvision initializes its classification head to zeros
+        torch_modules().nn.init.normal_(model.heads.head.weight, std=0.02)
     side = size or (299 if name == "inception_v3" else 224)
     if name == "inception_v3":
         side = max(side, 75)  # its smallest input

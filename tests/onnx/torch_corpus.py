@@ -17,6 +17,10 @@ torch's own float outputs as the expected values; and the check of npusim agains
 model that needs what npusim does not have is, or pass; they fail the check if they crash or
 run to wrong values.
 
+--int8-below-bound a,b: those models' int8 runs must run and be bit-exact against npusim's own
+reference, but their cosine against torch is reported, not held to 0.99 (a known shortfall of
+per-tensor int8 scales on that model, stated in docs/onnx.md).
+
 --size sets the image side of the torchvision models (default: each model's own, 224 / 299);
 the tests use small sizes to stay fast.
 """
@@ -341,8 +345,9 @@ def first_line(text):
     return lines[0] if lines else "(no message)"
 
 
-def check(npusim, model_dir, dtype, hw, timeout):
-    """(status, message, cycles): status pass / fail / refused."""
+def check(npusim, model_dir, dtype, hw, timeout, torch_bound=True):
+    """(status, message, cycles): status pass / fail / refused. torch_bound: hold the cosine and
+    max error against torch to THRESHOLDS (npusim's own check is always held)."""
     out = os.path.join(model_dir, "npusim-" + dtype)
     shutil.rmtree(out, ignore_errors=True)
     cmd = [npusim, "run", "--hw", hw, "--workload", os.path.join(model_dir, "model.onnx"),
@@ -384,6 +389,8 @@ def check(npusim, model_dir, dtype, hw, timeout):
         span = float(b.max() - b.min()) or 1.0
         err = float(np.max(np.abs(a - b))) / span
         worst_cos, worst_err = min(worst_cos, cos), max(worst_err, err)
+    if not torch_bound:
+        min_cos, max_err = -1.0, None
     if worst_cos < min_cos:
         problems.append(f"cosine {worst_cos:.5f} < {min_cos}")
     if max_err is not None and worst_err > max_err:
@@ -408,6 +415,8 @@ def main():
     ap.add_argument("--markdown", help="check: also write the results as a markdown table")
     ap.add_argument("--expect-refused", default="",
                     help="models whose refusal (exit 2 at import) is expected, not a failure")
+    ap.add_argument("--int8-below-bound", default="",
+                    help="models whose int8 cosine against torch is reported, not held to 0.99")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
@@ -427,6 +436,7 @@ def main():
     if not args.npusim:
         ap.error("--npusim is required for check")
     expect_refused = set(m for m in args.expect_refused.split(",") if m)
+    int8_below = set(m for m in args.int8_below_bound.split(",") if m)
     bad = 0
     dtypes = args.dtypes.split(",")
     rows = []
@@ -434,7 +444,8 @@ def main():
         row = {}
         for dtype in dtypes:
             status, msg, cycles = check(args.npusim, os.path.join(args.out, m), dtype, args.hw,
-                                        args.timeout)
+                                        args.timeout,
+                                        torch_bound=not (dtype == "int8" and m in int8_below))
             row[dtype] = (status, msg, cycles)
             print(f"{m} {dtype} {status} cycles={cycles} {msg}", flush=True)
             if m in expect_refused:  # or runs right: another branch may add its operator

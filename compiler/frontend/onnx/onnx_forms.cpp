@@ -22,8 +22,8 @@ Form form_of(const std::string& op) {
   static const std::set<std::string> feature_map = {
       "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
   static const std::set<std::string> elementwise = {
-      "Relu",       "Clip", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid",        "Sqrt",
-      "Reciprocal", "Pow",  "Neg",     "Gelu", "Erf",       "BatchNormalization", "Add",
+      "Relu",       "Clip", "Sigmoid", "Tanh",     "HardSwish", "HardSigmoid",        "Sqrt",
+      "Reciprocal", "Pow",  "Neg",     "Gelu",     "Erf",       "BatchNormalization", "Add",
       "Sub",        "Mul",  "Div",     "Identity", "Dropout"};
   if (feature_map.count(op)) return Form::kFeatureMap;
   if (elementwise.count(op)) return Form::kElementwise;
@@ -99,6 +99,21 @@ bool OnnxImporter::to_batched_form(int i, const std::string& name) {
   b.layer = static_cast<int>(graph_.layers.size()) - 1;
   values_[name] = std::move(b);
   return true;
+}
+
+const Value* OnnxImporter::in_onnx_order(int i, const Value* x) {
+  if (!x || (!x->channels_first && x->flat_from.empty())) return x;
+  const std::string name = x->ir_name + "_onnx_order";
+  if (!values_.count(name)) {
+    Value o = *x;
+    o.channels_first = false;
+    o.flat_from.clear();
+    add_relayout(*x, false, name, where(i));
+    o.ir_name = name;
+    o.layer = static_cast<int>(graph_.layers.size()) - 1;
+    values_[name] = std::move(o);
+  }
+  return &values_.at(name);
 }
 
 // Whole-tensor mode: brings node i's run-time operands into the form its operator reads and sets

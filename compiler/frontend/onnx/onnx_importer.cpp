@@ -151,10 +151,11 @@ void OnnxImporter::read_input() {
   if (rank == 1) {
     whole_tensor_ = true;
     if (batch_override_ && *batch_override_ != 1) {
-      throw UserErrors({fmt::format("{}: {}: --batch {}: a rank-1 input has no batch axis; the "
-                                    "model runs as one whole tensor (docs/onnx.md \"Rank "
-                                    "mapping\")",
-                                    path_, where, *batch_override_)});
+      throw UserErrors(
+          {fmt::format("{}: {}: --batch {}: a rank-1 input has no batch axis; the "
+                       "model runs as one whole tensor (docs/onnx.md \"Rank "
+                       "mapping\")",
+                       path_, where, *batch_override_)});
     }
   }
   Value v;
@@ -338,7 +339,13 @@ void OnnxImporter::import_node(int i) {
       return;
     }
   }
-  if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
+  // LSTM / GRU may leave Y unnamed and give Y_h / Y_c only.
+  const bool recurrent = n.op_type() == "LSTM" || n.op_type() == "GRU";
+  if (n.output_size() < 1 ||
+      std::all_of(n.output().begin(), n.output().end(), [](const auto& o) { return o.empty(); }) ||
+      (n.output(0).empty() && !recurrent)) {
+    return fail(i, "has no output");
+  }
   if (whole_tensor_ && !choose_form(i)) return;
   if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
     auto x = values_.find(it->second);
@@ -476,8 +483,9 @@ void OnnxImporter::finish_outputs() {
 
 void OnnxImporter::batch_axis_needed(int i, const std::string& message) {
   needs_whole_tensor_ = true;
-  fail(i, message + " (the batch axis; npusim then runs the model as one whole tensor: docs/onnx.md "
-                    "\"Rank mapping\")");
+  fail(i, message +
+              " (the batch axis; npusim then runs the model as one whole tensor: docs/onnx.md "
+              "\"Rank mapping\")");
 }
 
 Graph OnnxImporter::run() {

@@ -46,8 +46,9 @@ class OnnxImporter {
   void import_conv_transpose(int i);  // onnx_conv_transpose.cpp
   void import_pool(int i, OpKind kind);
   void import_global_pool(int i, OpKind kind);
-  void import_reduce_mean(int i);
-  void import_pad(int i);  // onnx_movement.cpp
+  enum class Reduce { kMean, kSum, kMax };
+  void import_reduce(int i, Reduce kind);  // onnx_reduce.cpp
+  void import_pad(int i);                  // onnx_movement.cpp
   void import_gemm(int i);
   void import_matmul(int i);
   void import_transpose(int i);  // onnx_movement.cpp
@@ -81,6 +82,10 @@ class OnnxImporter {
   void import_shape(int i);
   void import_cast(int i);
   void import_recurrent(int i);  // LSTM, GRU (onnx_recurrent.cpp)
+  void import_tile(int i);       // onnx_index_ops.cpp
+  void import_gather_elements(int i);
+  void import_gather_nd(int i);
+  void import_einsum(int i);  // onnx_einsum.cpp
 
  private:
   using Node = onnx::NodeProto;
@@ -126,13 +131,15 @@ class OnnxImporter {
   void add_free_reshape(const std::string& source, const std::string& out,
                         const std::vector<int>& dims, const std::string& where);
   std::string fresh_name(const std::string& base);
+  // x in ONNX order: a channels-first map (or its flattening) through a layout move, made once.
+  const Value* in_onnx_order(int i, const Value* x);
   // onnx_recurrent.cpp: a constant named after `base`; a node appended after the model's own and
   // imported now (its output named `output`, or after `base`; `axis` for Concat); its output.
   std::string add_constant(const std::string& base, Constant c);
   std::string add_ints(const std::string& base, const std::vector<int64_t>& v);
   std::string emit_node(const std::string& base, const std::string& op,
                         const std::vector<std::string>& inputs, std::string output = "",
-                        int64_t axis = 0);
+                        int64_t axis = 0, const std::vector<onnx::AttributeProto>& attributes = {});
 
   // Helpers of the translators.
   // Folds x + c / x * c into the Conv / Gemm / MatMul producing x when c is a scalar or one
@@ -142,7 +149,7 @@ class OnnxImporter {
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
                     const Constant* c, float beta, const std::string& output = "");
   void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
-  void reduce_mean_rows(int i, const Value& x, std::vector<int64_t> axes, bool given);
+  void reduce_rows(int i, const Value& x, std::vector<int64_t> axes, bool given, Reduce kind);
   bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
   // Operands 0 .. count-1 (all when count < 0) of a data-movement node; false after reporting.
   bool move_operands(int i, std::vector<MoveOperand>& ops, int count = -1);

@@ -71,7 +71,8 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
   // asked for gigabytes; tests/fuzz/corpus/onnx).
   constexpr int64_t kMaxMoveElements = int64_t(1) << 24;
   int64_t n = 1;
-  const bool empty = std::any_of(spec.dims.begin(), spec.dims.end(), [](int64_t d) { return d == 0; });
+  const bool empty =
+      std::any_of(spec.dims.begin(), spec.dims.end(), [](int64_t d) { return d == 0; });
   if (constant && empty) {
     // An empty constant (index arithmetic of swin_t's shifted-window mask slices one); it
     // takes part in later folds (a Concat) only.

@@ -31,7 +31,8 @@ std::string OnnxImporter::add_ints(const std::string& base, const std::vector<in
 
 std::string OnnxImporter::emit_node(const std::string& base, const std::string& op,
                                     const std::vector<std::string>& inputs, std::string output,
-                                    int64_t axis) {
+                                    int64_t axis,
+                                    const std::vector<onnx::AttributeProto>& attributes) {
   onnx::NodeProto* node = nodes_.add_node();
   if (output.empty()) output = fresh_name(base);
   node->set_name(fresh_name(base + "_node"));
@@ -47,6 +48,7 @@ std::string OnnxImporter::emit_node(const std::string& base, const std::string& 
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(axis);
   }
+  for (const auto& a : attributes) *node->add_attribute() = a;
   const int j = nodes_.node_size() - 1;
   import_node(j);
   skipped_nodes_.insert(j);  // imported; the main loop passes over it
@@ -99,8 +101,8 @@ void OnnxImporter::import_recurrent(int i) {
   if (n.input_size() > 3 && !n.input(3).empty() && !b) return;
   const std::string direction = attr_string(n, "direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-    return fail(i, fmt::format("direction '{}' (expected forward, reverse or bidirectional)",
-                               direction));
+    return fail(
+        i, fmt::format("direction '{}' (expected forward, reverse or bidirectional)", direction));
   }
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   const int64_t steps = x->dims[0], batch = x->dims[1], in = x->dims[2];
@@ -111,13 +113,13 @@ void OnnxImporter::import_recurrent(int i) {
   };
   if (hidden < 1 || bad_shape(w, {dirs, rows, in}) || bad_shape(r, {dirs, rows, hidden}) ||
       bad_shape(b, {dirs, 2 * rows})) {
-    return fail(i, fmt::format("weights W {}, R {}{} do not fit hidden_size {}, {} direction(s) "
-                               "and input X {} (expected W [{}, {}, {}], R [{}, {}, {}], B "
-                               "[{}, {}])",
-                               dims_text(w->dims), dims_text(r->dims),
-                               b ? ", B " + dims_text(b->dims) : "", hidden, dirs,
-                               dims_text(x->dims), dirs, rows, in, dirs, rows, hidden, dirs,
-                               2 * rows));
+    return fail(
+        i, fmt::format("weights W {}, R {}{} do not fit hidden_size {}, {} direction(s) "
+                       "and input X {} (expected W [{}, {}, {}], R [{}, {}, {}], B "
+                       "[{}, {}])",
+                       dims_text(w->dims), dims_text(r->dims), b ? ", B " + dims_text(b->dims) : "",
+                       hidden, dirs, dims_text(x->dims), dirs, rows, in, dirs, rows, hidden, dirs,
+                       2 * rows));
   }
   std::vector<std::string> refused;
   if (find_attr(n, "activations")) {
@@ -157,8 +159,11 @@ void OnnxImporter::import_recurrent(int i) {
     return name;
   };
   const std::string h0 = initial(5), c0 = lstm ? initial(6) : "";
-  if (poisoned_.count(n.output(0))) return;
-  const std::string base = n.name().empty() ? n.output(0) : n.name();
+  for (const auto& out : n.output()) {
+    if (!out.empty() && poisoned_.count(out)) return;  // an initial state failed (reported)
+  }
+  std::string base = n.name();
+  for (int k = 0; base.empty() && k < n.output_size(); ++k) base = n.output(k);
   auto used = [&](int k) {
     return n.output_size() > k && !n.output(k).empty() && consumers_[n.output(k)] > 0;
   };
@@ -209,9 +214,9 @@ void OnnxImporter::import_recurrent(int i) {
       }
     }
     // The input projection of all steps: one dense [T, B, I] x [I, gates * H].
-    std::string projection = emit_node(
-        dir + "/input_projection", "MatMul",
-        {n.input(0), add_constant(dir + "/W_t", transposed_rows(*w, d, 0, rows))});
+    std::string projection =
+        emit_node(dir + "/input_projection", "MatMul",
+                  {n.input(0), add_constant(dir + "/W_t", transposed_rows(*w, d, 0, rows))});
     projection = emit_node(dir + "/input_projection_bias", "Add",
                            {projection, add_constant(dir + "/bias", bias)});
     std::string h, c;

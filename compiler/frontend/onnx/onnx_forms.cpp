@@ -102,12 +102,11 @@ bool OnnxImporter::to_batched_form(int i, const std::string& name) {
 }
 
 const Value* OnnxImporter::in_onnx_order(int i, const Value* x) {
-  if (!x || (!x->channels_first && x->flat_from.empty())) return x;
+  if (!x || !x->channels_first) return x;
   const std::string name = x->ir_name + "_onnx_order";
   if (!values_.count(name)) {
     Value o = *x;
     o.channels_first = false;
-    o.flat_from.clear();
     add_relayout(*x, false, name, where(i));
     o.ir_name = name;
     o.layer = static_cast<int>(graph_.layers.size()) - 1;

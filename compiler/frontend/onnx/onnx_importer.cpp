@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "compiler/frontend/onnx/onnx_fold.hpp"
 #include "compiler/frontend/onnx/onnx_operators.hpp"
@@ -567,9 +568,12 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& path,
     try {
       return OnnxImporter(model, path, batch, true).run();
     } catch (const UserErrors& whole_errors) {
-      // Both: the operator that needed axis 0, then what stopped the whole-tensor form.
+      // Both: the operator that needed axis 0, then what stopped the whole-tensor form (what
+      // the batched import said already is not repeated).
       std::vector<std::string> messages = batched_errors.messages();
+      const std::set<std::string> said(messages.begin(), messages.end());
       for (const std::string& m : whole_errors.messages()) {
+        if (said.count(m)) continue;
         const std::string head = path + ": ";
         messages.push_back(m.rfind(head, 0) == 0
                                ? head + "as one whole tensor: " + m.substr(head.size())

@@ -131,7 +131,8 @@ class OnnxImporter {
   void add_free_reshape(const std::string& source, const std::string& out,
                         const std::vector<int>& dims, const std::string& where);
   std::string fresh_name(const std::string& base);
-  // x in ONNX order: a channels-first map (or its flattening) through a layout move, made once.
+  // x in ONNX order: a channels-first map through a layout move, made once; other values as
+  // they are (a flattened map keeps its IR order: readers permute their weights instead).
   const Value* in_onnx_order(int i, const Value* x);
   // onnx_recurrent.cpp: a constant named after `base`; a node appended after the model's own and
   // imported now (its output named `output`, or after `base`; `axis` for Concat); its output.

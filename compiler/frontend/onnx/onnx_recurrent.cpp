@@ -86,6 +86,33 @@ void OnnxImporter::import_recurrent(int i) {
   const int64_t gates = lstm ? 4 : 3;
   const Value* x = activation(i, 0);
   if (!x) return;
+  const std::string direction = attr_string(n, "direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    return fail(
+        i, fmt::format("direction '{}' (expected forward, reverse or bidirectional)", direction));
+  }
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  std::vector<std::string> refused;
+  if (find_attr(n, "activations")) {
+    const auto* a = find_attr(n, "activations");
+    std::vector<std::string> want;
+    for (int64_t d = 0; d < dirs; ++d) {
+      want.push_back("Sigmoid");
+      want.push_back("Tanh");
+      if (lstm) want.push_back("Tanh");
+    }
+    std::vector<std::string> got(a->strings().begin(), a->strings().end());
+    if (got != want) refused.push_back(fmt::format("activations [{}]", fmt::join(got, ", ")));
+  }
+  if (find_attr(n, "clip")) refused.push_back("clip");
+  if (attr_int(n, "layout", 0) != 0) refused.push_back("layout 1 (batch first)");
+  if (lstm && attr_int(n, "input_forget", 0) != 0) refused.push_back("input_forget 1");
+  if (lstm && n.input_size() > 7 && !n.input(7).empty()) refused.push_back("peepholes P");
+  if (!refused.empty()) {
+    return fail(i, fmt::format("{} not supported (npusim unrolls the default activations, "
+                               "sigmoid and tanh, over every step)",
+                               fmt::join(refused, ", ")));
+  }
   if (x->batched) {
     return batch_axis_needed(
         i, fmt::format("{} runs over ONNX axis 0 of its input (the time steps)", n.op_type()));
@@ -99,12 +126,6 @@ void OnnxImporter::import_recurrent(int i) {
   if (!w || !r) return;
   const Constant* b = optional_constant(i, 3, "B");
   if (n.input_size() > 3 && !n.input(3).empty() && !b) return;
-  const std::string direction = attr_string(n, "direction", "forward");
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-    return fail(
-        i, fmt::format("direction '{}' (expected forward, reverse or bidirectional)", direction));
-  }
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   const int64_t steps = x->dims[0], batch = x->dims[1], in = x->dims[2];
   const int64_t hidden = attr_int(n, "hidden_size", r->dims.size() == 3 ? r->dims[2] : 0);
   const int64_t rows = gates * hidden;
@@ -121,21 +142,6 @@ void OnnxImporter::import_recurrent(int i) {
                        hidden, dirs, dims_text(x->dims), dirs, rows, in, dirs, rows, hidden, dirs,
                        2 * rows));
   }
-  std::vector<std::string> refused;
-  if (find_attr(n, "activations")) {
-    const auto* a = find_attr(n, "activations");
-    std::vector<std::string> want;
-    for (int64_t d = 0; d < dirs; ++d) {
-      want.push_back("Sigmoid");
-      want.push_back("Tanh");
-      if (lstm) want.push_back("Tanh");
-    }
-    std::vector<std::string> got(a->strings().begin(), a->strings().end());
-    if (got != want) refused.push_back(fmt::format("activations [{}]", fmt::join(got, ", ")));
-  }
-  if (find_attr(n, "clip")) refused.push_back("clip");
-  if (attr_int(n, "layout", 0) != 0) refused.push_back("layout 1 (batch first)");
-  if (lstm && attr_int(n, "input_forget", 0) != 0) refused.push_back("input_forget 1");
   if (n.input_size() > 4 && !n.input(4).empty()) {
     const auto it = constants_.find(n.input(4));
     const bool full = it != constants_.end() && it->second.is_int &&
@@ -143,7 +149,6 @@ void OnnxImporter::import_recurrent(int i) {
                                   [&](int64_t v) { return v == steps; });
     if (!full) refused.push_back("sequence_lens other than the full length");
   }
-  if (lstm && n.input_size() > 7 && !n.input(7).empty()) refused.push_back("peepholes P");
   if (!refused.empty()) {
     return fail(i, fmt::format("{} not supported (npusim unrolls the default activations, "
                                "sigmoid and tanh, over every step)",

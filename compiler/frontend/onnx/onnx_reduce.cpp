@@ -57,8 +57,9 @@ void OnnxImporter::reduce_rows(int i, const Value& x, std::vector<int64_t> axes,
                                Reduce kind) {
   const Node& n = g_.node(i);
   const std::string what = fmt::format("axes {} on input {}", dims_text(axes), dims_text(x.dims));
-  if (!given) {
+  if (!given || axes.empty()) {  // no axes, or an empty list: all of them (or none)
     if (attr_int(n, "noop_with_empty_axes", 0) != 0) return alias(i, x);
+    axes.clear();
     for (int64_t a = 0; a < onnx_rank(x); ++a) axes.push_back(a);
   }
   std::vector<bool> reduced(x.dims.size(), false);

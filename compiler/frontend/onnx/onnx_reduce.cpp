@@ -76,11 +76,6 @@ void OnnxImporter::reduce_rows(int i, const Value& x, std::vector<int64_t> axes,
     if (reduced[a] && keepdims) dims.push_back(1);
   }
   if (dims.empty()) return fail(i, what + ": the result would be a scalar (use keepdims 1)");
-  if (!x.flat_from.empty()) {
-    return fail(i, what +
-                       ": the input is a flattened channels-first feature map, whose element "
-                       "order in npusim (H, W, C) differs from ONNX's");
-  }
   int lo = -1, hi = -1;  // the first and last reduced axis of size > 1
   for (size_t a = 0; a < x.dims.size(); ++a) {
     if (!reduced[a] || x.dims[a] == 1) continue;
@@ -88,6 +83,11 @@ void OnnxImporter::reduce_rows(int i, const Value& x, std::vector<int64_t> axes,
     hi = static_cast<int>(a);
   }
   if (lo < 0) return reshape_value(i, x, dims);  // only axes of size 1: nothing to reduce
+  if (!x.flat_from.empty()) {
+    return fail(i, what +
+                       ": the input is a flattened channels-first feature map, whose element "
+                       "order in npusim (H, W, C) differs from ONNX's");
+  }
   const std::string out = n.output(0);
   const Value* src = &x;
   for (int a = lo; a <= hi; ++a) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <exception>
 #include <filesystem>
 #include <list>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "npusim/tensor_io.hpp"
 #include "npusim/token_ids.hpp"
 #include "support/error.hpp"
+#include "support/npy.hpp"
 
 namespace npusim {
 
@@ -122,6 +124,40 @@ Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         bool keep_real_weights);
 }  // namespace
 
+namespace {
+// docs/onnx.md "Rank mapping": an ONNX model run as one whole tensor holds its batch in axis 0 of
+// its input; a symbolic one is --batch, else the --input file's axis 0. The import resolves it to
+// 1 without --batch: when the file holds another batch, or the model does not import that way
+// (an initial state made for the file's batch), it is imported again with the file's.
+Graph load_with_input_batch(const Target& t, std::optional<int> batch) {
+  const std::string& w = t.workload;
+  const bool onnx = w.size() > 5 && w.compare(w.size() - 5, 5, ".onnx") == 0;
+  std::optional<int> file_batch;
+  if (!batch && onnx && !t.input_npy.empty()) {
+    try {
+      const std::vector<int64_t> shape = read_npy(t.input_npy).shape;
+      if (shape.size() > 1 && shape[0] > 1) file_batch = static_cast<int>(shape[0]);
+    } catch (const UserError&) {  // read_input_npy reports it, naming --input
+    }
+  }
+  if (!file_batch) return load_workload(w, batch);
+  std::exception_ptr first;
+  try {
+    Graph g = load_workload(w, batch);
+    const std::vector<int>& dims = g.input_shape.dims;
+    if (!g.io_without_batch || g.input_ids || dims.size() < 2 || dims[0] == *file_batch) return g;
+  } catch (const UserError&) {
+    first = std::current_exception();
+  }
+  try {
+    return load_workload(w, file_batch);
+  } catch (const UserError&) {
+    if (first) std::rethrow_exception(first);
+    throw;
+  }
+}
+}  // namespace
+
 HwConfig target_hardware(const Target& t) {
   if (t.hw_description) return parse_hw_config(*t.hw_description, t.hw.empty() ? "hw" : t.hw);
   return load_hw_config(t.hw);
@@ -170,7 +206,7 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
     return finish_compile(std::move(c), t, hw_spec, parallel, micro_batch, int8, values,
                           keep_real_weights);
   }
-  c.graph = load_workload(t.workload, batch);
+  c.graph = load_with_input_batch(t, batch);
   c.graph.dtype = run_dtype;
   if (!calibration.file.empty() && !int8) {
     throw UserError(

@@ -83,13 +83,15 @@ void add_target_options(po::options_description& o) {
       "(fp32 accumulation); default: the hardware's data_types.activation")(
       "input", po::value<std::string>(),
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models; an ONNX "
-      "model run as one whole tensor takes exactly its input's shape); int8 on the graph's "
+      "model run as one whole tensor takes exactly its input's shape, with the batch it declares "
+      "in axis 0, a symbolic one taken from this file); int8 on the graph's "
       "input scale, or float (quantized with a scale calibrated on it, or with --calibration on "
       "that file); token ids (int32 / int64) for a model whose input feeds embedding lookups "
       "(docs/onnx.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how a chip of several cores (hardware `cores`) shares the work: data (the batch split over "
-      "the cores), tensor (each matrix layer's output channels split over the cores), pipeline "
+      "the cores; refused for an ONNX model run as one whole tensor with a batch), tensor (each "
+      "matrix layer's output channels split over the cores), pipeline "
       "(consecutive layers on the cores as stages, micro-batches streamed through them, stage "
       "outputs sent core to core) or auto (data when the batch has an image per core, else per "
       "matrix layer tensor or core 0 by estimated cycles); docs/multicore.md")(

@@ -231,6 +231,19 @@ CompileResult compile_parallel(const Graph& graph, const HwConfig& hw, Paralleli
       (mode == Parallelism::kTensor || (mode == Parallelism::kAuto && graph.batch < hw.cores))) {
     return compile_tensor_parallel(graph, hw, mode == Parallelism::kTensor);
   }
+  // docs/onnx.md "Rank mapping": a model in the whole-tensor mode carries the batch it declares
+  // (axis 0 of its input) inside every tensor, where operators move it; its samples cannot be
+  // dealt to cores.
+  const auto& in = graph.input_shape.dims;
+  if (graph.io_without_batch && mode == Parallelism::kData && hw.cores > 1 && in.size() > 1 &&
+      in[0] > 1) {
+    throw UserError(fmt::format(
+        "--parallel data: network '{}' runs as one whole tensor (an operator works along its "
+        "batch axis; docs/onnx.md \"Rank mapping\"): its batch of {} is axis 0 of the input "
+        "tensor, not separate samples, and is not split over cores; use --parallel tensor, "
+        "pipeline or auto",
+        graph.name, in[0]));
+  }
   const int cores = std::min(hw.cores, graph.batch);
   const bool data = hw.cores > 1 && (mode == Parallelism::kData || graph.batch >= hw.cores);
   auto single_core = [&](const char* why) {

@@ -2,7 +2,8 @@
 """ONNX's own backend node tests (Debian's libonnx-testdata) run through `npusim run`.
 
 Selection: every case directory under DATA (default /usr/share/libonnx-testdata/data/node) whose
-model.onnx is a single node of one of the operator families of issue 12 (FAMILIES below), whose
+model.onnx is a single node of one of the operator families of issues 12 and 21 (FAMILIES below),
+whose
 first graph input (the data input) is float32 and whose graph outputs are all float32. Cases are
 identified by their directory name (test_conv_with_strides_padding, ...).
 
@@ -47,7 +48,8 @@ FAMILIES = {
     "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Gemm", "MatMul",
     "Relu", "Sigmoid", "Tanh", "Clip", "Erf", "Gelu", "Softmax", "LayerNormalization",
     "BatchNormalization", "Add", "Sub", "Mul", "Div", "Concat", "Flatten", "Reshape", "Transpose",
-    "Squeeze", "Unsqueeze", "Pad", "ReduceMean", "Split", "Slice", "Gather", "Resize"
+    "Squeeze", "Unsqueeze", "Pad", "ReduceMean", "Split", "Slice", "Gather", "Resize", "LSTM", "GRU",
+    "ReduceSum", "ReduceMax", "Einsum", "Tile", "GatherElements", "GatherND"
 }
 DTYPES = ("bf16", "int8")
 TOLERANCE = {"bf16": 0.02, "int8": 0.08}

@@ -13,11 +13,11 @@ namespace {
 
 using onnx_test::model_path;
 
-// How a message about the batch axis ends (docs/onnx.md "Rank mapping"); the bad_* models have
-// a symbolic batch, so they cannot run as one whole tensor.
+// How a message about the batch axis ends (docs/onnx.md "Rank mapping"); the model is then
+// imported as one whole tensor, and what stops that follows ("as one whole tensor: ...").
 const std::string kBatchAxis =
-    " (the batch axis; npusim runs such a model as one whole tensor only when its axis 0 is a "
-    "fixed size and --batch is not given: docs/onnx.md \"Rank mapping\")";
+    " (the batch axis; npusim then runs the model as one whole tensor: docs/onnx.md \"Rank "
+    "mapping\")";
 
 // The messages of the UserError(s) importing `path` throws; empty when it imports.
 std::vector<std::string> import_errors(const std::string& path) {
@@ -65,14 +65,15 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
           "Sqrt, Reciprocal, Pow (constant exponent), Neg, Where (constant condition), "
           "Expand, Gelu, Erf, "
           "Softmax, LayerNormalization, BatchNormalization, MaxPool, "
-          "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, "
-          "Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
+          "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, ReduceSum, ReduceMax, "
+          "Concat, Flatten, Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, "
           "Dropout, Constant, Sub, Div, Slice, Gather (constant indices or token ids), "
-          "Resize (nearest, linear, cubic), Split, Shape, Cast, ConvTranspose; on constants also "
-          "CastLike, Size, Range, ConstantOfShape, Tile, Trilu, Einsum, ScatterND, Mod, "
+          "Resize (nearest, linear, cubic), Split, Shape, Cast, ConvTranspose, LSTM, GRU, Tile "
+          "(constant repeats), GatherElements (constant indices), GatherND (constant indices), "
+          "Einsum (matrix products); on constants also "
+          "CastLike, Size, Range, ConstantOfShape, Trilu, ScatterND, Mod, "
           "Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not, Min, Max, "
-          "Abs, Sign, Floor, Ceil, Exp, Log, Sin, Cos, ReduceSum, ReduceMax, ReduceMin, "
-          "ReduceProd)");
+          "Abs, Sign, Floor, Ceil, Exp, Log, Sin, Cos, ReduceMin, ReduceProd)");
   // The Relu reading the failed TopK stays quiet; the Concat along the batch is named.
   EXPECT_EQ(errors[1], path + ": node 'cat_n' (Concat): concatenation along axis 0" + kBatchAxis);
 }
@@ -114,13 +115,27 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
                            "run-time token ids are not supported)");
 }
 
+// The symbolic batch resolves to 2 (--batch 2) in the whole-tensor mode, where the Add works but
+// a Conv needs a batch of one.
 TEST(OnnxErrors, AxisZeroOperatorInAModelTheWholeTensorModeCannotRun) {
   const std::string path = model_path("bad_axis0_conv");
-  EXPECT_EQ(import_errors(path),
+  EXPECT_EQ(std::vector<std::string>{[&] {
+              try {
+                import_onnx(path, 2);
+              } catch (const UserErrors& e) {
+                return e.messages().back();
+              }
+              return std::string("(imported)");
+            }()},
             std::vector<std::string>{
-                path + ": node 'add_per_sample' (Add): the constant [2, 2, 4, 4] differs along "
-                       "the batch axis 0 (npusim runs such a model as one whole tensor only when "
-                       "its axis 0 is a fixed size and --batch is not given)"});
+                path + ": as one whole tensor: node 'conv' (Conv): in the whole-tensor form "
+                       "(docs/onnx.md \"Rank mapping\") a feature map must be (1, C, L), "
+                       "(1, C, H, W) or (1, C, D, H, W); input 'x' is [2, 3, 4, 4]"});
+  EXPECT_EQ(import_errors(path)[0],
+            path +
+                ": node 'add_per_sample' (Add): the constant [2, 2, 4, 4] differs along the "
+                "batch axis 0 (npusim then runs the model as one whole tensor: docs/onnx.md "
+                "\"Rank mapping\")");
 }
 
 TEST(OnnxErrors, SymbolicSpatialDimension) {
@@ -175,7 +190,10 @@ TEST(OnnxErrors, TransposeNotAPermutationAndSliceOfTheBatch) {
             (std::vector<std::string>{
                 path + ": node 'transpose_twice' (Transpose): perm [0, 2, 2] is not a "
                        "permutation of the 3 axes",
-                path + ": node 'slice_batch' (Slice): a slice of axis 0" + kBatchAxis}));
+                path + ": node 'slice_batch' (Slice): a slice of axis 0" + kBatchAxis,
+                // The symbolic batch is 1 in the whole-tensor mode: the slice [1:] is empty.
+                path + ": as one whole tensor: node 'slice_batch' (Slice): the result [0, 4, 4] "
+                       "is empty"}));
 }
 
 TEST(OnnxErrors, ExternalWeights) {

@@ -449,20 +449,26 @@ TEST(OnnxImport, RankOneInputRunsAsOneWholeTensor) {
 }
 
 // A constant that differs along axis 0 and a Softmax over axis 0 of a fixed (3, 4) input: the
-// batched import refuses them, so the model runs as one whole tensor; with --batch it cannot.
+// batched import refuses them, so the model runs as one whole tensor; --batch may repeat the fixed
+// axis 0, not change it.
 TEST(OnnxImport, AnOperatorAlongAxisZeroSwitchesToTheWholeTensor) {
   Graph g = import_onnx(model_path("whole_tensor"), std::nullopt);
   EXPECT_TRUE(g.io_without_batch);
   EXPECT_EQ(g.input_shape.dims, (std::vector<int>{3, 4}));
   EXPECT_EQ(layer_writing(g, "y_softmax").in_shapes[0].dims, (std::vector<int>{1, 12}));
   EXPECT_EQ(layer_writing(g, "y").out_shape.dims, (std::vector<int>{3, 4}));
+  EXPECT_EQ(import_onnx(model_path("whole_tensor"), 3).input_shape.dims, g.input_shape.dims);
   try {
-    import_onnx(model_path("whole_tensor"), 3);
-    ADD_FAILURE() << "--batch 3 was accepted";
+    import_onnx(model_path("whole_tensor"), 2);
+    ADD_FAILURE() << "--batch 2 was accepted";
   } catch (const UserErrors& e) {
-    ASSERT_FALSE(e.messages().empty());
+    ASSERT_EQ(e.messages().size(), 2u);
     EXPECT_NE(e.messages()[0].find("differs along the batch axis 0"), std::string::npos)
         << e.messages()[0];
+    EXPECT_NE(e.messages()[1].find("as one whole tensor: graph input 'x': batch 2 (--batch or the "
+                                   "--input file's axis 0), but the model fixes axis 0 at 3"),
+              std::string::npos)
+        << e.messages()[1];
   }
 }
 

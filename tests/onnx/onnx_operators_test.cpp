@@ -19,10 +19,11 @@ TEST(OnnxOperators, SupportedListIsTheTableInOrder) {
             "Sqrt, Reciprocal, Pow (constant exponent), Neg, Where (constant condition), Expand, "
             "Gelu, Erf, "
             "Softmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool, "
-            "GlobalAveragePool, GlobalMaxPool, ReduceMean, Concat, Flatten, Reshape, Squeeze, "
-            "Unsqueeze, Pad, Transpose, Identity, Dropout, Constant, Sub, Div, Slice, Gather "
-            "(constant indices or token ids), Resize (nearest, linear, cubic), Split, Shape, Cast, "
-            "ConvTranspose");
+            "GlobalAveragePool, GlobalMaxPool, ReduceMean, ReduceSum, ReduceMax, Concat, Flatten, "
+            "Reshape, Squeeze, Unsqueeze, Pad, Transpose, Identity, Dropout, Constant, Sub, Div, "
+            "Slice, Gather (constant indices or token ids), Resize (nearest, linear, cubic), "
+            "Split, Shape, Cast, ConvTranspose, LSTM, GRU, Tile (constant repeats), GatherElements "
+            "(constant indices), GatherND (constant indices), Einsum (matrix products)");
   std::set<std::string> seen;
   for (const auto& t : onnx_translators()) {
     EXPECT_TRUE(seen.insert(t.op_type).second) << t.op_type << " is listed twice";

@@ -17,6 +17,10 @@ torch's own float outputs as the expected values; and the check of npusim agains
 model that needs what npusim does not have is, or pass; they fail the check if they crash or
 run to wrong values.
 
+--int8-below-bound a,b: those models' int8 runs must run and be bit-exact against npusim's own
+reference, but their cosine against torch is reported, not held to 0.99 (a known shortfall of
+per-tensor int8 scales on that model, stated in docs/onnx.md).
+
 --size sets the image side of the torchvision models (default: each model's own, 224 / 299);
 the tests use small sizes to stay fast.
 """
@@ -39,7 +43,9 @@ CLASSIFIERS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "mo
                "mnasnet1_0", "convnext_tiny", "vit_b_16", "swin_t"]
 SEGMENTERS = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 SEQUENCE = ["transformer_encoder", "transformer_encoder_seq_first", "lstm", "gru", "gpt2_decoder",
-            "llama_decoder", "unet"]
+            "llama_decoder", "unet", "lstm_bidirectional", "gru_bidirectional"]
+# Exported with a symbolic batch (axis 0 of the input): npusim takes it from the --input file.
+SYMBOLIC_BATCH = {"gru_bidirectional"}
 MODELS = CLASSIFIERS + SEGMENTERS + SEQUENCE
 
 
@@ -56,6 +62,8 @@ def classifier(name, size):
     if name in ("vit_b_16",) and size is not None:
         kwargs["image_size"] = size
     model = getattr(torchvision.models, name)(**kwargs)
+    if name == "vit_b_16":  # torchvision initializes its classification head to zeros
+        torch_modules().nn.init.normal_(model.heads.head.weight, std=0.02)
     side = size or (299 if name == "inception_v3" else 224)
     if name == "inception_v3":
         side = max(side, 75)  # its smallest input
@@ -80,6 +88,11 @@ def sequence_model(name):
         return Recurrent(nn.LSTM(32, 48, num_layers=2, batch_first=True)), (1, 12, 32)
     if name == "gru":
         return Recurrent(nn.GRU(32, 48, num_layers=2, batch_first=True)), (1, 12, 32)
+    if name == "lstm_bidirectional":  # sequence first, initial states, all three outputs
+        return StatefulRecurrent(nn.LSTM(16, 24, bidirectional=True), lstm=True), (10, 2, 16)
+    if name == "gru_bidirectional":  # batch first, a batch of 3, initial state, Y and Y_h
+        return StatefulRecurrent(nn.GRU(16, 24, bidirectional=True, batch_first=True),
+                                 lstm=False, batch=3), (3, 10, 16)
     if name == "gpt2_decoder":
         return Gpt2(), (1, 16, 64)
     if name == "llama_decoder":
@@ -112,6 +125,23 @@ def _define_modules():
 
         def forward(self, x):
             return self.rnn(x)[0]
+
+    class StatefulRecurrentModule(nn.Module):
+        """An RNN with initial states of its own (constants in the graph); all its outputs."""
+
+        def __init__(self, rnn, lstm, batch):
+            super().__init__()
+            self.rnn = rnn
+            shape = (2 if rnn.bidirectional else 1, batch, rnn.hidden_size)
+            self.register_buffer("h0", 0.5 * torch.randn(*shape))
+            self.register_buffer("c0", 0.5 * torch.randn(*shape) if lstm else None)
+
+        def forward(self, x):
+            if self.c0 is not None:
+                y, (h, c) = self.rnn(x, (self.h0, self.c0))
+                return y, h, c
+            y, h = self.rnn(x, self.h0)
+            return y, h
 
     class Gpt2Block(nn.Module):
         def __init__(self, d, heads, seq):
@@ -243,11 +273,15 @@ def _define_modules():
             y = self.u1(torch.cat([self.up1(y), s1], dim=1))
             return self.head(y)
 
-    return RecurrentModule, Gpt2, Llama, UNet
+    return RecurrentModule, Gpt2, Llama, UNet, StatefulRecurrentModule
 
 
 def Recurrent(rnn):
     return _define_modules()[0](rnn)
+
+
+def StatefulRecurrent(rnn, lstm, batch=2):
+    return _define_modules()[4](rnn, lstm, batch)
 
 
 def Gpt2():
@@ -285,8 +319,10 @@ def export(name, out_dir, size):
         names, ys = ["output"], [y]
     # With gradients on: under no_grad nn.MultiheadAttention takes its fused fast path, which
     # the exporter cannot write.
+    dynamic = {"input": {0: "batch"}} if name in SYMBOLIC_BATCH else None
     torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=17,
-                      input_names=["input"], output_names=names, do_constant_folding=True)
+                      input_names=["input"], output_names=names, do_constant_folding=True,
+                      dynamic_axes=dynamic)
     np.save(os.path.join(d, "input.npy"), x.numpy().astype(np.float32))
     for n, t in zip(names, ys):
         np.save(os.path.join(d, f"expected_{n}.npy"), t.numpy().astype(np.float32))
@@ -309,8 +345,9 @@ def first_line(text):
     return lines[0] if lines else "(no message)"
 
 
-def check(npusim, model_dir, dtype, hw, timeout):
-    """(status, message, cycles): status pass / fail / refused."""
+def check(npusim, model_dir, dtype, hw, timeout, torch_bound=True):
+    """(status, message, cycles): status pass / fail / refused. torch_bound: hold the cosine and
+    max error against torch to THRESHOLDS (npusim's own check is always held)."""
     out = os.path.join(model_dir, "npusim-" + dtype)
     shutil.rmtree(out, ignore_errors=True)
     cmd = [npusim, "run", "--hw", hw, "--workload", os.path.join(model_dir, "model.onnx"),
@@ -352,6 +389,8 @@ def check(npusim, model_dir, dtype, hw, timeout):
         span = float(b.max() - b.min()) or 1.0
         err = float(np.max(np.abs(a - b))) / span
         worst_cos, worst_err = min(worst_cos, cos), max(worst_err, err)
+    if not torch_bound:
+        min_cos, max_err = -1.0, None
     if worst_cos < min_cos:
         problems.append(f"cosine {worst_cos:.5f} < {min_cos}")
     if max_err is not None and worst_err > max_err:
@@ -376,6 +415,8 @@ def main():
     ap.add_argument("--markdown", help="check: also write the results as a markdown table")
     ap.add_argument("--expect-refused", default="",
                     help="models whose refusal (exit 2 at import) is expected, not a failure")
+    ap.add_argument("--int8-below-bound", default="",
+                    help="models whose int8 cosine against torch is reported, not held to 0.99")
     args = ap.parse_args()
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
@@ -395,6 +436,7 @@ def main():
     if not args.npusim:
         ap.error("--npusim is required for check")
     expect_refused = set(m for m in args.expect_refused.split(",") if m)
+    int8_below = set(m for m in args.int8_below_bound.split(",") if m)
     bad = 0
     dtypes = args.dtypes.split(",")
     rows = []
@@ -402,7 +444,8 @@ def main():
         row = {}
         for dtype in dtypes:
             status, msg, cycles = check(args.npusim, os.path.join(args.out, m), dtype, args.hw,
-                                        args.timeout)
+                                        args.timeout,
+                                        torch_bound=not (dtype == "int8" and m in int8_below))
             row[dtype] = (status, msg, cycles)
             print(f"{m} {dtype} {status} cycles={cycles} {msg}", flush=True)
             if m in expect_refused:  # or runs right: another branch may add its operator

@@ -53,9 +53,8 @@ std::string OnnxImporter::broadcast_to(const Value& x, const Constant& c, std::v
       if (d != 1) {
         needs_whole_tensor_ = true;  // docs/onnx.md "Rank mapping"
         return fmt::format(
-            "the constant {} differs along the batch axis 0 (npusim runs such a "
-            "model as one whole tensor only when its axis 0 is a fixed size and "
-            "--batch is not given)",
+            "the constant {} differs along the batch axis 0 (npusim then runs the model as "
+            "one whole tensor: docs/onnx.md \"Rank mapping\")",
             dims_text(c.dims));
       }
       continue;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "compiler/frontend/onnx/onnx_fold.hpp"
 #include "compiler/frontend/onnx/onnx_operators.hpp"
@@ -148,13 +149,15 @@ void OnnxImporter::read_input() {
     diag_.error(where, fmt::format("token ids of rank {}, expected 2 (batch, sequence)", rank));
     diag_.throw_if_errors();
   }
-  if (rank == 1) whole_tensor_ = true;
-  if (whole_tensor_ && batch_override_ && *batch_override_ != 1) {
-    throw UserErrors(
-        {fmt::format("{}: {}: --batch {}: this model runs as one whole tensor (a "
-                     "rank-1 input, or an operator along axis 0; docs/onnx.md "
-                     "\"Rank mapping\"), batch 1",
-                     path_, where, *batch_override_)});
+  if (rank == 1) {
+    whole_tensor_ = true;
+    if (batch_override_ && *batch_override_ != 1) {
+      throw UserErrors(
+          {fmt::format("{}: {}: --batch {}: a rank-1 input has no batch axis; the "
+                       "model runs as one whole tensor (docs/onnx.md \"Rank "
+                       "mapping\")",
+                       path_, where, *batch_override_)});
+    }
   }
   Value v;
   v.ir_name = in.name();
@@ -165,6 +168,20 @@ void OnnxImporter::read_input() {
     if (d == 0 && !whole_tensor_) {
       file_batch_ = fixed ? dim.dim_value() : 0;
       continue;
+    }
+    // Whole-tensor mode: the batch the model declares in axis 0 is part of every sample; a
+    // symbolic one is the run's batch (--batch, the --input file's axis 0, or 1).
+    if (d == 0 && rank > 1) {
+      if (!fixed) {
+        v.dims.push_back(batch_override_.value_or(1));
+        continue;
+      }
+      if (batch_override_ && *batch_override_ != dim.dim_value()) {
+        diag_.error(where, fmt::format("batch {} (--batch or the --input file's axis 0), but the "
+                                       "model fixes axis 0 at {} and runs as one whole tensor "
+                                       "(docs/onnx.md \"Rank mapping\")",
+                                       *batch_override_, dim.dim_value()));
+      }
     }
     if (!fixed) {
       diag_.error(where, fmt::format("dimension {} is {}: every dimension but the batch must be a "
@@ -279,7 +296,9 @@ Layer& OnnxImporter::add_layer(int i, OpKind kind, std::vector<std::string> inpu
 }
 
 void OnnxImporter::set_value(const std::string& name, Value v) {
-  v.batched = !whole_tensor_;  // one mode per model (docs/onnx.md "Rank mapping")
+  // One mode per model; in the whole-tensor mode each node's results take the form choose_form
+  // gave the node (docs/onnx.md "Rank mapping").
+  v.batched = !whole_tensor_ || node_batched_;
   v.ir_name = name;
   v.layer = static_cast<int>(graph_.layers.size()) - 1;
   values_[name] = std::move(v);
@@ -321,7 +340,14 @@ void OnnxImporter::import_node(int i) {
       return;
     }
   }
-  if (n.output_size() < 1 || n.output(0).empty()) return fail(i, "has no output");
+  // LSTM / GRU may leave Y unnamed and give Y_h / Y_c only.
+  const bool recurrent = n.op_type() == "LSTM" || n.op_type() == "GRU";
+  if (n.output_size() < 1 ||
+      std::all_of(n.output().begin(), n.output().end(), [](const auto& o) { return o.empty(); }) ||
+      (n.output(0).empty() && !recurrent)) {
+    return fail(i, "has no output");
+  }
+  if (whole_tensor_ && !choose_form(i)) return;
   if (auto it = gelu_input_at_.find(i); it != gelu_input_at_.end()) {
     auto x = values_.find(it->second);
     if (x == values_.end()) {
@@ -400,6 +426,36 @@ void OnnxImporter::finish_outputs() {
                                            : "is not produced by any node");
       continue;
     }
+    // In the whole-tensor mode files hold exactly the ONNX shape, in ONNX order.
+    if (whole_tensor_ && it->second.batched) {
+      Value b = it->second;
+      if (b.ir_name == name) {  // the output's name moves to the reshaped / relaid tensor
+        b.ir_name = fresh_name(name + "_batched");
+        for (auto& l : graph_.layers) {
+          if (l.output == name) l.output = b.ir_name;
+          for (auto& in : l.inputs) {
+            if (in == name) in = b.ir_name;
+          }
+        }
+      }
+      Value w;
+      w.batched = false;
+      w.dims = b.dims;
+      w.dims.insert(w.dims.begin(), 1);
+      w.ir_name = name;
+      if (b.channels_first || !b.flat_from.empty()) {
+        add_relayout(b, false, name, where);
+      } else {
+        std::vector<int> dims = ir_dims(b);
+        dims.insert(dims.begin(), 1);
+        add_free_reshape(b.ir_name, name, dims, where);
+      }
+      w.layer = static_cast<int>(graph_.layers.size()) - 1;
+      it->second = std::move(w);
+      graph_.outputs.push_back(name);
+      graph_.io_in_onnx_order.insert(name);
+      continue;
+    }
     const Value& v = it->second;
     // A flattened map leaves in ONNX's order (a move); other outputs as the IR holds them.
     if (!v.flat_from.empty()) {
@@ -429,9 +485,8 @@ void OnnxImporter::finish_outputs() {
 void OnnxImporter::batch_axis_needed(int i, const std::string& message) {
   needs_whole_tensor_ = true;
   fail(i, message +
-              " (the batch axis; npusim runs such a model as one whole tensor only when "
-              "its axis 0 is a fixed size and --batch is not given: docs/onnx.md \"Rank "
-              "mapping\")");
+              " (the batch axis; npusim then runs the model as one whole tensor: docs/onnx.md "
+              "\"Rank mapping\")");
 }
 
 Graph OnnxImporter::run() {
@@ -440,7 +495,17 @@ Graph OnnxImporter::run() {
   read_input();
   count_consumers();
   find_gelu_patterns();
-  for (int i = 0; i < g_.node_size(); ++i) import_node(i);
+  // The model's nodes; those LSTM / GRU append are imported as they are made, and removed at the
+  // end (a second import of the same model, in the whole-tensor mode, starts from the file's).
+  const int model_nodes = g_.node_size();
+  struct RemoveAppended {
+    onnx::GraphProto& g;
+    int keep;
+    ~RemoveAppended() {
+      if (g.node_size() > keep) g.mutable_node()->DeleteSubrange(keep, g.node_size() - keep);
+    }
+  } remove_appended{nodes_, model_nodes};
+  for (int i = 0; i < model_nodes; ++i) import_node(i);
   finish_outputs();
   // A NaN or infinite weight has no int8 code or scale (found by the run-path fuzz target:
   // quantizing one was undefined behaviour; tests/fuzz/corpus/run/crash-nan-weight.onnx).
@@ -496,14 +561,25 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& path,
   try {
     return batched.run();
   } catch (const UserErrors& batched_errors) {
-    // docs/onnx.md "Rank mapping": an operator along axis 0 of a model whose axis 0 is fixed runs
-    // the model as one whole tensor; otherwise, or when that fails too, the batched import's
-    // messages stand (they name the operator that needed axis 0).
-    if (!batched.needs_whole_tensor() || batch || !batched.fixed_batch_axis()) throw;
+    // docs/onnx.md "Rank mapping": an operator along axis 0 runs the model as one whole tensor
+    // (the batch it declares, fixed or the run's, part of every sample); when that fails too, the
+    // batched import's messages stand (they name the operator that needed axis 0).
+    if (!batched.needs_whole_tensor()) throw;
     try {
       return OnnxImporter(model, path, batch, true).run();
-    } catch (const UserErrors&) {
-      throw batched_errors;
+    } catch (const UserErrors& whole_errors) {
+      // Both: the operator that needed axis 0, then what stopped the whole-tensor form (what
+      // the batched import said already is not repeated).
+      std::vector<std::string> messages = batched_errors.messages();
+      const std::set<std::string> said(messages.begin(), messages.end());
+      for (const std::string& m : whole_errors.messages()) {
+        if (said.count(m)) continue;
+        const std::string head = path + ": ";
+        messages.push_back(m.rfind(head, 0) == 0
+                               ? head + "as one whole tensor: " + m.substr(head.size())
+                               : "as one whole tensor: " + m);
+      }
+      throw UserErrors(messages);
     }
   }
 }

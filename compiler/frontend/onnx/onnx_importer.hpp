@@ -26,10 +26,12 @@ constexpr int kMaxOpset = 20;
 class OnnxImporter {
  public:
   // `whole_tensor`: docs/onnx.md "Rank mapping" (always on for a rank-1 input).
-  OnnxImporter(const onnx::ModelProto& model, const std::string& path, std::optional<int> batch,
+  // The unrolled LSTM / GRU nodes are appended to `model` while importing and removed at the end.
+  OnnxImporter(onnx::ModelProto& model, const std::string& path, std::optional<int> batch,
                bool whole_tensor)
       : model_(model),
         g_(model.graph()),
+        nodes_(*model.mutable_graph()),
         path_(path),
         batch_override_(batch),
         diag_(path),
@@ -38,16 +40,15 @@ class OnnxImporter {
   Graph run();
   // After a failed batched run: some operator needed the batch axis (batch_axis_needed).
   bool needs_whole_tensor() const { return needs_whole_tensor_; }
-  // The graph input's axis 0 is a fixed size in the file.
-  bool fixed_batch_axis() const { return file_batch_ > 0; }
 
   // The translators of the operator table (onnx_operators.cpp), one file per family.
   void import_conv(int i);
   void import_conv_transpose(int i);  // onnx_conv_transpose.cpp
   void import_pool(int i, OpKind kind);
   void import_global_pool(int i, OpKind kind);
-  void import_reduce_mean(int i);
-  void import_pad(int i);  // onnx_movement.cpp
+  enum class Reduce { kMean, kSum, kMax };
+  void import_reduce(int i, Reduce kind);  // onnx_reduce.cpp
+  void import_pad(int i);                  // onnx_movement.cpp
   void import_gemm(int i);
   void import_matmul(int i);
   void import_transpose(int i);  // onnx_movement.cpp
@@ -80,6 +81,11 @@ class OnnxImporter {
   void import_split(int i);
   void import_shape(int i);
   void import_cast(int i);
+  void import_recurrent(int i);  // LSTM, GRU (onnx_recurrent.cpp)
+  void import_tile(int i);       // onnx_index_ops.cpp
+  void import_gather_elements(int i);
+  void import_gather_nd(int i);
+  void import_einsum(int i);  // onnx_einsum.cpp
 
  private:
   using Node = onnx::NodeProto;
@@ -117,6 +123,25 @@ class OnnxImporter {
   // import_onnx to retry in whole-tensor mode (docs/onnx.md "Rank mapping").
   void batch_axis_needed(int i, const std::string& message);
 
+  // onnx_forms.cpp: the batched (batch 1, feature maps channels last) and whole forms of a value
+  // in the whole-tensor mode (docs/onnx.md "Rank mapping").
+  bool choose_form(int i);
+  bool to_batched_form(int i, const std::string& name);
+  void to_whole_form(int i, const std::string& name);
+  void add_free_reshape(const std::string& source, const std::string& out,
+                        const std::vector<int>& dims, const std::string& where);
+  std::string fresh_name(const std::string& base);
+  // x in ONNX order: a channels-first map through a layout move, made once; other values as
+  // they are (a flattened map keeps its IR order: readers permute their weights instead).
+  const Value* in_onnx_order(int i, const Value* x);
+  // onnx_recurrent.cpp: a constant named after `base`; a node appended after the model's own and
+  // imported now (its output named `output`, or after `base`; `axis` for Concat); its output.
+  std::string add_constant(const std::string& base, Constant c);
+  std::string add_ints(const std::string& base, const std::vector<int64_t>& v);
+  std::string emit_node(const std::string& base, const std::string& op,
+                        const std::vector<std::string>& inputs, std::string output = "",
+                        int64_t axis = 0, const std::vector<onnx::AttributeProto>& attributes = {});
+
   // Helpers of the translators.
   // Folds x + c / x * c into the Conv / Gemm / MatMul producing x when c is a scalar or one
   // value per channel; false (nothing done) otherwise.
@@ -125,7 +150,7 @@ class OnnxImporter {
   void import_dense(int i, const Value& a, const Constant& b, bool trans_b, float alpha,
                     const Constant* c, float beta, const std::string& output = "");
   void reshape_value(int i, const Value& x, const std::vector<int64_t>& per_sample);
-  void reduce_mean_rows(int i, const Value& x, std::vector<int64_t> axes, bool given);
+  void reduce_rows(int i, const Value& x, std::vector<int64_t> axes, bool given, Reduce kind);
   bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
   // Operands 0 .. count-1 (all when count < 0) of a data-movement node; false after reporting.
   bool move_operands(int i, std::vector<MoveOperand>& ops, int count = -1);
@@ -180,6 +205,7 @@ class OnnxImporter {
 
   const onnx::ModelProto& model_;
   const onnx::GraphProto& g_;
+  onnx::GraphProto& nodes_;  // g_, to append unrolled nodes to
   std::string path_;
   std::optional<int> batch_override_;
   GraphDiagnostics diag_;
@@ -197,6 +223,7 @@ class OnnxImporter {
   int opset_ = kMaxOpset;
   bool whole_tensor_ = false;
   bool needs_whole_tensor_ = false;
+  bool node_batched_ = false;  // whole-tensor mode: the form of the current node's results
 };
 
 }  // namespace npusim::onnx_frontend

@@ -147,12 +147,13 @@ void OnnxImporter::import_matmul(int i) {
   const Node& n = g_.node(i);
   if (n.input_size() != 2) return fail(i, fmt::format("expects 2 inputs, got {}", n.input_size()));
   if (is_constant(n.input(1))) {
-    const Value* a = activation(i, 0);
+    const Value* a = in_onnx_order(i, activation(i, 0));
     if (!a) return;
     return import_matmul_constant(i, *a, constants_.at(n.input(1)));
   }
-  const Value* a = activation(i, 0);
-  const Value* b = activation(i, 1);
+  // A rank-4 / rank-5 tensor read as a stack of matrices: in ONNX order.
+  const Value* a = in_onnx_order(i, activation(i, 0));
+  const Value* b = in_onnx_order(i, activation(i, 1));
   if (!a || !b) return;
   if (a->channels_first || b->channels_first || a->dims.size() < 2 ||
       a->dims.size() != b->dims.size()) {

@@ -71,6 +71,18 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
   // asked for gigabytes; tests/fuzz/corpus/onnx).
   constexpr int64_t kMaxMoveElements = int64_t(1) << 24;
   int64_t n = 1;
+  const bool empty =
+      std::any_of(spec.dims.begin(), spec.dims.end(), [](int64_t d) { return d == 0; });
+  if (constant && empty) {
+    // An empty constant (index arithmetic of swin_t's shifted-window mask slices one); it
+    // takes part in later folds (a Concat) only.
+    Constant c;
+    c.dims = spec.dims;
+    c.is_int = std::all_of(ops.begin(), ops.end(),
+                           [](const MoveOperand& o) { return o.constant->is_int; });
+    constants_[out] = std::move(c);
+    return;
+  }
   for (int64_t d : spec.dims) {
     if (d <= 0) return fail(i, fmt::format("the result {} is empty", dims_text(spec.dims)));
     if (n > kMaxMoveElements / d) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "compiler/frontend/onnx/onnx_layout.hpp"
@@ -31,6 +32,9 @@ struct MoveSpec {
 // For each ONNX flat index of a run-time tensor (one sample), its element in the IR tensor.
 std::vector<int64_t> ir_elements(const Value& v);
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
+// A data-movement operand's axes as given (negative from the end) against its full rank; returns
+// an error message, empty when fine.
+std::string normalize(std::vector<int64_t>& axes, size_t rank);
 // Transpose of a tensor of shape `dims` by `perm` (a permutation of its axes).
 MoveSpec transpose_spec(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm);
 

@@ -18,9 +18,6 @@ namespace {
 constexpr int64_t kMaxResizedAxis = int64_t(1) << 24;
 }  // namespace
 
-namespace {
-
-// The operand's axes as given (negative from the end), checked against its rank.
 std::string normalize(std::vector<int64_t>& axes, size_t rank) {
   const auto r = int64_t(rank);
   for (int64_t& a : axes) {
@@ -29,6 +26,8 @@ std::string normalize(std::vector<int64_t>& axes, size_t rank) {
   }
   return "";
 }
+
+namespace {
 
 // A slice of one axis as an index map: element k of the result is start + k * step.
 struct AxisSlice {

@@ -37,7 +37,9 @@ const std::vector<OnnxTranslator>& onnx_translators() {
        [](I& im, int i) { im.import_global_pool(i, OpKind::kAvgPool); }},
       {"GlobalMaxPool", "GlobalMaxPool",
        [](I& im, int i) { im.import_global_pool(i, OpKind::kMaxPool); }},
-      {"ReduceMean", "ReduceMean", [](I& im, int i) { im.import_reduce_mean(i); }},
+      {"ReduceMean", "ReduceMean", [](I& im, int i) { im.import_reduce(i, I::Reduce::kMean); }},
+      {"ReduceSum", "ReduceSum", [](I& im, int i) { im.import_reduce(i, I::Reduce::kSum); }},
+      {"ReduceMax", "ReduceMax", [](I& im, int i) { im.import_reduce(i, I::Reduce::kMax); }},
       {"Concat", "Concat", [](I& im, int i) { im.import_concat(i); }},
       {"Flatten", "Flatten", [](I& im, int i) { im.import_flatten(i); }},
       {"Reshape", "Reshape", [](I& im, int i) { im.import_reshape(i); }},
@@ -58,6 +60,13 @@ const std::vector<OnnxTranslator>& onnx_translators() {
       {"Shape", "Shape", [](I& im, int i) { im.import_shape(i); }},
       {"Cast", "Cast", [](I& im, int i) { im.import_cast(i); }},
       {"ConvTranspose", "ConvTranspose", [](I& im, int i) { im.import_conv_transpose(i); }},
+      {"LSTM", "LSTM", [](I& im, int i) { im.import_recurrent(i); }},
+      {"GRU", "GRU", [](I& im, int i) { im.import_recurrent(i); }},
+      {"Tile", "Tile (constant repeats)", [](I& im, int i) { im.import_tile(i); }},
+      {"GatherElements", "GatherElements (constant indices)",
+       [](I& im, int i) { im.import_gather_elements(i); }},
+      {"GatherND", "GatherND (constant indices)", [](I& im, int i) { im.import_gather_nd(i); }},
+      {"Einsum", "Einsum (matrix products)", [](I& im, int i) { im.import_einsum(i); }},
   };
   return table;
 }

@@ -16,6 +16,7 @@
 #include "compiler/reference/reference_bf16.hpp"
 #include "npusim/compile_target.hpp"
 #include "npusim/npusim.hpp"
+#include "npusim/prompt_ids.hpp"
 #include "npusim/simulate.hpp"
 #include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
@@ -154,6 +155,18 @@ std::vector<int32_t> read_prompt(const std::string& path, int vocab, int& batch,
 
 }  // namespace
 
+std::vector<int32_t> seeded_prompt_ids(uint64_t seed, size_t count, int vocab) {
+  uint64_t state = seed ^ 0x70726f6d7074ull;
+  std::vector<int32_t> ids(count);
+  for (int32_t& id : ids) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    id = int32_t((z ^ (z >> 31)) % uint64_t(vocab));
+  }
+  return ids;
+}
+
 GenerateResult generate(const GenerateOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.fidelity != "fast" && o.fidelity != "pe") {
@@ -176,15 +189,7 @@ GenerateResult generate(const GenerateOptions& o) {
   } else {
     if (batch == 0) batch = 1;
     if (prompt == 0) prompt = 16;
-    // Prompt ids drawn from the seed, uniform over the vocabulary (SplitMix64).
-    uint64_t state = o.seed ^ 0x70726f6d7074ull;
-    result.prompt.resize(size_t(batch) * size_t(prompt));
-    for (int32_t& id : result.prompt) {
-      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      id = int32_t((z ^ (z >> 31)) % uint64_t(cfg.vocab));
-    }
+    result.prompt = seeded_prompt_ids(o.seed, size_t(batch) * size_t(prompt), cfg.vocab);
   }
   if (int64_t(prompt) + o.new_tokens > cfg.max_context) {
     throw UserError(

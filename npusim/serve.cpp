@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "compiler/frontend/llm/decoder_config.hpp"
 #include "compiler/frontend/llm/decoder_graph.hpp"
 #include "npusim/compile_target.hpp"
 #include "npusim/npusim.hpp"
+#include "npusim/prompt_ids.hpp"
 #include "npusim/simulate.hpp"
 #include "serving/metrics.hpp"
 #include "serving/request_trace.hpp"
@@ -77,9 +79,15 @@ class SimulatedStepCost : public serving::StepCostModel {
     const auto t0 = std::chrono::steady_clock::now();
     Graph g = is_prefill ? build_prefill_graph(cfg_, nullptr, int(tokens), 1, dtype_)
                          : build_decode_graph(cfg_, nullptr, nullptr, int(tokens), int(batch));
-    const size_t ids = is_prefill ? size_t(tokens) : size_t(batch);
-    Compiled c = compile_graph(hw_, std::move(g), std::vector<uint8_t>(ids * 4, 0),
-                               std::vector<float>(ids, 0.0f), o_, false);
+    // A prefill reads the prompt npusim generate draws from the seed; a decode step, with no
+    // values, id 0 per sequence (as generate's timing-only decode steps).
+    const std::vector<int32_t> ids = is_prefill
+                                         ? seeded_prompt_ids(o_.seed, size_t(tokens), cfg_.vocab)
+                                         : std::vector<int32_t>(size_t(batch), 0);
+    std::vector<uint8_t> bytes(ids.size() * 4);
+    std::memcpy(bytes.data(), ids.data(), bytes.size());
+    Compiled c = compile_graph(hw_, std::move(g), std::move(bytes),
+                               std::vector<float>(ids.begin(), ids.end()), o_, false);
     RunDescription run{c.hw.name, c.graph.name, o_.fidelity, o_.seed, false};
     const SimulationResult r =
         simulate(c.hw, c.program, c.graph, c.input,

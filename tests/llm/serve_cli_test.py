@@ -60,7 +60,7 @@ def alone_equals_generate(npusim, work, model):
 def synthetic_trace(npusim, work, model):
     trace = os.path.join(work, "synthetic.csv")
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_request_trace.py"), trace,
-                    "--requests", "60", "--rate", "400", "--prompt", "uniform:4:40",
+                    "--requests", "60", "--rate", "1e6", "--prompt", "uniform:4:40",
                     "--output", "uniform:1:20", "--max-tokens", "40", "--seed", "3"],
                    check=True, capture_output=True)
     text = open(trace).read()
@@ -87,8 +87,13 @@ def synthetic_trace(npusim, work, model):
     assert k["kv_cache"]["capacity_blocks"] == 4 and k["kv_cache"]["peak_blocks"] <= 4
     assert len(rows3) == 60
     assert k["ttft_s"]["p99"] > s["ttft_s"]["p99"], "less cache, longer waits"
+    # The requests arrive within microseconds, faster than steps run: 8 run at once with the
+    # default cache, at most 4 (a block each at least) with the small one, the rest waiting.
+    big_steps = list(csv.DictReader(open(os.path.join(work, "syn", "steps.csv"))))
+    assert max(int(t["running"]) for t in big_steps) == 8
     steps = list(csv.DictReader(open(os.path.join(out, "steps.csv"))))
     assert max(int(t["kv_blocks_used"]) for t in steps) <= 4
+    assert max(int(t["running"]) for t in steps) <= 4
     assert any(int(t["waiting"]) > 0 for t in steps)
 
 

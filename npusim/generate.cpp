@@ -134,14 +134,7 @@ std::vector<int32_t> read_prompt(const std::string& path, int vocab, int& batch,
   prompt = int(a.shape[1]);
   std::vector<int32_t> ids(a.elements());
   for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t v = 0;
-    if (a.dtype == "int32") {
-      int32_t w;
-      std::memcpy(&w, &a.data[i * 4], 4);
-      v = w;
-    } else {
-      std::memcpy(&v, &a.data[i * 8], 8);
-    }
+    const int64_t v = npy_integer_at(a, i);
     if (v < 0 || v >= vocab) {
       throw UserError(
           fmt::format("--input {}: token id {} at [{}, {}] is outside the vocabulary "

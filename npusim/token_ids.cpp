@@ -84,14 +84,7 @@ InputBatch read_ids_npy(const std::string& path, Graph& g, bool batch_given) {
   const int32_t vocab = ids_vocabulary(g);
   std::vector<int32_t> ids(a.elements());
   for (uint64_t i = 0; i < ids.size(); ++i) {
-    int64_t v = 0;
-    if (a.dtype == "int32") {
-      int32_t w;
-      std::memcpy(&w, &a.data[i * 4], 4);
-      v = w;
-    } else {
-      std::memcpy(&v, &a.data[i * 8], 8);
-    }
+    const int64_t v = npy_integer_at(a, i);
     if (v < 0 || v >= vocab) {
       throw UserError(
           fmt::format("--input {}: token id {} at {} is outside the embedding table's "

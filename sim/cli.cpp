@@ -118,15 +118,6 @@ void add_target_options(po::options_description& o) {
       "the reduction axis, e.g. 2:4); docs/compression.md");
 }
 
-// Creates the directory a --save-... flag names, or fails naming the flag.
-void create_output_directory(const std::string& flag, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw UserError(fmt::format("{} '{}': cannot create directory", flag, dir));
-  }
-}
-
 // Writes each tensor as DIR/<file name>.npy (float32), each its own attempt; `renamed` (the files
 // that got a ~k suffix) goes to stderr.
 void save_tensors(const std::string& flag, const std::string& dir,
@@ -188,13 +179,7 @@ int command_run(const std::vector<std::string>& args) {
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec || !std::filesystem::is_directory(out_dir)) {
-      throw UserError(fmt::format("--out '{}': cannot create directory", out_dir.string()));
-    }
-    // A previous result here would look like this run's if we failed: remove it first.
-    std::filesystem::remove(out_dir / "stats.json", ec);
+    create_output_directory("--out", out_dir, {"stats.json"});
   }
   std::string save_dir;
   if (vm.count("save-outputs")) {

@@ -40,4 +40,14 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (ec) throw UserError(fmt::format("{}: cannot write: {}", path.string(), ec.message()));
 }
 
+void create_output_directory(const std::string& flag, const std::filesystem::path& dir,
+                             const std::vector<std::string>& stale) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw UserError(fmt::format("{} '{}': cannot create directory", flag, dir.string()));
+  }
+  for (const std::string& f : stale) std::filesystem::remove(dir / f, ec);
+}
+
 }  // namespace npusim

@@ -27,5 +27,10 @@ bool parse_command_line(const std::string& command, const std::string& synopsis,
 // Writes `text` to `path` atomically (a temporary file renamed): readers never see a half-written
 // file; a failure is a UserError naming the file.
 void write_file(const std::filesystem::path& path, const std::string& text);
+// Creates the directory a flag (--out, --save-outputs, ...) names, or fails naming the flag; then
+// removes the files `stale` lists from it, so that a previous run's results there cannot pass for
+// this run's should this one fail.
+void create_output_directory(const std::string& flag, const std::filesystem::path& dir,
+                             const std::vector<std::string>& stale = {});
 
 }  // namespace npusim

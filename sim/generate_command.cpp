@@ -96,14 +96,7 @@ int command_generate(const std::vector<std::string>& args) {
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec || !std::filesystem::is_directory(out_dir)) {
-      throw UserError(fmt::format("--out '{}': cannot create directory", out_dir.string()));
-    }
-    std::filesystem::remove(out_dir / "stats.json", ec);
-    std::filesystem::remove(out_dir / "tokens.npy", ec);
-    std::filesystem::remove(out_dir / "logits.npy", ec);
+    create_output_directory("--out", out_dir, {"stats.json", "tokens.npy", "logits.npy"});
   }
   const GenerateResult r = generate(g);
   if (!out_dir.empty()) {

@@ -79,11 +79,8 @@ int command_serve(const std::vector<std::string>& args) {
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec || !std::filesystem::is_directory(out_dir)) {
-      throw UserError(fmt::format("--out '{}': cannot create directory", out_dir.string()));
-    }
+    create_output_directory("--out", out_dir,
+                            {"stats.json", "report.txt", "requests.csv", "steps.csv"});
   }
   const ServeResult r = serve(s);
   if (!out_dir.empty()) {

@@ -587,6 +587,18 @@ std::vector<float> npy_to_float32(const NpyArray& array, const std::string& orig
   return out;
 }
 
+int64_t npy_integer_at(const NpyArray& a, uint64_t i) {
+  NPUSIM_CHECK(a.dtype == "int32" || a.dtype == "int64", "npy_integer_at: a {} array", a.dtype);
+  if (a.dtype == "int32") {
+    int32_t w;
+    std::memcpy(&w, &a.data[i * 4], 4);
+    return w;
+  }
+  int64_t v;
+  std::memcpy(&v, &a.data[i * 8], 8);
+  return v;
+}
+
 std::vector<int8_t> npy_to_int8(const NpyArray& array, const std::string& origin) {
   std::vector<int8_t> out;
   out.reserve(array.elements());

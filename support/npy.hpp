@@ -63,5 +63,7 @@ void write_npy_float64(const std::string& path, const std::vector<int64_t>& shap
 //   to int8: every value must be an integer in [-128, 127] (floats must have no fraction).
 std::vector<float> npy_to_float32(const NpyArray& array, const std::string& origin);
 std::vector<int8_t> npy_to_int8(const NpyArray& array, const std::string& origin);
+// Element i of an int32 or int64 array (token ids); other dtypes are an internal error.
+int64_t npy_integer_at(const NpyArray& array, uint64_t i);
 
 }  // namespace npusim

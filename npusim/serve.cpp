@@ -19,6 +19,7 @@
 #include "serving/metrics.hpp"
 #include "serving/request_trace.hpp"
 #include "serving/scheduler.hpp"
+#include "serving/trace_json.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -286,6 +287,8 @@ ServeResult serve(const ServeOptions& o) {
   p["simulation_wall_s"] = cost.simulated_seconds();
 
   result.requests_csv = serving::requests_csv(requests, r);
+  result.trace_json = serving::serving_trace_json(
+      requests, r, fmt::format("npusim serve: {} on {}", cfg.name, hw.name));
   result.steps_csv =
       "start_s,end_s,prefill_tokens,decode_tokens,running,waiting,kv_blocks_used,"
       "energy_j\n";

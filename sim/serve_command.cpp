@@ -49,7 +49,10 @@ int command_serve(const std::vector<std::string>& args) {
       "matrix-unit model: fast (default) or pe")("seed", po::value<uint64_t>()->default_value(1),
                                                  "seed of the pseudo-random weights")(
       "out", po::value<std::string>(),
-      "directory for stats.json, report.txt, requests.csv and steps.csv");
+      "directory for stats.json, report.txt, requests.csv and steps.csv")(
+      "trace-json", po::value<std::string>(),
+      "write a Chrome / Perfetto trace to this file: a track per request (wait + prefill, "
+      "decode) and counters of the steps (KV blocks, running and waiting requests, tokens)");
   po::variables_map vm;
   if (!parse_command_line("serve", "--hw HW --workload DECODER --trace requests.csv --out DIR", o,
                           args, vm)) {
@@ -89,6 +92,7 @@ int command_serve(const std::vector<std::string>& args) {
     write_file(out_dir / "requests.csv", r.requests_csv);
     write_file(out_dir / "steps.csv", r.steps_csv);
   }
+  if (vm.count("trace-json")) write_file(vm["trace-json"].as<std::string>(), r.trace_json);
   std::cout << r.report();
   std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
   return 0;

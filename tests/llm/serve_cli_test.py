@@ -65,7 +65,15 @@ def synthetic_trace(npusim, work, model):
                    check=True, capture_output=True)
     text = open(trace).read()
     want = {r["id"]: r for r in csv.DictReader(open(trace))}
-    stats, rows, _ = serve(npusim, work, "syn", model, text, "--max-batch", "8")
+    trace_json = os.path.join(work, "syn-trace.json")
+    stats, rows, _ = serve(npusim, work, "syn", model, text, "--max-batch", "8",
+                           "--trace-json", trace_json)
+    events = json.load(open(trace_json))["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert len({e["tid"] for e in spans}) == 60, "a track per request"
+    for e in spans:
+        assert e["dur"] >= 0 and e["name"] in ("wait + prefill", "decode"), e
+    assert any(e["ph"] == "C" and e["name"] == "KV blocks held" for e in events)
     again, rows2, _ = serve(npusim, work, "syn2", model, text, "--max-batch", "8")
     assert rows == rows2, "the same trace gives the same result"
     s = stats["serving"]

@@ -250,29 +250,34 @@ GenerateResult generate(const GenerateOptions& o) {
     if (result.mismatch.empty() && !s.mismatch.empty()) result.mismatch = s.mismatch;
   };
 
+  // With values: the step's logits, the id each sequence samples from them, and the step's keys
+  // and values appended to the cache: `positions` rows per (sequence, KV head), [batch, KV,
+  // positions, d] (a decode step's one row per sequence is [batch, KV * d], the same order).
+  auto take_values = [&](const StepOutcome& s, int positions) {
+    const Tensor& logits = s.outputs.at("logits");
+    result.logits.insert(result.logits.end(), logits.values.begin(), logits.values.end());
+    for (int b = 0; b < batch; ++b) {
+      next[size_t(b)] =
+          argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
+    }
+    const size_t per_head = size_t(positions) * size_t(d);
+    for (int i = 0; i < cfg.layers; ++i) {
+      for (const bool key : {true, false}) {
+        const Tensor& t = s.outputs.at(fmt::format("{}{}", key ? 'k' : 'v', i));
+        auto& dst = key ? cache.keys[size_t(i)] : cache.values[size_t(i)];
+        for (size_t bh = 0; bh < size_t(batch * KV); ++bh) {
+          const auto from = t.values.begin() + long(bh * per_head);
+          dst[bh].insert(dst[bh].end(), from, from + long(per_head));
+        }
+      }
+    }
+  };
+
   // Prefill: the prompt, then the first new token of each sequence.
   {
     Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype);
     StepOutcome s = run_step(hw, std::move(g), result.prompt, o, fidelity, batch);
-    if (o.values) {
-      const Tensor& logits = s.outputs.at("logits");
-      result.logits.insert(result.logits.end(), logits.values.begin(), logits.values.end());
-      for (int b = 0; b < batch; ++b) {
-        next[size_t(b)] =
-            argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
-      }
-      for (int i = 0; i < cfg.layers; ++i) {
-        for (const bool key : {true, false}) {
-          const Tensor& t = s.outputs.at(fmt::format("{}{}", key ? 'k' : 'v', i));
-          // [batch, KV, prompt, d]
-          auto& dst = key ? cache.keys[size_t(i)] : cache.values[size_t(i)];
-          const size_t per_head = size_t(prompt) * size_t(d);
-          for (size_t bh = 0; bh < size_t(batch * KV); ++bh)
-            dst[bh].assign(t.values.begin() + long(bh * per_head),
-                           t.values.begin() + long((bh + 1) * per_head));
-        }
-      }
-    }
+    if (o.values) take_values(s, prompt);
     for (int b = 0; b < batch; ++b)
       result.tokens[size_t(b) * size_t(o.new_tokens)] = next[size_t(b)];
     record(s, "prefill", 0, prompt, next);
@@ -289,22 +294,7 @@ GenerateResult generate(const GenerateOptions& o) {
     Graph g = build_decode_graph(cfg, w, o.values ? &cache : nullptr, L, batch);
     StepOutcome s = run_step(hw, std::move(g), next, o, fidelity, batch);
     if (o.values) {
-      const Tensor& logits = s.outputs.at("logits");
-      result.logits.insert(result.logits.end(), logits.values.begin(), logits.values.end());
-      for (int b = 0; b < batch; ++b) {
-        next[size_t(b)] =
-            argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
-      }
-      for (int i = 0; i < cfg.layers; ++i) {
-        for (const bool key : {true, false}) {
-          const Tensor& nt = s.outputs.at(fmt::format("{}{}", key ? 'k' : 'v', i));
-          auto& dst = key ? cache.keys[size_t(i)] : cache.values[size_t(i)];
-          for (size_t bh = 0; bh < size_t(batch * KV); ++bh) {  // row b: [KV * d]
-            const auto from = nt.values.begin() + long(bh * size_t(d));
-            dst[bh].insert(dst[bh].end(), from, from + d);
-          }
-        }
-      }
+      take_values(s, 1);
       cache.length = L + 1;
     }
     for (int b = 0; b < batch; ++b) {

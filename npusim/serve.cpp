@@ -147,7 +147,9 @@ class SimulatedStepCost : public serving::StepCostModel {
       bhi = top;
     }
     const double past = std::max(1.0, context - 1);
-    const auto [llo, lhi] = around(past);
+    // Named copies, not a structured binding: C++17 lambdas may not capture bindings (clang).
+    const auto around_past = around(past);
+    const int64_t llo = around_past.first, lhi = around_past.second;
     auto at_batch = [&](int64_t b) {
       return mix(simulate_program(false, b, llo), simulate_program(false, b, lhi),
                  fraction(past, llo, lhi));

@@ -12,10 +12,16 @@ if [[ "${1:-}" == "--fix" ]]; then
   "$clang_format" -i "${files[@]}"
   exit 0
 fi
-bad=()
-for f in "${files[@]}"; do
-  "$clang_format" --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-done
+# One clang-format process for all files (a process per file took 96 s of the test command);
+# each difference is reported as "<file>:<line>:<col>: error: ...".
+rc=0
+report="$("$clang_format" --dry-run -Werror "${files[@]}" 2>&1)" || rc=$?
+mapfile -t bad < <(sed -n 's/^\(\.\/[^:]*\):[0-9]*:[0-9]*: error: .*/\1/p' <<<"$report" | sort -u)
+if [[ $rc -ne 0 && ${#bad[@]} -eq 0 ]]; then
+  printf '%s\n' "$report"
+  echo "check_format: $clang_format failed (exit $rc) without naming a file"
+  exit 1
+fi
 if [[ ${#bad[@]} -gt 0 ]]; then
   printf 'not formatted: %s\n' "${bad[@]}"
   echo "check_format: ${#bad[@]} of ${#files[@]} files differ from .clang-format;" \

@@ -3,9 +3,12 @@
 #   1. a Release build (warnings are errors) and every test (ctest);
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of every suite, LeakSanitizer on
 #      (tests/lsan.supp: third-party leaks only, each with its reason), run again under it but for
-#      the tests labelled "slow" (whole zoo networks, already run in step 1);
-#   3. a clang build of the input readers, the run path, and their libFuzzer targets (tests/fuzz):
-#      every target replays its corpus and fuzzes for NPUSIM_FUZZ_SECONDS (default 10) seconds.
+#      the tests labelled "slow" (whole zoo networks, already run in step 1), the format check, and
+#      the few heavy cases named below whose code paths the other sanitized tests already cover;
+#   3. a clang build of the input readers and their libFuzzer targets (tests/fuzz): every target
+#      replays its corpus and fuzzes for NPUSIM_FUZZ_SECONDS (default 10) seconds. The run-path
+#      target (npusim_fuzz_run) replays its corpus in steps 1 and 2 and fuzzes outside the test
+#      command (docs/fuzzing.md): its clang build is the whole simulator.
 # NPUSIM_SKIP_SANITIZERS=1 skips step 2, NPUSIM_SKIP_FUZZ=1 step 3 (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,20 +25,26 @@ if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
   # <regex>: -Wmaybe-uninitialized); step 1 holds the build warning-free.
   # -O1 -g1 (line tables only): a sanitizer's report still names file and line, and the cold
   # build takes 9 minutes on 2 cores instead of 15 with -O2 -g (measured 2026-11-25), which keeps
-  # the whole command under CI's 30-minute budget.
+  # the whole command under its 40-minute target.
+  # Left out under the sanitizers (each ran in step 1; measured 2026-11-27 in the sanitized build):
+  # the 234 ONNX node tests (139 s; the importer's memory safety is the onnx fuzz target's and the
+  # torch corpus's), the Python sweep driver's tests (64 s of Python, not C++), and two ResNet-18
+  # bf16 runs (135 s; the int8 one and the smaller bf16 cases keep those paths sanitized).
+  asan_skip='^(OnnxConformance|dse\..*|CubeEndToEnd\.Resnet18Bf16FidelitiesAgree'
+  asan_skip+='|HwCornerCases\.ResNet18Bf16OnTwoInputStationaryArraysIsWithinItsBounds)$'
   NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-asan" -DNPUSIM_SANITIZE=ON \
     -DNPUSIM_WERROR=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" -j"$jobs" --output-on-failure --timeout 1800 \
-    --no-tests=error -LE slow
+    --no-tests=error -LE 'slow|format' -E "$asan_skip"
 fi
 
 if [ "${NPUSIM_SKIP_FUZZ:-0}" != "1" ]; then
-  echo "== libFuzzer targets of the input readers and the run path"
+  echo "== libFuzzer targets of the input readers"
   targets=(npusim_fuzz_hw_config npusim_fuzz_graph_json npusim_fuzz_onnx npusim_fuzz_npy
-           npusim_fuzz_scalesim_cfg npusim_fuzz_scalesim_topology npusim_fuzz_run)
+           npusim_fuzz_scalesim_cfg npusim_fuzz_scalesim_topology)
   NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-fuzz" -DNPUSIM_FUZZ=ON \
     -DCMAKE_CXX_COMPILER=clang++-14 -DNPUSIM_FUZZ_SECONDS="${NPUSIM_FUZZ_SECONDS:-10}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
@@ -43,5 +52,6 @@ if [ "${NPUSIM_SKIP_FUZZ:-0}" != "1" ]; then
   # One target at a time: each fuzzes on one core for its seconds.
   ASAN_OPTIONS=detect_leaks=1 \
     LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
-    ctest --test-dir "$root/build-fuzz" -j1 --output-on-failure --no-tests=error -L fuzz
+    ctest --test-dir "$root/build-fuzz" -j1 --output-on-failure --no-tests=error -L fuzz \
+    -E '^fuzz[.]run([.]corpus)?$'
 fi

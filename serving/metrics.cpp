@@ -78,10 +78,9 @@ ServingSummary summarize(const std::vector<Request>& requests, const ServingResu
   }
   s.steps = static_cast<int64_t>(result.steps.size());
   s.preemptions = result.preemptions;
-  double busy = 0, block_seconds = 0;
+  double block_seconds = 0;
   for (const auto& st : result.steps) {
     s.energy_j += st.energy_j;
-    busy += st.end_s - st.start_s;
     block_seconds += double(st.kv_blocks_used) * (st.end_s - st.start_s);
   }
   if (s.generated_tokens > 0) s.energy_per_token_j = s.energy_j / double(s.generated_tokens);

@@ -21,13 +21,18 @@ import random
 import sys
 
 
+class TraceError(ValueError):
+    """A bad option or lengths file (the message names it)."""
+
+
 def die(message):
     print(message, file=sys.stderr)
     sys.exit(2)
 
 
 def parse_distribution(text, what):
-    parts = text.split(":")
+    """A sampler rng -> int for `fixed:N`, `uniform:LO:HI` or `lognormal:MEDIAN:SIGMA`."""
+    parts = str(text).split(":")
     try:
         if parts[0] == "fixed" and len(parts) == 2:
             n = int(parts[1])
@@ -44,8 +49,7 @@ def parse_distribution(text, what):
             return lambda rng: int(round(math.exp(rng.gauss(math.log(median), sigma))))
     except ValueError:
         pass
-    die(f"make_request_trace.py: {what} '{text}': expected fixed:N, uniform:LO:HI or "
-             "lognormal:MEDIAN:SIGMA")
+    raise TraceError(f"{what} '{text}': expected fixed:N, uniform:LO:HI or lognormal:MEDIAN:SIGMA")
 
 
 def read_lengths(path):
@@ -53,19 +57,43 @@ def read_lengths(path):
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
     except OSError as e:
-        die(f"make_request_trace.py: {path}: {e.strerror}")
+        raise TraceError(f"{path}: {e.strerror}") from None
     pairs = []
     for line, row in enumerate(rows, start=2):
         try:
             p, o = int(row["prompt_tokens"]), int(row["output_tokens"])
         except (KeyError, TypeError, ValueError):
-            die(f"{path}:{line}: expected integer columns prompt_tokens and output_tokens")
+            raise TraceError(f"{path}:{line}: expected integer columns prompt_tokens and "
+                             "output_tokens") from None
         if p < 1 or o < 1:
-            die(f"{path}:{line}: lengths must be at least 1")
+            raise TraceError(f"{path}:{line}: lengths must be at least 1")
         pairs.append((p, o))
     if not pairs:
-        die(f"{path}: no rows")
+        raise TraceError(f"{path}: no rows")
     return pairs
+
+
+def trace_csv(requests, rate, prompt="lognormal:256:0.8", output="lognormal:128:0.8",
+              lengths=None, max_tokens=2048, seed=0):
+    """The trace as CSV text (id,arrival_s,prompt_tokens,output_tokens) and its last arrival.
+    The same arguments give the same text (random.Random(seed), whose sequence Python keeps)."""
+    if requests < 1 or rate <= 0 or max_tokens < 1:
+        raise TraceError("requests, rate and max_tokens must be positive")
+    rng = random.Random(seed)
+    pairs = read_lengths(lengths) if lengths else None
+    draw_prompt = parse_distribution(prompt, "prompt")
+    draw_output = parse_distribution(output, "output")
+    clip = lambda n: max(1, min(max_tokens, n))  # noqa: E731
+    t = 0.0
+    lines = ["id,arrival_s,prompt_tokens,output_tokens\n"]
+    for i in range(requests):
+        t += rng.expovariate(rate)
+        if pairs:
+            p, o = pairs[i % len(pairs)]
+        else:
+            p, o = draw_prompt(rng), draw_output(rng)
+        lines.append(f"r{i},{t:.6f},{clip(p)},{clip(o)}\n")
+    return "".join(lines), t
 
 
 def main():
@@ -81,24 +109,14 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=2048)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    if a.requests < 1 or a.rate <= 0 or a.max_tokens < 1:
-        die("make_request_trace.py: --requests, --rate and --max-tokens must be positive")
-    rng = random.Random(a.seed)
-    pairs = read_lengths(a.lengths) if a.lengths else None
-    prompt = parse_distribution(a.prompt, "--prompt")
-    output = parse_distribution(a.output, "--output")
-    clip = lambda n: max(1, min(a.max_tokens, n))  # noqa: E731
-    t = 0.0
+    try:
+        text, last = trace_csv(a.requests, a.rate, a.prompt,
+                               a.output, a.lengths, a.max_tokens, a.seed)
+    except TraceError as e:
+        die(f"make_request_trace.py: {e}")
     with open(a.out, "w", newline="") as f:
-        f.write("id,arrival_s,prompt_tokens,output_tokens\n")
-        for i in range(a.requests):
-            t += rng.expovariate(a.rate)
-            if pairs:
-                p, o = pairs[i % len(pairs)]
-            else:
-                p, o = prompt(rng), output(rng)
-            f.write(f"r{i},{t:.6f},{clip(p)},{clip(o)}\n")
-    print(f"{a.out}: {a.requests} requests over {t:.1f} s")
+        f.write(text)
+    print(f"{a.out}: {a.requests} requests over {last:.1f} s")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ One figure per pair of objectives the table has, one panel per workload; every p
 coloured by a parameter, the Pareto-optimal ones ringed and joined. Pairs, when their columns exist:
 latency vs energy, throughput vs area, TOPS/W vs throughput, latency vs DRAM energy (the DRAM core
 alone, docs/memory.md), and always latency vs DRAM traffic and throughput vs array size (PEs).
+A serving sweep (npusim serve) gets p99 time to first token, p99 time per output token and energy
+per token against tokens per second.
 PLOTDIR/pareto.csv lists the optimal points of every figure. Uses python3-matplotlib.
 """
 
@@ -49,8 +51,17 @@ def unit_scale(column):
     return 1.0, ""
 
 
+SERVING = {"tokens_per_s": ("serving.tokens_per_s", "generated tokens / s"),
+           "ttft_p99": ("serving.ttft_s.p99", "p99 time to first token (s)"),
+           "tpot_p99": ("serving.tpot_s.p99", "p99 time per output token (s)"),
+           "energy_per_token": ("serving.energy_per_token_j", "energy per generated token (J)")}
+
+
 def derived_columns(cols):
     """name -> (function of a row, axis label) for every objective this table supports."""
+    if "serving.tokens_per_s" in cols:
+        return {name: (lambda r, c=column: number(r.get(c)), label)
+                for name, (column, label) in SERVING.items() if column in cols}
     d = {"latency_s": (lambda r: number(r.get("latency_s")), "latency per batch (s)"),
          "inferences_per_s": (lambda r: number(r.get("inferences_per_s")), "inferences / s")}
     if "dram.read_bytes" in cols:
@@ -98,7 +109,10 @@ PAIRS = (("latency_s", "min", "energy", "min", "latency_vs_energy"),
          ("inferences_per_s", "max", "tops_per_w", "max", "tops_per_w_vs_throughput"),
          ("latency_s", "min", "dram_energy", "min", "latency_vs_dram_energy"),
          ("latency_s", "min", "dram_mb", "min", "latency_vs_dram_traffic"),
-         ("pes", "min", "inferences_per_s", "max", "throughput_vs_pes"))
+         ("pes", "min", "inferences_per_s", "max", "throughput_vs_pes"),
+         ("tokens_per_s", "max", "ttft_p99", "min", "serving_ttft_vs_throughput"),
+         ("tokens_per_s", "max", "tpot_p99", "min", "serving_tpot_vs_throughput"),
+         ("tokens_per_s", "max", "energy_per_token", "min", "serving_energy_vs_throughput"))
 
 
 def parameter_columns(cols):
@@ -195,7 +209,8 @@ def main(argv):
     except (OSError, StopIteration) as e:
         print(f"plot_dse.py: error: {args.csv}: cannot read a results.csv: {e}", file=sys.stderr)
         return 2
-    missing = [c for c in ("workload", "status", "latency_s") if c not in cols]
+    figure = "serving.tokens_per_s" if "serving.tokens_per_s" in cols else "latency_s"
+    missing = [c for c in ("workload", "status", figure) if c not in cols]
     if missing:
         print(f"plot_dse.py: error: {args.csv}: no column {', '.join(missing)}: not a "
               "results.csv of scripts/dse.py", file=sys.stderr)

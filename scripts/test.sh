@@ -5,11 +5,10 @@
 #      (tests/lsan.supp: third-party leaks only, each with its reason), run again under it but for
 #      the tests labelled "slow" (whole zoo networks, already run in step 1), the format check, and
 #      the few heavy cases named below whose code paths the other sanitized tests already cover;
-#   3. a clang build of the input readers and their libFuzzer targets (tests/fuzz): every target
-#      replays its corpus and fuzzes for NPUSIM_FUZZ_SECONDS (default 10) seconds. The run-path
-#      target (npusim_fuzz_run) replays its corpus in steps 1 and 2 and fuzzes outside the test
-#      command (docs/fuzzing.md): its clang build is the whole simulator.
-# NPUSIM_SKIP_SANITIZERS=1 skips step 2, NPUSIM_SKIP_FUZZ=1 step 3 (for a quick local run).
+# Every fuzz target's corpus (its seeds and every crash input found and fixed) replays in both
+# steps (fuzz.<target>.corpus). Fuzzing itself, a clang build of the whole simulator, runs outside
+# the test command: scripts/fuzz.sh (docs/fuzzing.md).
+# NPUSIM_SKIP_SANITIZERS=1 skips step 2 (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${NPUSIM_JOBS:-$(nproc)}"
@@ -39,19 +38,4 @@ if [ "${NPUSIM_SKIP_SANITIZERS:-0}" != "1" ]; then
     UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" -j"$jobs" --output-on-failure --timeout 1800 \
     --no-tests=error -LE 'slow|format' -E "$asan_skip"
-fi
-
-if [ "${NPUSIM_SKIP_FUZZ:-0}" != "1" ]; then
-  echo "== libFuzzer targets of the input readers"
-  targets=(npusim_fuzz_hw_config npusim_fuzz_graph_json npusim_fuzz_onnx npusim_fuzz_npy
-           npusim_fuzz_scalesim_cfg npusim_fuzz_scalesim_topology)
-  NPUSIM_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" "$root/build-fuzz" -DNPUSIM_FUZZ=ON \
-    -DCMAKE_CXX_COMPILER=clang++-14 -DNPUSIM_FUZZ_SECONDS="${NPUSIM_FUZZ_SECONDS:-10}" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-    --target "${targets[@]}"
-  # One target at a time: each fuzzes on one core for its seconds.
-  ASAN_OPTIONS=detect_leaks=1 \
-    LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0" \
-    ctest --test-dir "$root/build-fuzz" -j1 --output-on-failure --no-tests=error -L fuzz \
-    -E '^fuzz[.]run([.]corpus)?$'
 fi

@@ -195,17 +195,28 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
 
 
 class ServeResult:
-    """What npusim.serve returns: stats (dict, stats.json's "serving"), requests and steps (lists
-    of dicts, requests.csv and steps.csv with numbers as floats), report() (report.txt)."""
+    """What npusim.serve returns: stats (dict, stats.json; the figures under "serving"), requests
+    and steps (lists of dicts, requests.csv and steps.csv with numbers as floats), report()
+    (report.txt); stats_json(), requests_csv() and steps_csv() give the files' text as the
+    command line writes them."""
 
     def __init__(self, raw):
+        self._raw = raw
         self.stats = json.loads(raw["stats"])
         self.requests = _csv_rows(raw["requests_csv"])
         self.steps = _csv_rows(raw["steps_csv"])
-        self._report = raw["report"]
 
     def report(self):
-        return self._report
+        return self._raw["report"]
+
+    def stats_json(self):
+        return self._raw["stats"]
+
+    def requests_csv(self):
+        return self._raw["requests_csv"]
+
+    def steps_csv(self):
+        return self._raw["steps_csv"]
 
 
 def _csv_rows(text):

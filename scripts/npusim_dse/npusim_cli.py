@@ -49,3 +49,10 @@ def run_flags(npusim):
         if word.startswith("--"):
             flags.add(word[2:].split("=")[0].strip("[],"))
     return frozenset(flags)
+
+
+@functools.lru_cache(maxsize=None)
+def decoder_names(npusim):
+    """The built-in decoders `npusim serve --workload` takes (npusim generate --list)."""
+    return tuple(line.split()[0] for line in _call(npusim, ["generate", "--list"]).splitlines()
+                 if line.strip())

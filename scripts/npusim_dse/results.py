@@ -17,7 +17,11 @@ from .expr import ExpressionError
 
 HEADLINE = ("hardware", "stats.workload", "batch", "dtype", "total_cycles", "latency_s", "inferences_per_s",
             "ops_per_s", "mxu_utilization", "macs", "dram.read_bytes", "dram.write_bytes",
-            "memory.bandwidth_gbps", "memory.peak_bandwidth_gbps")
+            "memory.bandwidth_gbps", "memory.peak_bandwidth_gbps",
+            # a serving sweep's (npusim serve)
+            "serving.tokens_per_s", "serving.requests_per_s", "serving.goodput_requests_per_s",
+            "serving.ttft_s.p50", "serving.ttft_s.p99", "serving.tpot_s.p50", "serving.tpot_s.p99",
+            "serving.e2e_s.p99", "serving.energy_per_token_j", "serving.average_power_w")
 # Top-level sections whose figures lead the rest when present (energy, power, area, efficiency).
 HEADLINE_SECTIONS = ("energy", "power", "area", "efficiency")
 SKIPPED = ("memory.config", "layers")

@@ -26,13 +26,54 @@ import time
 RECORDED_EXIT_CODES = (0, 1, 2)
 
 
-def command(task, hw_path, out_dir):
+SERVE_OPTIONS = ("dtype", "seed", "fidelity", "max_batch", "kv_block_tokens", "max_step_tokens",
+                 "kv_cache_bytes", "slo_ttft", "slo_tpot", "grid_tokens", "max_simulated_batch")
+# What a run leaves that the sweep keeps, per command.
+FILES = {"run": ("stats.json", "config.resolved.json", "report.txt"),
+         "serve": ("stats.json", "report.txt", "requests.csv")}
+
+
+def is_serve(task):
+    return task.get("command", "run") == "serve"
+
+
+def command(task, hw_path, out_dir, trace_path="trace.csv"):
+    if is_serve(task):
+        args = [task["npusim"], "serve", "--hw", hw_path, "--workload", task["workload"],
+                "--trace", trace_path, "--out", out_dir]
+        for flag in SERVE_OPTIONS:
+            if flag in task["flags"]:
+                args += ["--" + flag.replace("_", "-"), str(task["flags"][flag])]
+        return args
     args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
             out_dir]
     for flag in ("batch", "dtype", "seed", "fidelity", "values"):
         if flag in task["flags"]:
             args += [f"--{flag}", str(task["flags"][flag])]
     return args
+
+
+def write_trace(task, work):
+    """A serving run's trace as WORK/trace.csv; None for a plain run."""
+    if not is_serve(task):
+        return None
+    path = os.path.join(work, "trace.csv")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(task["trace"])
+    return path
+
+
+def label_trace(task, files, trace_path):
+    """stats.json and report.txt name the trace as trace.csv (the copy kept beside them), not the
+    worker's temporary file: the CLI and the module, on any machine, record the same text."""
+    if not is_serve(task):
+        return
+    if "stats.json" in files:
+        stats = json.loads(files["stats.json"])
+        stats["trace"] = "trace.csv"
+        files["stats.json"] = json.dumps(stats, indent=2) + "\n"
+    if "report.txt" in files:
+        files["report.txt"] = files["report.txt"].replace(trace_path, "trace.csv")
 
 
 def write_hw(task, work):
@@ -49,10 +90,11 @@ def execute(task):
     work = tempfile.mkdtemp(prefix="npusim-dse-")
     try:
         hw_path = write_hw(task, work)
+        trace_path = write_trace(task, work)
         out = os.path.join(work, "out")
         start = time.perf_counter()
         try:
-            r = subprocess.run(command(task, hw_path, out), stdout=subprocess.DEVNULL,
+            r = subprocess.run(command(task, hw_path, out, trace_path), stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
             exit_code, stderr = r.returncode, r.stderr
         except OSError as e:
@@ -60,12 +102,13 @@ def execute(task):
         seconds = time.perf_counter() - start
         files = {}
         if exit_code is not None and exit_code >= 0:
-            for name in ("stats.json", "config.resolved.json", "report.txt"):
+            for name in FILES[task.get("command", "run")]:
                 try:
                     with open(os.path.join(out, name), encoding="utf-8") as f:
                         files[name] = f.read()
                 except OSError:
                     pass
+            label_trace(task, files, trace_path)
         error = ""
         if exit_code != 0:
             error = _error_text(stderr, hw_path)
@@ -120,14 +163,19 @@ def execute_in_process(task):
         # What the command line would print on stderr, and its exit code (sim/cli.cpp).
         files, stderr, exit_code = {}, "", 0
         try:
-            if values not in ("on", "off"):
-                raise _module.InputError(f"--values '{values}': expected on or off")
-            r = _module.run(hw=hw_path, workload=task["workload"], values=values == "on",
-                            **kwargs)
-            files = {"stats.json": r.stats_json(), "config.resolved.json": r.hardware_json(),
-                     "report.txt": r.report(per_layer=True)}
-            if r.mismatch:
-                exit_code, stderr = 1, f"npusim: {r.mismatch}"
+            if is_serve(task):
+                trace_path = write_trace(task, work)
+                files = _serve_in_process(task, hw_path, trace_path)
+                label_trace(task, files, trace_path)
+            else:
+                if values not in ("on", "off"):
+                    raise _module.InputError(f"--values '{values}': expected on or off")
+                r = _module.run(hw=hw_path, workload=task["workload"], values=values == "on",
+                                **kwargs)
+                files = {"stats.json": r.stats_json(), "config.resolved.json": r.hardware_json(),
+                         "report.txt": r.report(per_layer=True)}
+                if r.mismatch:
+                    exit_code, stderr = 1, f"npusim: {r.mismatch}"
         except _module.InputError as e:
             exit_code, stderr = 2, f"npusim: error: {e}"
         except _module.InternalError as e:
@@ -140,6 +188,14 @@ def execute_in_process(task):
                 "files": files}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _serve_in_process(task, hw_path, trace_path):
+    kwargs = {k: task["flags"][k] for k in SERVE_OPTIONS if k in task["flags"]}
+    r = _module.serve(hw=hw_path, workload=task["workload"], trace=trace_path, **kwargs)
+    files = {"stats.json": r.stats_json(), "report.txt": r.report(),
+             "requests.csv": r.requests_csv()}
+    return files
 
 
 def _write(path, text):
@@ -169,12 +225,15 @@ class Store:
     def record(self, run, task, result):
         d = self.dir(run.key)
         os.makedirs(d, exist_ok=True)
-        for name in ("stats.json", "config.resolved.json", "report.txt"):
+        for name in set(FILES["run"] + FILES["serve"]):
             if os.path.exists(os.path.join(d, name)):
                 os.remove(os.path.join(d, name))
         _write(os.path.join(d, "hw.json"), json.dumps(task["hw"], indent=2) + "\n")
         how = {"workload": task["workload"], "flags": task["flags"],
                "command": command(dict(task, npusim="npusim"), "hw.json", ".")}
+        if is_serve(task):  # the trace the command names, beside it
+            _write(os.path.join(d, "trace.csv"), task["trace"])
+            how["trace"] = task["trace_label"]
         _write(os.path.join(d, "run.json"), json.dumps(how, indent=2) + "\n")
         for name, text in result["files"].items():
             _write(os.path.join(d, name), text)

@@ -11,12 +11,14 @@ import json
 import os
 import re
 
-from . import sampling
+from . import sampling, serve_spec
 from .expr import Expression, ExpressionError
-from .npusim_cli import NpusimError, resolved_hw, zoo_names
+from .npusim_cli import NpusimError, decoder_names, resolved_hw, zoo_names
 
 FLAGS = ("hw", "batch", "dtype", "seed", "fidelity")  # npusim run flags a parameter may vary
 RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values")
+COMMANDS = ("run", "serve")
+SERVE_RUN_KEYS = ("dtype", "seed", "fidelity")  # npusim run flags npusim serve takes too
 METHODS = ("grid", "random", "lhs")
 # Columns of results.csv that a parameter name must not shadow.
 RESERVED = ("point", "key", "workload", "status", "error", "run_seconds")
@@ -126,13 +128,17 @@ class Workload:
 class Run:
     """One point on one workload: what a worker needs to run it, and where it goes."""
 
-    def __init__(self, point, workload, key, hw, flags):
+    def __init__(self, point, workload, key, hw, flags, command="run", trace=None):
         self.point, self.workload, self.key, self.hw, self.flags = point, workload, key, hw, flags
+        self.command, self.trace = command, trace  # trace: (CSV text, label) for serve
 
     def task(self, npusim):
         """A plain dict a worker (a thread or a Dask process elsewhere) runs with runner."""
-        return {"key": self.key, "npusim": npusim, "hw": self.hw, "workload": self.workload.spec,
-                "flags": self.flags}
+        t = {"key": self.key, "npusim": npusim, "hw": self.hw, "workload": self.workload.spec,
+             "flags": self.flags, "command": self.command}
+        if self.trace is not None:
+            t["trace"], t["trace_label"] = self.trace
+        return t
 
 
 class Point:
@@ -145,6 +151,7 @@ class Sweep:
 
     def __init__(self):
         self.path = None
+        self.command = "run"
         self.description = ""
         self.parameters = []
         self.workloads = []
@@ -205,13 +212,24 @@ class _Loader:
     def load(self, spec, values):
         sw = Sweep()
         sw.path = self.path
-        top = ("description", "base", "set", "workloads", "run", "parameters", "sampling",
-               "constraints")
+        top = ("description", "command", "base", "set", "workloads", "run", "serve", "parameters",
+               "sampling", "constraints")
         if not self.keys(spec, "", top, required=("workloads",)):
             raise SpecError(self.problems)
         sw.description = spec.get("description", "")
+        self.command = sw.command = spec.get("command", "run")
+        if sw.command not in COMMANDS:
+            self.error("/command", f"expected one of {', '.join(COMMANDS)}, got "
+                       f"{json.dumps(sw.command)}")
+            raise SpecError(self.problems)
+        if sw.command == "run" and "serve" in spec:
+            self.error("/serve", 'goes with "command": "serve"')
         run = self.load_run(spec.get("run", {}), values)
         params = self.load_parameters(spec.get("parameters", []))
+        self.serve_flags, self.trace_source = {}, None
+        if sw.command == "serve":
+            self.serve_flags, self.trace_source = serve_spec.load(self, spec.get("serve", {}),
+                                                                  params)
         sw.parameters = params
         hw_param = next((p for p in params if p.flag == "hw"), None)
         bases = {}
@@ -242,6 +260,11 @@ class _Loader:
 
     def load_run(self, run, values):
         out = {"seed": 1, "fidelity": "fast"}
+        if self.command == "serve":  # always timing only: no values, no batch (the trace's)
+            if self.keys(run, "/run", SERVE_RUN_KEYS):
+                out.update((k, v) for k, v in run.items()
+                           if k in SERVE_RUN_KEYS and self.flag_value(k, v, f"/run/{k}"))
+            return out
         if not self.keys(run, "/run", RUN_KEYS):
             return out
         for k, v in run.items():
@@ -254,6 +277,11 @@ class _Loader:
         return out
 
     def flag_value(self, flag, v, place):
+        if flag not in FLAGS and flag != "values":
+            ok = serve_spec.flag_ok(flag, v)
+            if not ok:
+                self.error(place, f"expected {serve_spec.expected(flag)}, got {json.dumps(v)}")
+            return ok
         ok = {
             "batch": lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 65536,
             "seed": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
@@ -306,8 +334,8 @@ class _Loader:
                                    f"got {json.dumps(ptr)}")
                     else:
                         p.pointers.append((ptr, tokens, where))
-            elif item["flag"] not in FLAGS:
-                self.error(f"{place}/flag", f"expected one of {', '.join(FLAGS)}, got "
+            elif item["flag"] not in self.flags():
+                self.error(f"{place}/flag", f"expected one of {', '.join(self.flags())}, got "
                            f"{json.dumps(item['flag'])}")
             else:
                 p.flag = item["flag"]
@@ -332,6 +360,13 @@ class _Loader:
                     p.labels = labels
             params.append(p)
         return params
+
+    def flags(self):
+        """The flags a parameter may vary for this spec's command."""
+        if self.command == "serve":
+            return (("hw",) + SERVE_RUN_KEYS + tuple(serve_spec.SERVE_FLAGS) +
+                    serve_spec.TRACE_FLAGS)
+        return FLAGS
 
     def load_domain(self, item, place):
         if ("values" in item) == ("range" in item):
@@ -471,6 +506,10 @@ class _Loader:
                 self.error(f"{place}/workload", "expected a zoo name, a JSON graph or an ONNX file")
                 continue
             batch = item.get("batch")
+            if batch is not None and self.command == "serve":
+                self.error(f"{place}/batch", "a serving sweep's batches are the scheduler's "
+                           "(vary max_batch)")
+                batch = None
             if batch is not None:
                 self.flag_value("batch", batch, f"{place}/batch")
                 if batch_param is not None:
@@ -486,6 +525,17 @@ class _Loader:
                     continue
                 wl = Workload(path, os.path.splitext(os.path.basename(name))[0], batch,
                               {"file": os.path.basename(name), "sha256": digest})
+            elif self.command == "serve":
+                try:
+                    known = decoder_names(self.npusim)
+                except NpusimError as e:
+                    self.error(f"{place}/workload", f"npusim generate --list: {e}")
+                    continue
+                if name not in known:
+                    self.error(f"{place}/workload", f"'{name}' is not a built-in decoder "
+                               f"({', '.join(known)}) and does not look like a decoder JSON file")
+                    continue
+                wl = Workload(name, name, None, {"decoder": name})
             else:
                 try:
                     zoo = zoo_names(self.npusim)
@@ -588,7 +638,7 @@ class _Loader:
             # Values are copied in: points must share no object (a later pointer edits inside).
             for tokens, value in overrides:
                 pointer_set(hw, tokens, copy.deepcopy(conform(value, pointer_get(hw, tokens))))
-            flags = {k: v for k, v in run.items()}
+            flags = dict(run, **self.serve_flags)
             for p, v in zip(params, row):
                 for _, tokens, where in p.pointers:
                     try:
@@ -610,13 +660,19 @@ class _Loader:
             seen.add(identity)
             point = Point(len(sw.points), row, [p.label(v) for p, v in zip(params, row)])
             sw.points.append(point)
+            trace = None
+            if sw.command == "serve":
+                varied = {k: flags.pop(k) for k in serve_spec.TRACE_FLAGS if k in flags}
+                trace = self.trace_source.text(varied)
             for wl in sw.workloads:
                 run_flags = dict(flags)
                 if wl.batch is not None:
                     run_flags["batch"] = wl.batch
-                key = hashlib.sha256(canonical(
-                    {"hw": hw, "workload": wl.identity, "flags": run_flags}).encode()).hexdigest()
-                sw.runs.append(Run(point, wl, key[:20], hw, run_flags))
+                what = {"hw": hw, "workload": wl.identity, "flags": run_flags}
+                if trace is not None:  # a run's key as before unless it serves a trace
+                    what.update(command="serve", trace=serve_spec.digest(trace[0]))
+                key = hashlib.sha256(canonical(what).encode()).hexdigest()
+                sw.runs.append(Run(point, wl, key[:20], hw, run_flags, sw.command, trace))
 
 
 def _escape_path(tokens):

@@ -58,8 +58,8 @@ CASES = {
         "/workloads/0/workload: 'nets/none.json': cannot read"),
     "unknown_key": (
         edit(sweep="grid"),
-        "/sweep: unknown key (expected one of: description, base, set, workloads, run, "
-        "parameters, sampling, constraints)"),
+        "/sweep: unknown key (expected one of: description, command, base, set, workloads, run, "
+        "serve, parameters, sampling, constraints)"),
     "unknown_parameter_key": (
         param(pointer="/clock_mhz", values=[100], step=2),
         "/parameters/0/step: unknown key"),

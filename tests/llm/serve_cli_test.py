@@ -76,6 +76,9 @@ def synthetic_trace(npusim, work, model):
     assert any(e["ph"] == "C" and e["name"] == "KV blocks held" for e in events)
     again, rows2, _ = serve(npusim, work, "syn2", model, text, "--max-batch", "8")
     assert rows == rows2, "the same trace gives the same result"
+    assert {k: v for k, v in stats.items() if k not in ("host", "trace")} == \
+        {k: v for k, v in again.items() if k not in ("host", "trace")}, "and the same stats.json"
+    assert stats["host"]["simulation_wall_s"] > 0
     s = stats["serving"]
     assert s["requests"] == 60 and len(rows) == 60
     for r in rows:

@@ -525,28 +525,24 @@ class _Loader:
                     continue
                 wl = Workload(path, os.path.splitext(os.path.basename(name))[0], batch,
                               {"file": os.path.basename(name), "sha256": digest})
-            elif self.command == "serve":
+            else:
+                # A built-in name: a decoder for serve, a zoo network for run.
+                serve = self.command == "serve"
+                lister, what = ((decoder_names, "npusim generate --list") if serve
+                                else (zoo_names, "npusim zoo"))
                 try:
-                    known = decoder_names(self.npusim)
+                    known = lister(self.npusim)
                 except NpusimError as e:
-                    self.error(f"{place}/workload", f"npusim generate --list: {e}")
+                    self.error(f"{place}/workload", f"{what}: {e}")
                     continue
                 if name not in known:
-                    self.error(f"{place}/workload", f"'{name}' is not a built-in decoder "
-                               f"({', '.join(known)}) and does not look like a decoder JSON file")
+                    self.error(f"{place}/workload", (
+                        f"'{name}' is not a built-in decoder ({', '.join(known)}) and does not "
+                        "look like a decoder JSON file") if serve else (
+                        f"'{name}' is not in the zoo ({', '.join(known)}) and does not look like "
+                        "a file (.json, .onnx or a path with /)"))
                     continue
-                wl = Workload(name, name, None, {"decoder": name})
-            else:
-                try:
-                    zoo = zoo_names(self.npusim)
-                except NpusimError as e:
-                    self.error(f"{place}/workload", f"npusim zoo: {e}")
-                    continue
-                if name not in zoo:
-                    self.error(f"{place}/workload", f"'{name}' is not in the zoo ({', '.join(zoo)})"
-                               " and does not look like a file (.json, .onnx or a path with /)")
-                    continue
-                wl = Workload(name, name, batch, {"zoo": name})
+                wl = Workload(name, name, batch, {"decoder" if serve else "zoo": name})
             wl.label = item.get("label", wl.label)
             if not isinstance(wl.label, str) or not wl.label:
                 self.error(f"{place}/label", "expected a non-empty string")

@@ -200,6 +200,7 @@ struct ServeResult {
   std::string requests_csv;  // per request: arrival, first token, finish, TTFT, TPOT, ...
   std::string steps_csv;     // per step: times, tokens, running, waiting, KV blocks, energy
   std::string trace_json;    // Chrome / Perfetto trace: a track per request, step counters
+  std::string html;          // the HTML report: percentiles, distributions, requests, steps
   double wall_seconds = 0.0;
   std::string report() const;
 };

@@ -19,6 +19,7 @@
 #include "serving/metrics.hpp"
 #include "serving/request_trace.hpp"
 #include "serving/scheduler.hpp"
+#include "serving/html_report.hpp"
 #include "serving/trace_json.hpp"
 #include "support/error.hpp"
 
@@ -293,6 +294,7 @@ ServeResult serve(const ServeOptions& o) {
   result.requests_csv = serving::requests_csv(requests, r);
   result.trace_json = serving::serving_trace_json(
       requests, r, fmt::format("npusim serve: {} on {}", cfg.name, hw.name));
+  result.html = serving::serving_html_report(requests, r, j);
   result.steps_csv =
       "start_s,end_s,prefill_tokens,decode_tokens,running,waiting,kv_blocks_used,"
       "energy_j\n";

@@ -105,6 +105,8 @@ py::dict serve(const py::dict& o) {
   r["stats"] = result.stats.dump(2) + "\n";
   r["requests_csv"] = result.requests_csv;
   r["steps_csv"] = result.steps_csv;
+  r["trace_json"] = result.trace_json;
+  r["html"] = result.html;
   r["report"] = result.report();
   return r;
 }

@@ -19,11 +19,11 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
 }
 
+}  // namespace
+
 double tpot(const Request& r, const RequestOutcome& o) {
   return (o.finish_s - o.first_token_s) / double(r.output_tokens - 1);
 }
-
-}  // namespace
 
 Distribution distribution(std::vector<double> values) {
   Distribution d;

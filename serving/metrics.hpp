@@ -32,6 +32,10 @@ struct ServingSummary {
   double mean_kv_blocks = 0;  // time-weighted over the steps
 };
 
+// A request's time per output token: its decode span over its tokens after the first (the
+// request must have more than one).
+double tpot(const Request& r, const RequestOutcome& o);
+
 ServingSummary summarize(const std::vector<Request>& requests, const ServingResult& result,
                          double slo_ttft_s = 0, double slo_tpot_s = 0);
 

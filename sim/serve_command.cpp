@@ -52,7 +52,10 @@ int command_serve(const std::vector<std::string>& args) {
       "directory for stats.json, report.txt, requests.csv and steps.csv")(
       "trace-json", po::value<std::string>(),
       "write a Chrome / Perfetto trace to this file: a track per request (wait + prefill, "
-      "decode) and counters of the steps (KV blocks, running and waiting requests, tokens)");
+      "decode) and counters of the steps (KV blocks, running and waiting requests, tokens)")(
+      "html", po::value<std::string>(),
+      "write the HTML report to this file: latency percentiles and distributions, a track per "
+      "request, KV cache, batch and power over time");
   po::variables_map vm;
   if (!parse_command_line("serve", "--hw HW --workload DECODER --trace requests.csv --out DIR", o,
                           args, vm)) {
@@ -93,6 +96,7 @@ int command_serve(const std::vector<std::string>& args) {
     write_file(out_dir / "steps.csv", r.steps_csv);
   }
   if (vm.count("trace-json")) write_file(vm["trace-json"].as<std::string>(), r.trace_json);
+  if (vm.count("html")) write_file(vm["html"].as<std::string>(), r.html);
   std::cout << r.report();
   std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
   return 0;

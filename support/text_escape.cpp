@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "support/embedded_files.hpp"
+#include "support/error.hpp"
+
 namespace npusim {
 
 namespace {
@@ -108,6 +111,24 @@ std::string dump_json(const nlohmann::json& j, int indent) {
   nlohmann::json copy = j;
   escape_invalid_utf8(copy);
   return copy.dump(indent);
+}
+
+std::string html_page_with_data(const std::string& page, const nlohmann::json& data) {
+  const EmbeddedFile* file = find_embedded_file("html", page);
+  NPUSIM_CHECK(file != nullptr, "html page '{}' is not embedded", page);
+  const std::string marker = "@NPUSIM_REPORT_DATA@";
+  const size_t at = file->text.find(marker);
+  NPUSIM_CHECK(at != std::string::npos, "html page '{}' has no data marker", page);
+  const std::string dumped = dump_json(data);
+  std::string text;
+  text.reserve(dumped.size());
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    text += dumped[i];
+    if (dumped[i] == '<' && i + 1 < dumped.size() && dumped[i + 1] == '/') text += '\\';
+  }
+  std::string html = file->text;
+  html.replace(at, marker.size(), text);
+  return html;
 }
 
 }  // namespace npusim

@@ -35,4 +35,9 @@ void escape_invalid_utf8(nlohmann::json& j);
 // only when one needs escaping): never throws for a string's bytes.
 std::string dump_json(const nlohmann::json& j, int indent = -1);
 
+// The embedded HTML page `page` (traces/html/<page>.html) with `data` in place of its marker
+// @NPUSIM_REPORT_DATA@ (inside a <script> element: dump_json(data) with "</", which would end
+// the element, written "<\/", the same string to a JSON parser).
+std::string html_page_with_data(const std::string& page, const nlohmann::json& data);
+
 }  // namespace npusim

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "support/embedded_files.hpp"
 #include "support/error.hpp"
 #include "support/text_escape.hpp"
 #include "traces/counters.hpp"
@@ -69,12 +68,6 @@ json timeline_tracks(const timeline::Timeline& t, const Program& program, uint64
 
 std::string html_report(const timeline::Timeline& t, const Program& program, const RunInfo& run,
                         const nlohmann::json& stats) {
-  const EmbeddedFile* page = find_embedded_file("html", "report");
-  NPUSIM_CHECK(page != nullptr, "html report: the page template is not embedded");
-  const std::string marker = "@NPUSIM_REPORT_DATA@";
-  const size_t at = page->text.find(marker);
-  NPUSIM_CHECK(at != std::string::npos, "html report: the template has no data marker");
-
   json data;
   data["hardware"] = run.hardware;
   data["workload"] = run.workload;
@@ -109,17 +102,7 @@ std::string html_report(const timeline::Timeline& t, const Program& program, con
   }
   data["counters"] = std::move(counters);
 
-  // Inside <script>, "</" would end the element: JSON allows "<\/".
-  const std::string dumped = dump_json(data);
-  std::string text;
-  text.reserve(dumped.size());
-  for (size_t i = 0; i < dumped.size(); ++i) {
-    text += dumped[i];
-    if (dumped[i] == '<' && i + 1 < dumped.size() && dumped[i + 1] == '/') text += '\\';
-  }
-  std::string html = page->text;
-  html.replace(at, marker.size(), text);
-  return html;
+  return html_page_with_data("report", data);
 }
 
 }  // namespace npusim::traces

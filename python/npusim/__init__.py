@@ -198,7 +198,7 @@ class ServeResult:
     """What npusim.serve returns: stats (dict, stats.json; the figures under "serving"), requests
     and steps (lists of dicts, requests.csv and steps.csv with numbers as floats), report()
     (report.txt); stats_json(), requests_csv() and steps_csv() give the files' text as the
-    command line writes them."""
+    command line writes them; trace(path) and html(path) write the trace and the HTML report."""
 
     def __init__(self, raw):
         self._raw = raw
@@ -217,6 +217,16 @@ class ServeResult:
 
     def steps_csv(self):
         return self._raw["steps_csv"]
+
+    def trace(self, path):
+        """Writes the Chrome / Perfetto trace (npusim serve --trace-json)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._raw["trace_json"])
+
+    def html(self, path):
+        """Writes the HTML report (npusim serve --html)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._raw["html"])
 
 
 def _csv_rows(text):

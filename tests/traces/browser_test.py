@@ -3,8 +3,9 @@
 chromium-driver through python3-selenium; a fresh profile directory, no sandbox) from a file://
 URL, finds the timeline and the per-layer chart with their bars, checks the energy, power and area
 charts against the run's stats.json (each stacked bar's segments add up to the figure stats.json
-gives: energy.total_j, power.average_w and idle_w, area.total_mm2, every layer's energy_j), fails on
-any JavaScript console message of level SEVERE or WARNING, and saves a screenshot. Skips (exit 77) only when chromium
+gives: energy.total_j, power.average_w and idle_w, area.total_mm2, every layer's energy_j), saves a
+screenshot, then opens `npusim serve --html` of a small trace (check_serve_report); fails on any
+JavaScript console message of level SEVERE or WARNING. Skips (exit 77) only when chromium
 or chromedriver is not installed. Usage: browser_test.py NPUSIM SCREENSHOT_PNG"""
 import json
 import math
@@ -24,6 +25,59 @@ if not chromium or not driver:
 from selenium import webdriver  # noqa: E402  (python3-selenium, installed with chromium-driver)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+
+TINY = {"schema_version": 1, "kind": "decoder", "name": "tiny", "layers": 2, "hidden": 64,
+        "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 256, "max_context": 64}
+
+
+def check_serve_report(browser, tmp, failures):
+    """npusim serve --html of a small trace (a cache of 3 blocks, so requests wait): a track per
+    request, each distribution drawn over its requests, the percentiles table equal to
+    stats.json, the six step series. Returns the number of requests."""
+    model, trace = os.path.join(tmp, "tiny.json"), os.path.join(tmp, "trace.csv")
+    with open(model, "w") as f:
+        json.dump(TINY, f)
+    rows = [(f"q{i}", 0.0002 * i, 4 + 3 * i, 1 + i % 5) for i in range(12)]
+    with open(trace, "w") as f:
+        f.write("id,arrival_s,prompt_tokens,output_tokens\n")
+        f.writelines(f"{q},{a},{p},{o}\n" for q, a, p, o in rows)
+    html, out = os.path.join(tmp, "serve.html"), os.path.join(tmp, "serve")
+    p = subprocess.run([NPUSIM, "serve", "--hw", "tpu-v4-like-core", "--dtype", "bf16",
+                        "--workload", model, "--trace", trace, "--grid-tokens", "8",
+                        "--kv-block-tokens", "16", "--kv-cache-bytes", str(3 * 16 * 256),
+                        "--html", html, "--out", out], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        failures.append(f"npusim serve exited {p.returncode}: {p.stderr}")
+        return 0
+    with open(os.path.join(out, "stats.json")) as f:
+        s = json.load(f)["serving"]
+    browser.get("file://" + html)
+    title = browser.find_element(By.ID, "title").text
+    if "tiny" not in title or "tpu-v4-like-core" not in title:
+        failures.append(f"serve report title is '{title}'")
+    tracks = browser.find_elements(By.CSS_SELECTOR, "#requests g.request")
+    if len(tracks) != len(rows):
+        failures.append(f"serve report: {len(tracks)} request tracks for {len(rows)} requests")
+    decoding = sum(1 for r in rows if r[3] > 1)
+    for chart, n in (("cdf-ttft", len(rows)), ("cdf-tpot", decoding), ("cdf-e2e", len(rows))):
+        got = browser.find_element(By.ID, chart).find_element(By.CSS_SELECTOR, "path")
+        if int(got.get_attribute("data-points")) != n:
+            failures.append(f"serve report: {chart} drawn over {got.get_attribute('data-points')} "
+                            f"requests, expected {n}")
+    table = browser.find_element(By.ID, "percentiles").find_elements(By.TAG_NAME, "tr")
+    for row, key in zip(table[1:], ("ttft_s", "tpot_s", "e2e_s")):
+        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        for cell, q in zip(cells[1:], ("p50", "p90", "p99", "max", "mean")):
+            if not math.isclose(float(cell.split()[0]), s[key][q] * 1e3, rel_tol=1e-3):
+                failures.append(f"serve report: {key} {q} shows '{cell}', stats.json "
+                                f"{s[key][q]} s")
+    series = browser.find_elements(By.CSS_SELECTOR, "#steps path[data-series]")
+    if len(series) != 6:
+        failures.append(f"serve report: {len(series)} step series, expected 6")
+    if s["kv_cache"]["capacity_blocks"] != 3:
+        failures.append(f"serve: the cache holds {s['kv_cache']['capacity_blocks']} blocks, not 3")
+    return len(tracks)
+
 
 with tempfile.TemporaryDirectory() as tmp:
     report = os.path.join(tmp, "report.html")
@@ -116,12 +170,13 @@ with tempfile.TemporaryDirectory() as tmp:
             if not math.isclose(layer_sum, stats["energy"]["total_j"], rel_tol=1e-9):
                 failures.append(f"the layers' energy adds up to {layer_sum}, "
                                 f"total_j is {stats['energy']['total_j']}")
+        os.makedirs(os.path.dirname(os.path.abspath(SHOT)), exist_ok=True)
+        browser.save_screenshot(SHOT)
+        serve_requests = check_serve_report(browser, tmp, failures)
         logs = browser.get_log("browser")
         for entry in logs:
             if entry.get("level") in ("SEVERE", "WARNING"):
                 failures.append(f"console: {entry.get('level')}: {entry.get('message')}")
-        os.makedirs(os.path.dirname(os.path.abspath(SHOT)), exist_ok=True)
-        browser.save_screenshot(SHOT)
     finally:
         browser.quit()
     if failures:
@@ -130,4 +185,5 @@ with tempfile.TemporaryDirectory() as tmp:
         sys.exit(1)
     print(f"browser test passed: {len(bars)} timeline bars, {len(layers)} layer bars, "
           f"energy/power/area charts equal to stats.json ({len(layer_rows)} layers), "
-          f"{len(logs)} console messages, screenshot {SHOT}")
+          f"{len(logs)} console messages, screenshot {SHOT}; the serve report draws its "
+          f"{serve_requests} requests and their percentiles")

@@ -16,10 +16,10 @@
 #include "npusim/npusim.hpp"
 #include "npusim/prompt_ids.hpp"
 #include "npusim/simulate.hpp"
+#include "serving/html_report.hpp"
 #include "serving/metrics.hpp"
 #include "serving/request_trace.hpp"
 #include "serving/scheduler.hpp"
-#include "serving/html_report.hpp"
 #include "serving/trace_json.hpp"
 #include "support/error.hpp"
 

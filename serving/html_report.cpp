@@ -48,8 +48,8 @@ json step_rows(const std::vector<StepRecord>& steps) {
 
 std::string serving_html_report(const std::vector<Request>& requests, const ServingResult& result,
                                 const nlohmann::json& stats) {
-  NPUSIM_CHECK(requests.size() == result.requests.size(),
-               "serve html: {} requests but {} outcomes", requests.size(), result.requests.size());
+  NPUSIM_CHECK(requests.size() == result.requests.size(), "serve html: {} requests but {} outcomes",
+               requests.size(), result.requests.size());
   json data;
   for (const char* key : {"hardware", "workload", "dtype", "serving"}) data[key] = stats.at(key);
   data["max_request_tracks"] = kHtmlMaxRequestTracks;

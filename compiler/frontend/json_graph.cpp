@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <map>
 #include <vector>
 
 #include "compiler/ir/op_table.hpp"
@@ -56,16 +58,20 @@ constexpr OpSpec kOps[] = {
     {"softmax", OpKind::kSoftmax, Activation::kNone},
     {"layernorm", OpKind::kLayerNorm, Activation::kNone},
     {"batchnorm", OpKind::kBatchNorm, Activation::kNone},
+    {"transpose", OpKind::kMove, Activation::kNone},
 };
 
-// Reads one layer's keys (types, ranges, unknown keys); shapes are checked by finalize_graph.
-Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
+// Reads one layer's keys (types, ranges, unknown keys); shapes are checked by finalize_graph. A
+// transpose's permutation goes to `perm` (its element table needs the input's shape).
+Layer read_layer(ObjectReader& r, size_t index, const std::string& previous,
+                 std::vector<int>& perm) {
   Layer l;
   l.name = r.string("name", fmt::format("layer{}", index));
   const auto op = r.choice_required(
-      "op", {"conv2d", "conv3d", "dense",   "matmul",  "maxpool", "avgpool",   "global_avgpool",
-             "relu",   "relu6",  "clip",    "sigmoid", "tanh",    "gelu",      "add",
-             "mul",    "concat", "flatten", "reshape", "softmax", "layernorm", "batchnorm"});
+      "op", {"conv2d",         "conv3d",    "dense",     "matmul",   "maxpool", "avgpool",
+             "global_avgpool", "relu",      "relu6",     "clip",     "sigmoid", "tanh",
+             "gelu",           "add",       "mul",       "concat",   "flatten", "reshape",
+             "softmax",        "layernorm", "batchnorm", "transpose"});
   l.inputs = r.string_list("inputs", false);
   l.output = r.string("output", l.name);
   l.fixed_output_scale = static_cast<float>(r.number("output_scale", 0.0, 0.0, 1e12));
@@ -78,8 +84,9 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
   }
   const OpInfo& info = op_info(l.kind);
   const size_t arity = static_cast<size_t>(info.min_inputs);
-  const bool open_ended = info.max_inputs == 0;  // concat: `arity` or more
-  if (l.inputs.empty() && info.max_inputs == 1) l.inputs.push_back(previous);
+  const bool single = info.max_inputs == 1 || *op == "transpose";  // a move of one input
+  const bool open_ended = !single && info.max_inputs == 0;         // concat: `arity` or more
+  if (l.inputs.empty() && single) l.inputs.push_back(previous);
   if (open_ended ? l.inputs.size() < arity : l.inputs.size() != arity) {
     r.diagnostics().error(
         r.pointer_of("inputs"),
@@ -176,14 +183,85 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous) {
     case OpKind::kBatchNorm:
       l.epsilon = static_cast<float>(r.number("epsilon", 1e-5, 0.0, 1.0));
       break;
+    case OpKind::kMove: {  // transpose
+      l.move_op = "transpose";
+      for (int64_t a : r.integer_list("perm", 1, 8, 0, 7, true)) perm.push_back(int(a));
+      std::vector<int> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t a = 0; a < sorted.size(); ++a) {
+        if (sorted[a] != int(a)) {
+          r.diagnostics().error(r.pointer_of("perm"),
+                                fmt::format("expected a permutation of the axes 0 to {}, each once",
+                                            perm.size() - 1));
+          perm.clear();
+          break;
+        }
+      }
+      break;
+    }
     case OpKind::kMul:
     case OpKind::kConcat:
     case OpKind::kSoftmax:
-    case OpKind::kMove:  // not JSON ops: the ONNX front end builds them
-    case OpKind::kEmbedding:
+    case OpKind::kEmbedding:  // not a JSON op: the ONNX front end builds it
       break;
   }
   return l;
+}
+
+// A transpose's element table: output element (row-major over the permuted shape) j copies the
+// input element whose coordinate along axis perm[a] is j's coordinate along axis a.
+void fill_transpose(Layer& l, const TensorShape& in, const std::vector<int>& perm) {
+  const int rank = in.rank();
+  std::vector<uint64_t> in_stride(size_t(rank), 1);
+  for (int a = rank - 2; a >= 0; --a) in_stride[a] = in_stride[a + 1] * uint64_t(in.dims[a + 1]);
+  l.reshape_to.clear();
+  for (int a : perm) l.reshape_to.push_back(in.dims[size_t(a)]);
+  l.move_from.assign(in.elements(), MoveSource{});
+  std::vector<int> at(size_t(rank), 0);  // the output coordinate of element j
+  for (uint64_t j = 0; j < in.elements(); ++j) {
+    uint64_t src = 0;
+    for (int a = 0; a < rank; ++a) src += uint64_t(at[a]) * in_stride[size_t(perm[a])];
+    l.move_from[j] = MoveSource{0, int32_t(src)};
+    for (int a = rank - 1; a >= 0 && ++at[a] == l.reshape_to[a]; --a) at[a] = 0;
+  }
+}
+
+// Builds every transpose's element table. It needs the input's shape, so this walks the layers
+// in order inferring shapes as finalize_graph will, which then reports every problem; a layer
+// whose shape fails here only leaves the transposes that depend on it without a table.
+void build_transposes(Graph& g, const std::vector<std::vector<int>>& perms,
+                      const std::vector<std::string>& where, GraphDiagnostics& diag) {
+  std::map<std::string, TensorShape> shapes{{g.input_name, g.input_shape}};
+  for (size_t i = 0; i < g.layers.size(); ++i) {
+    Layer& l = g.layers[i];
+    l.in_shapes.clear();
+    for (const auto& name : l.inputs) {
+      auto it = shapes.find(name);
+      if (it != shapes.end()) l.in_shapes.push_back(it->second);
+    }
+    if (l.in_shapes.size() != l.inputs.size()) continue;
+    if (l.kind == OpKind::kMove) {
+      const TensorShape& in = l.in_shapes[0];
+      if (perms[i].empty()) continue;  // not a permutation: reported where it was read
+      if (perms[i].size() != size_t(in.rank())) {
+        diag.error(where[i] + "/perm",
+                   fmt::format("expected {} axes, a permutation of the axes of input '{}' {}",
+                               in.rank(), l.inputs[0], to_string(in)));
+        continue;
+      }
+      // Every element gets a table entry; the ONNX importer's moves have the same bound.
+      constexpr uint64_t kMaxTransposeElements = uint64_t(1) << 24;
+      if (in.elements() > kMaxTransposeElements) {
+        diag.error(where[i], fmt::format("input '{}' {} has more than {} elements per sample",
+                                         l.inputs[0], to_string(in), kMaxTransposeElements));
+        continue;
+      }
+      fill_transpose(l, in, perms[i]);
+    }
+    if (op_info(l.kind).infer_shape(l, [](const std::string&) { return false; })) {
+      shapes[l.output] = l.out_shape;
+    }
+  }
 }
 
 }  // namespace
@@ -212,6 +290,7 @@ Graph parse_workload(const json& root, const std::string& origin) {
     in.finish();
   }
   std::vector<std::string> where;
+  std::vector<std::vector<int>> perms;  // per layer: a transpose's permutation
   const json* layers = top.raw("layers");
   if (layers == nullptr || !layers->is_array() || layers->empty()) {
     diag.error("/layers", layers == nullptr ? "required key is missing"
@@ -221,7 +300,7 @@ Graph parse_workload(const json& root, const std::string& origin) {
     for (size_t i = 0; i < layers->size(); ++i) {
       ObjectReader r(diag, &(*layers)[i], json_pointer_append("/layers", i), true);
       if (!r.present()) continue;
-      Layer l = read_layer(r, i, previous);
+      Layer l = read_layer(r, i, previous, perms.emplace_back());
       r.finish();
       previous = l.output;
       where.push_back(r.pointer());
@@ -238,6 +317,8 @@ Graph parse_workload(const json& root, const std::string& origin) {
   for (auto& w : where) {
     w = w.empty() ? "/" : w;
   }
+  build_transposes(g, perms, where, shapes);
+  shapes.throw_if_errors();
   finalize_graph(g, shapes, where);
   return g;
 }

@@ -54,7 +54,7 @@ TEST(WorkloadValidation, BadGraphsReportEveryProblem) {
     "schema_version": 1,
     "input": {"name": "x", "shape": [8, 8, 3], "dtype": "float32"},
     "layers": [
-      {"name": "z", "op": "transpose"},
+      {"name": "z", "op": "gather"},
       {"name": "m", "op": "maxpool", "inputs": ["x"], "pool": [2, 2], "size": 3},
       {"name": "a", "op": "add", "inputs": ["x"]}
     ]
@@ -64,7 +64,7 @@ TEST(WorkloadValidation, BadGraphsReportEveryProblem) {
       "net.json: /layers/0/op: expected one of \"conv2d\", \"conv3d\", \"dense\", \"matmul\", "
       "\"maxpool\", \"avgpool\", \"global_avgpool\", \"relu\", \"relu6\", \"clip\", "
       "\"sigmoid\", \"tanh\", \"gelu\", \"add\", \"mul\", \"concat\", \"flatten\", "
-      "\"reshape\", \"softmax\", \"layernorm\", \"batchnorm\", got \"transpose\"",
+      "\"reshape\", \"softmax\", \"layernorm\", \"batchnorm\", \"transpose\", got \"gather\"",
       "net.json: /layers/1/size: unknown key \"size\" (known keys here: inputs, name, op, output, "
       "output_scale, padding, pads, pool, strides)",
       "net.json: /layers/2/inputs: expected a list of 2 tensor names",
@@ -96,6 +96,52 @@ TEST(WorkloadValidation, ShapeProblemsNameTheLayer) {
       "activation whose output nothing else reads (it is folded into that layer)",
   };
   EXPECT_EQ(errors, expected);
+}
+
+// A transpose moves the axes of one sample: output element (i, j, k) of perm [1, 0, 2] on a
+// [2, 3, 4] input is input element (j, i, k).
+TEST(WorkloadValidation, TransposeMovesAxes) {
+  Graph g = parse_workload(json::parse(R"({
+    "schema_version": 1,
+    "batch": 2,
+    "input": {"name": "x", "shape": [2, 12]},
+    "layers": [{"name": "r", "op": "reshape", "shape": [2, 3, 4]},
+               {"name": "t", "op": "transpose", "perm": [1, 0, 2]}]
+  })"),
+                           "net.json");
+  const Layer& t = g.layers[1];
+  EXPECT_EQ(t.kind, OpKind::kMove);
+  EXPECT_EQ(t.move_op, "transpose");
+  EXPECT_EQ(t.inputs, std::vector<std::string>{"r"});
+  EXPECT_EQ(t.out_shape, make_shape({3, 2, 4}));
+  ASSERT_EQ(t.move_from.size(), 24u);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(t.move_from[(i * 2 + j) * 4 + k], (MoveSource{0, (j * 3 + i) * 4 + k}));
+      }
+    }
+  }
+  auto errors = errors_of(R"({
+    "schema_version": 1,
+    "input": {"name": "x", "shape": [4, 6]},
+    "layers": [
+      {"name": "a", "op": "transpose", "perm": [0, 0]},
+      {"name": "b", "op": "transpose", "inputs": ["x"], "perm": [2, 0, 1]},
+      {"name": "c", "op": "transpose", "inputs": ["x", "x"], "perm": [1, 0]},
+      {"name": "d", "op": "transpose", "inputs": ["x"]}
+    ]
+  })");
+  std::vector<std::string> expected = {
+      "net.json: /layers/0/perm: expected a permutation of the axes 0 to 1, each once",
+      "net.json: /layers/2/inputs: expected a list of 1 tensor name",
+      "net.json: /layers/3/perm: required key is missing",
+  };
+  EXPECT_EQ(errors, expected);
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "input": {"shape": [4, 6]}, "layers": [
+                         {"op": "transpose", "perm": [2, 0, 1]}]})"),
+            std::vector<std::string>{"net.json: /layers/0/perm: expected 2 axes, a permutation "
+                                     "of the axes of input 'input' 4x6"});
 }
 
 TEST(WorkloadValidation, MissingLayersAndUnknownOutput) {

@@ -23,6 +23,8 @@ struct ZooRun {
 };
 void PrintTo(const ZooRun& z, std::ostream* os) { *os << z.network << " " << z.dtype; }
 
+// bert-encoder on tpu-v1 is not here: tests/zoo/bert_encoder_numpy_test.py runs it in both data
+// types with this check and against numpy, and the suites below run it on three presets.
 class ZooRuns : public testing::TestWithParam<ZooRun> {};
 
 TEST_P(ZooRuns, OutputsMatchTheReference) {
@@ -45,9 +47,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooRuns,
                          testing::Values(ZooRun{"lenet5", "int8"}, ZooRun{"alexnet", "int8"},
                                          ZooRun{"vgg16", "int8"}, ZooRun{"resnet18", "int8"},
                                          ZooRun{"resnet50", "int8"}, ZooRun{"mobilenetv2", "int8"},
-                                         ZooRun{"bert-encoder", "int8"}, ZooRun{"lenet5", "bf16"},
-                                         ZooRun{"resnet18", "bf16"}, ZooRun{"mobilenetv2", "bf16"},
-                                         ZooRun{"bert-encoder", "bf16"}),
+                                         ZooRun{"lenet5", "bf16"}, ZooRun{"resnet18", "bf16"},
+                                         ZooRun{"mobilenetv2", "bf16"}),
                          [](const testing::TestParamInfo<ZooRun>& param_info) {
                            std::string name =
                                std::string(param_info.param.network) + "_" + param_info.param.dtype;

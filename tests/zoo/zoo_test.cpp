@@ -258,20 +258,30 @@ TEST(ZooTest, ZooBertEncoder) {
   Graph g = load_workload("bert-encoder", std::nullopt);
   const uint64_t s = 128, h = 768;
   EXPECT_EQ(g.input_shape, make_shape({128, 768}));
-  // 12 heads x (q, k, v, scores, softmax, context), concat, dense, add, layernorm, dense + GELU,
-  // dense, add, layernorm
-  EXPECT_EQ(g.layers.size(), 12u * 6 + 8);
-  EXPECT_EQ(count_kind(g, OpKind::kMatMul), 24);
-  EXPECT_EQ(count_kind(g, OpKind::kSoftmax), 12);
+  // In the form exporters write: query, key, value (dense 768 each), each reshaped to
+  // [128, 12, 64] and transposed to [12, 128, 64]; scores, softmax, context batched over the
+  // heads; transpose back, reshape to [128, 768]; dense, add, layernorm, dense + GELU, dense,
+  // add, layernorm.
+  EXPECT_EQ(g.layers.size(), 21u);
+  EXPECT_EQ(count_kind(g, OpKind::kDense), 6);
+  EXPECT_EQ(count_kind(g, OpKind::kMatMul), 2);
+  EXPECT_EQ(count_kind(g, OpKind::kSoftmax), 1);
+  EXPECT_EQ(count_kind(g, OpKind::kMove), 4);
   EXPECT_EQ(count_kind(g, OpKind::kLayerNorm), 2);
-  for (int head = 0; head < 12; ++head) {
-    std::string p = "head" + std::to_string(head);
-    EXPECT_EQ(layer_named(g, p + "_query").out_shape, make_shape({128, 64}));
-    EXPECT_TRUE(layer_named(g, p + "_scores").transpose_b);
-    EXPECT_EQ(layer_named(g, p + "_scores").out_shape, make_shape({128, 128}));
-    EXPECT_EQ(layer_named(g, p + "_probs").out_shape, make_shape({128, 128}));
-    EXPECT_EQ(layer_named(g, p + "_context").out_shape, make_shape({128, 64}));
+  EXPECT_EQ(count_kind(g, OpKind::kConcat), 0);
+  for (const char* p : {"query", "key", "value"}) {
+    EXPECT_EQ(layer_named(g, p).filters, 768) << p;
+    EXPECT_EQ(layer_named(g, std::string(p) + "_heads").out_shape, make_shape({12, 128, 64})) << p;
   }
+  // Head 2's query row 5 is columns 128..191 of the projection's row 5.
+  const Layer& heads = layer_named(g, "query_heads");
+  EXPECT_EQ(heads.move_op, "transpose");
+  EXPECT_EQ(heads.move_from[(2 * 128 + 5) * 64 + 7].element, 5 * 768 + 2 * 64 + 7);
+  EXPECT_TRUE(layer_named(g, "scores").transpose_b);
+  EXPECT_EQ(layer_named(g, "scores").out_shape, make_shape({12, 128, 128}));
+  EXPECT_EQ(layer_named(g, "probs").out_shape, make_shape({12, 128, 128}));
+  EXPECT_EQ(layer_named(g, "context_heads").out_shape, make_shape({12, 128, 64}));
+  EXPECT_EQ(layer_named(g, "context_split").out_shape, make_shape({128, 12, 64}));
   EXPECT_EQ(layer_named(g, "context").out_shape, make_shape({128, 768}));
   EXPECT_EQ(layer_named(g, "intermediate").out_shape, make_shape({128, 3072}));
   EXPECT_EQ(layer_named(g, "intermediate").activation, Activation::kGelu);

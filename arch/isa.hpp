@@ -78,6 +78,10 @@ struct MatmulOp {
   int acc_ld = 0;         // int32 elements between rows of acc
   int m = 0, k = 0, n = 0;
   bool accumulate = false;
+  // An N:M sparse tile (the array's matrix_unit.sparsity, models/systolic/sparsity.hpp): W has at
+  // most sparse_n non-zeros in every sparse_m consecutive rows from row 0 of each column, and the
+  // array keeps only the non-zeros. 0: dense.
+  int sparse_n = 0, sparse_m = 0;
 };
 
 // Vector unit epilogue. int8: acc (int32, M x N) + bias[n] -> requantize with the per-channel

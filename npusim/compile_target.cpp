@@ -297,9 +297,14 @@ namespace {
 Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         Parallelism parallel, int micro_batch, bool int8, bool values,
                         bool keep_real_weights) {
-  // From here on the int8 or bf16 weights stand for the given float ones.
+  // From here on the int8 or bf16 weights stand for the given float ones; an N:M sparse matrix
+  // unit's compiler still reads which layers have the structure from them (has_nm_structure).
   if (!keep_real_weights) {
-    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
+    const MatrixUnitConfig& mu = c.hw.matrix_unit;
+    for (Layer& l : c.graph.layers) {
+      if (mu.sparse_n > 0 && has_nm_structure(l, mu.sparse_n, mu.sparse_m)) continue;
+      std::vector<float>().swap(l.weights);
+    }
   }
   const int element_bytes = c.graph.dtype == DataType::kBf16 ? 2 : 1;
   fuse_epilogues(c.graph, [&](const Layer& l) {

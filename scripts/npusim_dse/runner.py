@@ -29,8 +29,8 @@ RECORDED_EXIT_CODES = (0, 1, 2)
 def command(task, hw_path, out_dir):
     args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
             out_dir]
-    for flag in ("batch", "dtype", "seed", "fidelity", "values"):
-        if flag in task["flags"]:
+    for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune"):
+        if flag in task["flags"] and not (flag == "prune" and task["flags"][flag] == "none"):
             args += [f"--{flag}", str(task["flags"][flag])]
     return args
 
@@ -111,6 +111,8 @@ def execute_in_process(task):
         hw_path = write_hw(task, work)
         flags = task["flags"]
         kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity") if k in flags}
+        if flags.get("prune", "none") != "none":
+            kwargs["prune"] = flags["prune"]
         if "batch" in kwargs:
             kwargs["batch"] = int(kwargs["batch"])
         if "seed" in kwargs:

@@ -15,8 +15,8 @@ from . import sampling
 from .expr import Expression, ExpressionError
 from .npusim_cli import NpusimError, resolved_hw, zoo_names
 
-FLAGS = ("hw", "batch", "dtype", "seed", "fidelity")  # npusim run flags a parameter may vary
-RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values")
+FLAGS = ("hw", "batch", "dtype", "seed", "fidelity", "prune")  # flags a parameter may vary
+RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values", "prune")
 METHODS = ("grid", "random", "lhs")
 # Columns of results.csv that a parameter name must not shadow.
 RESERVED = ("point", "key", "workload", "status", "error", "run_seconds")
@@ -261,11 +261,13 @@ class _Loader:
             "fidelity": lambda v: v in ("fast", "pe"),
             "values": lambda v: v in ("on", "off"),
             "hw": lambda v: isinstance(v, str) and v != "",
+            "prune": lambda v: isinstance(v, str) and v != "",
         }[flag](v)
         if not ok:
             expected = {"batch": "an integer from 1 to 65536", "seed": "a non-negative integer",
                         "dtype": "int8 or bf16", "fidelity": "fast or pe", "values": "on or off",
-                        "hw": "a preset name or hardware JSON file"}[flag]
+                        "hw": "a preset name or hardware JSON file",
+                        "prune": "none or an npusim run --prune value"}[flag]
             self.error(place, f"expected {expected}, got {json.dumps(v)}")
         return ok
 

@@ -44,7 +44,12 @@ struct DmaOp {
   bool indexed = false;
   uint64_t index_addr = 0;
   uint32_t index_rows = 0;
-  uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }
+  // A load of int4 weights (--weight-dtype int4): the box holds two signed 4-bit values per byte,
+  // the lower nibble first, and each lands in the buffer as one int8, so the buffer side is twice
+  // the box. Not with transpose or indexed.
+  bool unpack_int4 = false;
+  uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }  // off chip
+  uint64_t buffer_bytes() const { return unpack_int4 ? 2 * bytes() : bytes(); }
   uint64_t index_bytes() const { return indexed ? uint64_t{count[1]} * 4 : 0; }
 };
 

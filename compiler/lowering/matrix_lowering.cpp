@@ -204,7 +204,12 @@ std::string Lowering::MatrixLayer::describe() const {
 void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0,
                                          int n_cb) {
   const uint64_t src = params_.weights + src_image * weights_per_image_;
-  if (matmul_ && l_.transpose_b) {  // the second input is [N][K]: load it transposed
+  if (l_.int4_weights) {  // two to a byte off chip (memory_plan.cpp); n0 and n_cb are even
+    NPUSIM_CHECK(n0 % 2 == 0 && n_cb % 2 == 0 && g_.n % 2 == 0,
+                 "layer {}: int4 weights of columns [{}, {}) of {}", l_.name, n0, n0 + n_cb, g_.n);
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g_.n + n0) / 2,
+            n_cb / 2, k_cb, uint64_t(g_.n) / 2, false, true);
+  } else if (matmul_ && l_.transpose_b) {  // the second input is [N][K]: load it transposed
     lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(n0) * k_ + kc0) * es_,
             k_cb * es_, n_cb, uint64_t(k_) * es_, true);
   } else {

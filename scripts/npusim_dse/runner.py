@@ -29,9 +29,9 @@ RECORDED_EXIT_CODES = (0, 1, 2)
 def command(task, hw_path, out_dir):
     args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
             out_dir]
-    for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune"):
+    for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype"):
         if flag in task["flags"] and not (flag == "prune" and task["flags"][flag] == "none"):
-            args += [f"--{flag}", str(task["flags"][flag])]
+            args += [f"--{flag.replace('_', '-')}", str(task["flags"][flag])]
     return args
 
 
@@ -113,6 +113,8 @@ def execute_in_process(task):
         kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity") if k in flags}
         if flags.get("prune", "none") != "none":
             kwargs["prune"] = flags["prune"]
+        if "weight_dtype" in flags:
+            kwargs["weight_dtype"] = flags["weight_dtype"]
         if "batch" in kwargs:
             kwargs["batch"] = int(kwargs["batch"])
         if "seed" in kwargs:

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+sys.path.insert(0, os.environ.get("NPUSIM_PYTHON", os.path.join(ROOT, "build", "python")))
 import npusim  # noqa: E402
 
 SPARSE_HW = os.path.join(ROOT, "configs", "sweeps", "hw", "tpu-v4-like-2of4.json")

@@ -29,6 +29,10 @@ constexpr EventInfo kEvents[kEnergyEvents] = {
     {"vector_reduction", "vector-unit reduction steps (sums for pooling, softmax, layer norm)"},
     {"dma_bytes", "bytes the DMA queues moved across the chip"},
     {"link_bytes", "bytes core-to-core copies moved over the interconnect"},
+    {"sparse_select_bits",
+     "N:M sparse tiles: activation bits a PE receives beyond a dense PE's one operand (its "
+     "group of M) and selects from with its M:1 multiplexer"},
+    {"metadata_bit_loads", "N:M sparse tiles: index bits written into the PEs' metadata registers"},
 };
 
 }  // namespace

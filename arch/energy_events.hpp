@@ -30,6 +30,8 @@ enum class EnergyEvent {
   kVectorReduction,
   kDmaByte,
   kLinkByte,
+  kSparseSelectBit,
+  kMetadataBitLoad,
   kCount
 };
 constexpr size_t kEnergyEvents = size_t(EnergyEvent::kCount);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "arch/technology_nodes.hpp"
 #include "support/embedded_files.hpp"
@@ -187,6 +188,33 @@ json host_json(const HostConfig& h) {
   return json{{"gflops", h.gflops}, {"memory_gbps", h.memory_gbps}, {"link", link}};
 }
 
+// matrix_unit.sparsity: "N:M" (1 <= N < M <= 16) on a weight-stationary array of at least N rows,
+// or "dense" (the default).
+void read_sparsity(ObjectReader& r, JsonDiagnostics& diag, MatrixUnitConfig& m) {
+  const std::string text = r.string("sparsity", "dense");
+  if (text == "dense") return;
+  const std::string where = r.pointer_of("sparsity");
+  int n = 0, mg = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d:%d%c", &n, &mg, &tail) != 2 || n < 1 || mg <= n || mg > 16) {
+    diag.error(where, fmt::format("expected \"dense\" or \"N:M\" with 1 <= N < M <= 16 (at "
+                                  "most N non-zero weights in every M), got \"{}\"",
+                                  text));
+    return;
+  }
+  if (m.dataflow != Dataflow::kWeightStationary) {
+    diag.error(where, fmt::format("N:M sparsity needs dataflow \"ws\" (this is \"{}\")",
+                                  to_string(m.dataflow)));
+    return;
+  }
+  if (m.rows < n) {
+    diag.error(where, fmt::format("{}:{} sparsity needs at least {} rows (this array has {})", n,
+                                  mg, n, m.rows));
+    return;
+  }
+  m.sparse_n = n, m.sparse_m = mg;
+}
+
 }  // namespace
 
 HwConfig parse_hw_config(const json& root, const std::string& origin) {
@@ -240,11 +268,13 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
     if (m.kind == MatrixUnitKind::kCube) {
       only_for("dataflow", "systolic");
       only_for("weight_double_buffer", "systolic");
+      only_for("sparsity", "systolic");
       m.block_m = static_cast<int>(r.integer("block_m", m.block_m, 1, 512));
     } else {
       only_for("block_m", "cube");
       m.dataflow = *parse_dataflow(r.choice("dataflow", "ws", {"ws", "os", "is"}));
       m.weight_double_buffer = r.boolean("weight_double_buffer", m.weight_double_buffer);
+      read_sparsity(r, diag, m);
     }
     m.count = static_cast<int>(r.integer("count", m.count, 1, 64));
     r.finish();
@@ -328,6 +358,7 @@ json matrix_unit_json(const MatrixUnitConfig& m) {
   } else {
     j["dataflow"] = to_string(m.dataflow);
     j["weight_double_buffer"] = m.weight_double_buffer;
+    if (m.sparse_n > 0) j["sparsity"] = fmt::format("{}:{}", m.sparse_n, m.sparse_m);
   }
   return j;
 }

@@ -24,6 +24,10 @@ struct MatrixUnitConfig {
   int count = 1;
   bool weight_double_buffer = true;  // systolic only
   int block_m = 16;                  // cube only: M0, rows of the activation block per cycle
+  // Systolic ws only ("sparsity": "N:M"): the array also runs tiles whose weights have at most N
+  // non-zeros in every M consecutive rows, in N slots per M rows (models/systolic/sparsity.hpp).
+  // 0: dense only.
+  int sparse_n = 0, sparse_m = 0;
 
   // Multiply-accumulates one unit completes per cycle at full occupancy.
   double macs_per_cycle() const {

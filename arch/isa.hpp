@@ -44,7 +44,12 @@ struct DmaOp {
   bool indexed = false;
   uint64_t index_addr = 0;
   uint32_t index_rows = 0;
-  uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }
+  // A load of int4 weights (--weight-dtype int4): the box holds two signed 4-bit values per byte,
+  // the lower nibble first, and each lands in the buffer as one int8, so the buffer side is twice
+  // the box. Not with transpose or indexed.
+  bool unpack_int4 = false;
+  uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }  // off chip
+  uint64_t buffer_bytes() const { return unpack_int4 ? 2 * bytes() : bytes(); }
   uint64_t index_bytes() const { return indexed ? uint64_t{count[1]} * 4 : 0; }
 };
 
@@ -78,6 +83,10 @@ struct MatmulOp {
   int acc_ld = 0;         // int32 elements between rows of acc
   int m = 0, k = 0, n = 0;
   bool accumulate = false;
+  // An N:M sparse tile (the array's matrix_unit.sparsity, models/systolic/sparsity.hpp): W has at
+  // most sparse_n non-zeros in every sparse_m consecutive rows from row 0 of each column, and the
+  // array keeps only the non-zeros. 0: dense.
+  int sparse_n = 0, sparse_m = 0;
 };
 
 // Vector unit epilogue. int8: acc (int32, M x N) + bias[n] -> requantize with the per-channel

@@ -37,6 +37,8 @@ Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, con
   array.weight_double_buffer = hw.matrix_unit.weight_double_buffer;
   array.kind = hw.matrix_unit.kind;
   array.block_m = hw.matrix_unit.block_m;
+  array.sparse_n = hw.matrix_unit.sparse_n;
+  array.sparse_m = hw.matrix_unit.sparse_m;
   for (int i = 0; i < hw.matrix_unit.count; ++i) {
     matrix_units.push_back(
         std::make_unique<MatrixUnit>(fmt::format("matrix_unit{}", i).c_str(), program,

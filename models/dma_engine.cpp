@@ -118,6 +118,14 @@ void DmaEngine::retire() {
       }
       std::vector<uint8_t>().swap(s.staging);
     }
+    if (op.unpack_int4 && params_.values) {  // each byte: two int4 values, the lower nibble first
+      for (uint64_t i = 0; i < s.staging.size(); ++i) {
+        const uint8_t b = s.staging[i];
+        s.buffer[2 * i] = uint8_t(int8_t(uint8_t(b << 4)) >> 4);
+        s.buffer[2 * i + 1] = uint8_t(int8_t(b) >> 4);
+      }
+      std::vector<uint8_t>().swap(s.staging);
+    }
     const Instruction& instr = *s.instr;
     s.end = std::max(s.transfer->end_cycle() + s.conflicts, last_end_);
     bank_conflict_cycles_ += s.conflicts;
@@ -152,8 +160,8 @@ bool DmaEngine::overlaps_in_flight(const DmaOp& op, bool load) const {
     const Slot& s = *owned;
     if (s.reading_ids) continue;
     if (load) {
-      if (s.op->buffer == op.buffer && s.op->buffer_addr < op.buffer_addr + op.bytes() &&
-          op.buffer_addr < s.op->buffer_addr + s.op->bytes()) {
+      if (s.op->buffer == op.buffer && s.op->buffer_addr < op.buffer_addr + op.buffer_bytes() &&
+          op.buffer_addr < s.op->buffer_addr + s.op->buffer_bytes()) {
         return true;
       }
     } else {
@@ -262,11 +270,14 @@ void DmaEngine::execute(const Instruction& instr) {
   s.instr = &instr;
   s.op = op;
   s.load = load;
-  s.buffer = buffers_.bytes(op->buffer, op->buffer_addr, op->bytes(), instr.id);
+  NPUSIM_CHECK(!op->unpack_int4 || (load && !op->transpose && !op->indexed),
+               "{}: instruction {}: only plain loads unpack int4", name(), instr.id);
+  s.buffer = buffers_.bytes(op->buffer, op->buffer_addr, op->buffer_bytes(), instr.id);
   s.start = clock_.now();
   if (op->indexed) read_ids(instr, *op);
-  if (op->transpose && params_.values) s.staging.resize(op->bytes());
-  s.local = op->transpose && params_.values ? s.staging.data() : s.buffer;
+  const bool staged = (op->transpose || op->unpack_int4) && params_.values;
+  if (staged) s.staging.resize(op->bytes());
+  s.local = staged ? s.staging.data() : s.buffer;
   issue(std::move(owned), op->indexed ? ids_.data() : nullptr);
 }
 

@@ -13,12 +13,13 @@
 // in flight waits for that one to complete first, so a queue's own writes land in program order.
 // With max_transfers 1 this is the serial queue: each instruction starts after the previous ended.
 // A transposing load writes each row as a column of the buffer (a 2-D transpose on the fly, same
-// timing). Bursts are issued from the memory's completion callbacks, so the queue's thread wakes
-// once or twice per instruction, not once per burst.
-// An indexed load (an embedding lookup) waits for the queue to drain, then runs as two transfers:
-// its ids (4 bytes each, one box row) with the same rule, then, from the cycle the last id arrived,
-// one row per id at the address the id selects; the ids' values come through the memory's debug
-// transport, so a timing-only run (values off) reads the same rows at the same cycles.
+// timing); an int4-unpacking load writes each byte as two int8 values (the box's bytes move, twice
+// as many land). Bursts are issued from the memory's completion callbacks, so the queue's thread
+// wakes once or twice per instruction, not once per burst. An indexed load (an embedding lookup)
+// waits for the queue to drain, then runs as two transfers: its ids (4 bytes each, one box row)
+// with the same rule, then, from the cycle the last id arrived, one row per id at the address the
+// id selects; the ids' values come through the memory's debug transport, so a timing-only run
+// (values off) reads the same rows at the same cycles.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>

@@ -1,5 +1,7 @@
 #include "models/event_counting.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <variant>
 
 #include "support/error.hpp"
@@ -59,7 +61,7 @@ struct Counter {
   // The on-chip side of a copy: a load writes the buffer, a store reads it.
   void operator()(const DmaOp& d) {
     c[EnergyEvent::kDmaByte] += d.bytes();
-    const uint64_t n = accesses(1, d.bytes(), port_bytes(p, d.buffer));
+    const uint64_t n = accesses(1, d.buffer_bytes(), port_bytes(p, d.buffer));
     c[unit == UnitKind::kDmaLoad ? write_of(d.buffer) : read_of(d.buffer)] += n;
   }
   void operator()(const CopyOp& copy) {
@@ -68,12 +70,21 @@ struct Counter {
     ub_write(1, copy.bytes);
   }
   void operator()(const MatmulOp& m) {
-    const uint64_t macs = uint64_t(m.m) * m.k * m.n;
+    // An N:M sparse tile occupies Kc stationary rows (models/systolic/sparsity.hpp).
+    const uint64_t rows = m.sparse_n > 0 ? uint64_t(m.k / m.sparse_m) * m.sparse_n +
+                                               uint64_t(std::min(m.sparse_n, m.k % m.sparse_m))
+                                         : uint64_t(m.k);
+    const uint64_t macs = uint64_t(m.m) * rows * m.n;
     c[dtype == DataType::kBf16   ? EnergyEvent::kMacBf16
       : dtype == DataType::kFp16 ? EnergyEvent::kMacFp16
                                  : EnergyEvent::kMacInt8] += macs;
     c[EnergyEvent::kPeRegisterMove] += macs;
-    c[EnergyEvent::kWeightRegisterLoad] += uint64_t(m.k) * m.n;
+    c[EnergyEvent::kWeightRegisterLoad] += rows * m.n;
+    if (m.sparse_n > 0) {
+      c[EnergyEvent::kSparseSelectBit] += macs * uint64_t(m.sparse_m - 1) * 8 * eb();
+      c[EnergyEvent::kMetadataBitLoad] +=
+          rows * m.n * uint64_t(std::bit_width(unsigned(m.sparse_m - 1)));
+    }
     ub_read(m.m, m.k * eb());
     c[EnergyEvent::kWeightRead] += accesses(m.k, m.n * eb(), p.weight);
     c[EnergyEvent::kAccumulatorWrite] += accesses(m.m, uint64_t(m.n) * 4, p.accumulators);

@@ -7,7 +7,11 @@
 //   MATMUL m x k x n: m*k*n MACs of the program's type, as many active PE-cycles (operand and
 //     partial-sum registers move once per MAC), k*n stationary registers written; unified buffer
 //     reads m rows of k elements, weight buffer reads k rows of n, accumulator writes m rows of n
-//     (and as many reads when it accumulates).
+//     (and as many reads when it accumulates). An N:M sparse tile (models/systolic/sparsity.hpp)
+//     occupies Kc = (k / M) * N + min(N, k mod M) rows: m*Kc*n MACs and PE-cycles, Kc*n
+//     stationary registers and as many metadata registers of ceil(log2 M) bits written, and per
+//     MAC (M - 1) operands' bits more than a dense PE receives and selects from; the buffers are
+//     read as for a dense tile (the weight buffer holds the k rows; the array keeps the slots).
 //   DMA: one DMA byte per byte moved; the buffer side is written (load) or read (store).
 //   COPY (core to core): one link byte per byte moved; the source unified buffer is read and the
 //     destination's written (both charged to the sending core).

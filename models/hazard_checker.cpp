@@ -33,7 +33,7 @@ struct AccessVisitor {
   Extents x;
   void operator()(const DmaOp& d) const {
     const bool load = instr.unit == UnitKind::kDmaLoad;
-    x.add(d.buffer, d.buffer_addr, d.bytes(), load);
+    x.add(d.buffer, d.buffer_addr, d.buffer_bytes(), load);
     if (d.indexed) {  // the ids, then any row of the table
       x.add(BufferId::kDram, d.index_addr, d.index_bytes(), false);
       if (d.index_rows > 0) {

@@ -36,7 +36,11 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, const Program& program,
 void MatrixUnit::execute(const Instruction& instr) {
   const auto* op = std::get_if<MatmulOp>(&instr.op);
   NPUSIM_CHECK(op != nullptr, "{}: instruction {} is not a MATMUL", name(), instr.id);
-  const systolic::TileShape shape{op->m, op->k, op->n};
+  const systolic::TileShape shape{op->m, op->k, op->n, op->sparse_n > 0};
+  NPUSIM_CHECK(
+      !shape.sparse || (op->sparse_n == params_.sparse_n && op->sparse_m == params_.sparse_m),
+      "{}: instruction {}: a {}:{} sparse tile on a {}:{} array", name(), instr.id, op->sparse_n,
+      op->sparse_m, params_.sparse_n, params_.sparse_m);
   NPUSIM_CHECK(systolic::tile_fits(params_, shape),
                "{}: instruction {}: tile {}x{}x{} does not fit", name(), instr.id, op->m, op->k,
                op->n);
@@ -88,7 +92,9 @@ void MatrixUnit::register_stats(stats::Registry& reg, const std::string& prefix)
   ExecutionUnit::register_stats(reg, prefix);
   const systolic::ArrayStats& a = array_->stats();
   reg.counter(prefix + ".tiles", "count", "tiles the systolic array executed", a.tiles);
-  reg.counter(prefix + ".macs", "count", "multiply-accumulates, all data types", a.macs);
+  reg.counter(prefix + ".macs", "count",
+              "multiply-accumulates performed, all data types (an N:M sparse tile: its slots)",
+              a.macs);
   reg.counter(prefix + ".int8_macs", "count", "int8 x int8 multiply-accumulates", a.int8_macs);
   reg.counter(prefix + ".bf16_macs", "count", "bf16 x bf16 multiply-accumulates", a.bf16_macs);
   reg.counter(prefix + ".fp16_macs", "count", "fp16 x fp16 multiply-accumulates", a.fp16_macs);

@@ -50,6 +50,7 @@ RunResult run(const RunOptions& o) {
   run.calibration = c.calibration;
   run.calibration_samples = c.calibration_samples;
   run.prune = c.prune;
+  run.weight_dtype = c.weight_dtype;
   run.weight_sparsity = c.weight_sparsity;
   if (c.graph.dtype == DataType::kInt8) {
     run.calibration_method = to_string(c.calibration_options.method);

@@ -41,6 +41,34 @@ std::optional<DataType> checked_dtype(const Target& t) {
   return parse_data_type(t.dtype);
 }
 
+// --weight-dtype: true for int4 weights, which only int8 runs have.
+bool checked_int4_weights(const Target& t, DataType run_dtype) {
+  if (t.weight_dtype.empty() || t.weight_dtype == to_string(run_dtype)) return false;
+  if (t.weight_dtype != "int4") {
+    throw UserError(
+        fmt::format("--weight-dtype '{}': expected int8, bf16 (the run's data type) "
+                    "or int4",
+                    t.weight_dtype));
+  }
+  if (run_dtype != DataType::kInt8) {
+    throw UserError(
+        fmt::format("--weight-dtype int4: only int8 runs have int4 weights (this run "
+                    "is {}): add --dtype int8",
+                    to_string(run_dtype)));
+  }
+  return true;
+}
+
+// int4 weights for every convolution and dense layer with weights of an even number of filters
+// (two to a byte along a row) on an array of an even number of columns (so that every DMA box of
+// them starts and ends on a byte); the rest keep int8 (docs/compression.md).
+void mark_int4_weights(Graph& graph, const HwConfig& hw) {
+  for (Layer& l : graph.layers) {
+    l.int4_weights = (l.kind == OpKind::kConv || l.kind == OpKind::kDense) && l.has_weights() &&
+                     l.filters % 2 == 0 && hw.matrix_unit.cols % 2 == 0;
+  }
+}
+
 Parallelism checked_parallelism(const Target& t) {
   const std::optional<Parallelism> p = parse_parallelism(t.parallel);
   if (!p) {
@@ -177,8 +205,9 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   const bool int8 = run_dtype == DataType::kInt8;
   std::optional<TimingKey> key;
   const PruneSpec prune = t.prune.empty() ? PruneSpec{} : parse_prune_spec(t.prune);
+  const bool int4 = checked_int4_weights(t, run_dtype);
   if (!values && int8 && !keep_real_weights && t.input_npy.empty() && calibration.file.empty() &&
-      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone) {
+      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone && !int4) {
     key = timing_key(t, batch, run_dtype);
   }
   if (key) {
@@ -241,6 +270,10 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   c.input = std::move(in.bytes);
   c.input_real = std::move(in.real);
   optimize_graph(c.graph);
+  if (int4) {
+    mark_int4_weights(c.graph, c.hw);
+    c.weight_dtype = "int4";
+  }
   pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
   if (!int8) {
     prepare_bf16(c.graph, /*weights=*/values || keep_real_weights);
@@ -272,9 +305,19 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
   c.graph.dtype = dtype.value_or(c.hw.data_types.activation);
   const bool int8 = c.graph.dtype == DataType::kInt8;
   materialize_parameters(c.graph, t.seed, WeightStorage::kOnDemand);
+  if (!t.prune.empty()) {
+    const PruneSpec prune = parse_prune_spec(t.prune);
+    prune_weights(c.graph, prune);
+    c.prune = prune.text;
+    c.weight_sparsity = weight_sparsity(c.graph);
+  }
   c.input = std::move(input);
   c.input_real = std::move(input_real);
   optimize_graph(c.graph);
+  if (checked_int4_weights(t, c.graph.dtype)) {
+    mark_int4_weights(c.graph, c.hw);
+    c.weight_dtype = "int4";
+  }
   if (!int8) {
     prepare_bf16(c.graph);
   } else if (values) {
@@ -297,9 +340,14 @@ namespace {
 Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         Parallelism parallel, int micro_batch, bool int8, bool values,
                         bool keep_real_weights) {
-  // From here on the int8 or bf16 weights stand for the given float ones.
+  // From here on the int8 or bf16 weights stand for the given float ones; an N:M sparse matrix
+  // unit's compiler still reads which layers have the structure from them (has_nm_structure).
   if (!keep_real_weights) {
-    for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
+    const MatrixUnitConfig& mu = c.hw.matrix_unit;
+    for (Layer& l : c.graph.layers) {
+      if (mu.sparse_n > 0 && has_nm_structure(l, mu.sparse_n, mu.sparse_m)) continue;
+      std::vector<float>().swap(l.weights);
+    }
   }
   const int element_bytes = c.graph.dtype == DataType::kBf16 ? 2 : 1;
   fuse_epilogues(c.graph, [&](const Layer& l) {

@@ -33,6 +33,8 @@ struct Compiled {
   // stored, after it.
   std::string prune = "none";
   std::vector<WeightSparsity> weight_sparsity;
+  // --weight-dtype: "int4", or "" (the run's data type).
+  std::string weight_dtype;
 };
 
 // `keep_real_weights`: keep the float weights of an int8 graph for the float32 reference.

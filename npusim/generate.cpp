@@ -62,6 +62,9 @@ StepOutcome run_step(const HwConfig& hw, Graph graph, const std::vector<int32_t>
   RunDescription run{c.hw.name, name, o.fidelity, o.seed, o.values};
   run.calibration = c.calibration;
   run.calibration_samples = c.calibration_samples;
+  run.prune = c.prune;
+  run.weight_sparsity = c.weight_sparsity;
+  run.weight_dtype = c.weight_dtype;
   if (c.graph.dtype == DataType::kInt8 && o.values) run.calibration_method = "max";
   SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, false, {},
                                 c.reference.empty() ? nullptr : &c.reference);

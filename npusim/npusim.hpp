@@ -51,6 +51,10 @@ struct Target {
   // Weight pruning before quantization (docs/compression.md): "" (none), "magnitude:F",
   // "global:F" or "N:M".
   std::string prune;
+  // Weights of convolutions and dense layers (docs/compression.md): "" or "int8" as the run's
+  // data type, or "int4" (int8 runs: weight-only int4 with per-channel scales, stored two to a
+  // byte off chip).
+  std::string weight_dtype;
 };
 
 // Which part of a run the recorded timeline keeps (docs/traces.md).

@@ -194,6 +194,11 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("quantization.calibration_method", "",
             "how a scale was chosen from the calibration values: max, percentile or none (bf16)",
             run.calibration_method);
+  reg.value("quantization.weight_dtype", "",
+            "weights of convolutions and dense layers: int8 or bf16 (the run's data type), or "
+            "int4 (--weight-dtype int4: one scale per output channel, two to a byte off chip; "
+            "layers with an odd number of filters keep int8)",
+            run.weight_dtype.empty() ? std::string(to_string(program.dtype)) : run.weight_dtype);
   reg.value("quantization.calibration_percentile", "%",
             "percentile of the magnitudes mapped to 127 (0 unless the method is percentile)",
             run.calibration_percentile);

@@ -67,6 +67,9 @@ struct RunDescription {
   // Weight pruning (docs/compression.md): what was asked for, and every counted layer's sparsity.
   std::string prune = "none";
   std::vector<WeightSparsity> weight_sparsity{};
+  // The weights of convolutions and dense layers: "int4" (--weight-dtype), or "" for the
+  // program's data type.
+  std::string weight_dtype{};
 };
 
 struct SimulationResult {

@@ -1,6 +1,7 @@
 #include "power/power_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 
 #include "support/error.hpp"
@@ -49,9 +50,18 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
   const DataType native = hw.data_types.activation;
   const double eb_native = double(size_bytes(native));
   const double logic = t.at("layout.logic_overhead");
-  const double pe_register_bits =
-      8 * eb_native * (m.weight_double_buffer ? 3 : 2) + 32;  // operand, weight(s), partial sum
-  const double pe_um2 = mac_area(t, native) + pe_register_bits * t.at("area_um2.register_bit");
+  const double banks = m.weight_double_buffer ? 2 : 1;
+  double pe_register_bits = 8 * eb_native * (banks + 1) + 32;  // operand, weight(s), partial sum
+  double pe_um2 = mac_area(t, native);
+  if (m.sparse_n > 0) {
+    // N:M sparse PEs (models/systolic/sparsity.hpp): the operand register holds the group of M
+    // activations, an M:1 multiplexer of (M - 1) 2:1 cells per bit picks one, and each weight
+    // register has its index of ceil(log2 M) bits beside it.
+    const double extra_bits = 8 * eb_native * (m.sparse_m - 1);
+    pe_register_bits += extra_bits + banks * std::bit_width(unsigned(m.sparse_m - 1));
+    pe_um2 += extra_bits * t.at("area_um2.mux2_bit");
+  }
+  pe_um2 += pe_register_bits * t.at("area_um2.register_bit");
   auto& a = area_mm2;
   a[size_t(Component::kMatrixUnit)] = double(m.count) * m.rows * m.cols * pe_um2 * logic * 1e-6;
   a[size_t(Component::kVectorUnit)] =
@@ -118,13 +128,17 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
       {EnergyEvent::kVectorReduction, "events_pj.vector_reduction"},
       {EnergyEvent::kDmaByte, "events_pj.dma_byte"},
       {EnergyEvent::kLinkByte, "events_pj.link_byte"},
+      {EnergyEvent::kSparseSelectBit, "events_pj.sparse_select_bit"},
+      {EnergyEvent::kMetadataBitLoad, "events_pj.metadata_bit_load"},
   };
   for (const auto& [e, key] : priced) {
     event_pj[size_t(e)] = t.at(key);
-    event_component[size_t(e)] =
-        size_t(e) <= size_t(EnergyEvent::kWeightRegisterLoad)       ? Component::kMatrixUnit
-        : e == EnergyEvent::kDmaByte || e == EnergyEvent::kLinkByte ? Component::kDma
-                                                                    : Component::kVectorUnit;
+    const bool array = size_t(e) <= size_t(EnergyEvent::kWeightRegisterLoad) ||
+                       e == EnergyEvent::kSparseSelectBit || e == EnergyEvent::kMetadataBitLoad;
+    event_component[size_t(e)] = array ? Component::kMatrixUnit
+                                 : e == EnergyEvent::kDmaByte || e == EnergyEvent::kLinkByte
+                                     ? Component::kDma
+                                     : Component::kVectorUnit;
   }
 }
 

@@ -50,6 +50,7 @@ npusim::Target target(const py::dict& o) {
     t.calibration_percentile = o["calibration_percentile"].cast<double>();
   }
   if (o.contains("prune")) t.prune = o["prune"].cast<std::string>();
+  if (o.contains("weight_dtype")) t.weight_dtype = o["weight_dtype"].cast<std::string>();
   return t;
 }
 

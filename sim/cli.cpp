@@ -67,6 +67,7 @@ Target target_from(const po::variables_map& vm) {
     t.calibration_percentile = vm["calibration-percentile"].as<double>();
   }
   if (vm.count("prune")) t.prune = vm["prune"].as<std::string>();
+  if (vm.count("weight-dtype")) t.weight_dtype = vm["weight-dtype"].as<std::string>();
   return t;
 }
 
@@ -115,7 +116,11 @@ void add_target_options(po::options_description& o) {
       "set weights of convolutions and dense layers to zero before quantization: magnitude:F "
       "(the fraction F of each layer's weights, smallest magnitudes first), global:F (of all "
       "weights, one threshold) or N:M (at most N non-zeros in every M consecutive weights along "
-      "the reduction axis, e.g. 2:4); docs/compression.md");
+      "the reduction axis, e.g. 2:4); docs/compression.md")(
+      "weight-dtype", po::value<std::string>(),
+      "weights of convolutions and dense layers: int4 (int8 runs: weight-only int4, one scale "
+      "per output channel, two weights to a byte off chip) or the run's --dtype; "
+      "docs/compression.md");
 }
 
 // Writes each tensor as DIR/<file name>.npy (float32), each its own attempt; `renamed` (the files

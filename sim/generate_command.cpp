@@ -40,6 +40,10 @@ int command_generate(const std::vector<std::string>& args) {
       "seed of the pseudo-random weights (and prompt, without --input)")(
       "dtype", po::value<std::string>(),
       "int8 or bf16; default: the hardware's data_types.activation")(
+      "weight-dtype", po::value<std::string>(),
+      "int4: weight-only int4 (int8 runs; docs/compression.md); default: the --dtype")(
+      "prune", po::value<std::string>(),
+      "prune the weights before quantization, as for npusim run (docs/compression.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how several cores share each program, as for npusim run (docs/multicore.md)")(
       "fidelity", po::value<std::string>()->default_value("fast"),
@@ -86,6 +90,8 @@ int command_generate(const std::vector<std::string>& args) {
   if (vm.count("weights")) g.weights = vm["weights"].as<std::string>();
   g.seed = vm["seed"].as<uint64_t>();
   if (vm.count("dtype")) g.dtype = vm["dtype"].as<std::string>();
+  if (vm.count("weight-dtype")) g.weight_dtype = vm["weight-dtype"].as<std::string>();
+  if (vm.count("prune")) g.prune = vm["prune"].as<std::string>();
   g.parallel = vm["parallel"].as<std::string>();
   g.fidelity = vm["fidelity"].as<std::string>();
   const std::string values = vm["values"].as<std::string>();

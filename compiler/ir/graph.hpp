@@ -123,8 +123,11 @@ struct Layer {
   // Filled by quantize_graph (compiler/passes/quantize.hpp).
   std::vector<float> in_scales;  // real value = int8 value * scale, per input
   float out_scale = 1.0f;
-  std::vector<int8_t> qweights;            // same layout as weights
-  std::vector<uint16_t> bf16_weights;      // bf16 path: same layout as weights
+  std::vector<int8_t> qweights;        // same layout as weights
+  std::vector<uint16_t> bf16_weights;  // bf16 path: same layout as weights
+  // --weight-dtype int4 (docs/compression.md): qweights hold int4 values ([-7, 7], one scale per
+  // output channel), stored off chip two to a byte; the DMA widens them to int8 on the way in.
+  bool int4_weights = false;
   std::vector<int32_t> qbias;              // cout values, on the accumulator's scale
   std::vector<QuantMultiplier> requant;    // per output channel: accumulator -> output int8
   std::vector<int8_t> lut;                 // 256 entries: int8 -> int8 activation (fused or alone)

@@ -38,13 +38,16 @@ DmaOp Lowering::dma_op(BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr
 }
 
 void Lowering::dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
-                   uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose) {
-  const DmaOp d = dma_op(buffer, buffer_addr, dram_addr, count0, count1, stride0, transpose);
+                   uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose,
+                   bool unpack_int4) {
+  DmaOp d = dma_op(buffer, buffer_addr, dram_addr, count0, count1, stride0, transpose);
   const bool load = unit == UnitKind::kDmaLoad;
+  NPUSIM_CHECK(!unpack_int4 || (load && !transpose), "an int4 unpacking DMA is a plain load");
+  d.unpack_int4 = unpack_int4;
   const uint64_t dram_end = dram_addr + (count1 - 1) * stride0 + count0;
   emit(unit, 0, d,
        {{BufferId::kDram, dram_addr, dram_end, !load},
-        {buffer, buffer_addr, buffer_addr + d.bytes(), load}});
+        {buffer, buffer_addr, buffer_addr + d.buffer_bytes(), load}});
   (load ? current_->dram_read_bytes : current_->dram_write_bytes) += d.bytes();
 }
 

@@ -64,7 +64,10 @@ CompileResult Lowering::run() {
     // Operands resident in the unified buffer cost no off-chip bytes; a fused epilogue's residual
     // operands are among the inputs, and the layer stores its last stage's output.
     // A host layer's parameters are the host's own (docs/heterogeneous.md).
-    uint64_t bound = l.on_host ? 0 : weight_elements(l) * es_ + 4 * l.bias.size();
+    // int4 weights take half a byte each (memory_plan.cpp).
+    const uint64_t weight_bytes =
+        l.int4_weights ? weight_elements(l) / 2 : weight_elements(l) * es_;
+    uint64_t bound = l.on_host ? 0 : weight_bytes + 4 * l.bias.size();
     const auto in_bytes = [&](size_t i) {
       return l.inputs[i] == graph_.input_name ? uint64_t(input_element_bytes()) : uint64_t(es_);
     };

@@ -64,9 +64,11 @@ class Lowering {
     program_.dram_init.push_back(std::move(seg));
     return addr;
   }
-  // A 1-D or 2-D copy (count1 rows of count0 bytes, DRAM rows stride0 apart).
+  // A 1-D or 2-D copy (count1 rows of count0 bytes, DRAM rows stride0 apart); `unpack_int4`: a
+  // load of packed int4 weights, twice the bytes in the buffer (DmaOp::unpack_int4).
   void dma(UnitKind unit, BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr,
-           uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose = false);
+           uint64_t count0, uint64_t count1, uint64_t stride0, bool transpose = false,
+           bool unpack_int4 = false);
   // The DmaOp of such a 2-D box, its counts checked (dma() emits it; an indexed load starts from
   // it).
   DmaOp dma_op(BufferId buffer, uint64_t buffer_addr, uint64_t dram_addr, uint64_t count0,

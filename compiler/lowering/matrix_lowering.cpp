@@ -183,11 +183,15 @@ void Lowering::MatrixLayer::set_columns(int begin, int end) {
 
 std::string Lowering::MatrixLayer::describe() const {
   return fmt::format(
-      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}; blocks of {} output rows x {} channels{}, "
+      "{} image(s) {}x{}x{}x{} -> {}x{}x{}x{}, K={}{}{}; blocks of {} output rows x {} channels{}, "
       "weights {} (k chunk {}), ub {} B, wb {} B, acc {} B; loop order: {} outside (estimated {} "
       "B off-chip, other order {} B)",
       g_.images, g_.d, g_.h, g_.w, g_.c, g_.out_d, g_.out_h, g_.out_w, g_.n, k_,
-      g_.groups > 1 ? fmt::format(", {} groups", g_.groups) : "", t_.out_rows, t_.n_tile,
+      g_.groups > 1 ? fmt::format(", {} groups", g_.groups) : "",
+      g_.k_rows > 0 ? fmt::format(", {}:{} sparse tiles of {} rows of K", mu_.sparse_n,
+                                  mu_.sparse_m, g_.k_rows)
+                    : "",
+      t_.out_rows, t_.n_tile,
       t_.images_per_block > 1 ? fmt::format(" x {} images", t_.images_per_block) : "",
       t_.weights_resident ? "resident"
       : t_.unit_groups    ? fmt::format("streamed to {} units at once", mu_.count)
@@ -200,7 +204,12 @@ std::string Lowering::MatrixLayer::describe() const {
 void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0,
                                          int n_cb) {
   const uint64_t src = params_.weights + src_image * weights_per_image_;
-  if (matmul_ && l_.transpose_b) {  // the second input is [N][K]: load it transposed
+  if (l_.int4_weights) {  // two to a byte off chip (memory_plan.cpp); n0 and n_cb are even
+    NPUSIM_CHECK(n0 % 2 == 0 && n_cb % 2 == 0 && g_.n % 2 == 0,
+                 "layer {}: int4 weights of columns [{}, {}) of {}", l_.name, n0, n0 + n_cb, g_.n);
+    lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g_.n + n0) / 2,
+            n_cb / 2, k_cb, uint64_t(g_.n) / 2, false, true);
+  } else if (matmul_ && l_.transpose_b) {  // the second input is [N][K]: load it transposed
     lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(n0) * k_ + kc0) * es_,
             k_cb * es_, n_cb, uint64_t(k_) * es_, true);
   } else {
@@ -394,12 +403,14 @@ void Lowering::MatrixLayer::emit_group_tiles(const TileTarget& target, int grp, 
   const int width = c_hi - c_lo, m_blk = target.m_blk, k_cb = target.k_cb;
   const int rows = mu_.rows, cols = mu_.cols;
   switch (mu_.dataflow) {
-    case Dataflow::kWeightStationary:  // K <= rows, N <= cols
+    case Dataflow::kWeightStationary: {  // K <= rows (sparse: K <= k_rows), N <= cols
+      const int k_rows = g_.k_rows > 0 ? g_.k_rows : rows;
       for (int n_off = 0; n_off < width; n_off += cols)
-        for (int k_off = 0; k_off < k_cb; k_off += rows)
-          emit_tile(target, grp, c_lo, 0, m_blk, k_off, std::min(rows, k_cb - k_off), n_off,
+        for (int k_off = 0; k_off < k_cb; k_off += k_rows)
+          emit_tile(target, grp, c_lo, 0, m_blk, k_off, std::min(k_rows, k_cb - k_off), n_off,
                     std::min(cols, width - n_off));
       break;
+    }
     case Dataflow::kOutputStationary:  // M <= rows, N <= cols
       for (int m_off = 0; m_off < m_blk; m_off += rows)
         for (int n_off = 0; n_off < width; n_off += cols)
@@ -429,6 +440,7 @@ void Lowering::MatrixLayer::emit_tile(const TileTarget& target, int grp, int c_l
   op.acc_ld = target.n_tb;
   op.m = m, op.k = kk, op.n = n;
   op.accumulate = target.kc0 + k_off > 0;
+  if (g_.k_rows > 0) op.sparse_n = mu_.sparse_n, op.sparse_m = mu_.sparse_m;
   lo_.emit(UnitKind::kMatrix, target.unit, op,
            {{BufferId::kUnified, slab_, slab_end_, false},
             {BufferId::kWeight, target.wb, target.wb_end, false},
@@ -534,11 +546,20 @@ Lowering::MatrixLayer::BlockRef Lowering::MatrixLayer::fetch_output_block(const 
 }
 
 bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
-  const ConvGeometry g = conv_geometry(l, graph_.batch, es_);
-  const TilingResult tr = choose_conv_tiling(
-      hw_, g, l.name,
-      ConvOperands{ub_capacity(), resident(l.inputs[0]), resident(l.output),
-                   resident_residuals(l, [&](const std::string& n) { return resident(n); })});
+  ConvGeometry g = conv_geometry(l, graph_.batch, es_);
+  const ConvOperands operands{
+      ub_capacity(), resident(l.inputs[0]), resident(l.output),
+      resident_residuals(l, [&](const std::string& n) { return resident(n); })};
+  // On an N:M sparse array, a layer whose weights have the structure runs sparse tiles
+  // (models/systolic/sparsity.hpp) of rows / N * M rows of K, when such tiles fit the buffers.
+  const MatrixUnitConfig& mu = hw_.matrix_unit;
+  TilingResult tr;
+  if (mu.sparse_n > 0 && has_nm_structure(l, mu.sparse_n, mu.sparse_m)) {
+    g.k_rows = mu.rows / mu.sparse_n * mu.sparse_m;
+    tr = choose_conv_tiling(hw_, g, l.name, operands);
+    if (!tr.ok) g.k_rows = 0;
+  }
+  if (!tr.ok) tr = choose_conv_tiling(hw_, g, l.name, operands);
   if (!tr.ok) return fail(tr.reason);
   MatrixLayer layer(*this, l, g, tr.tiling);
   rec.tiling = layer.describe();

@@ -32,7 +32,21 @@ bool Lowering::plan_memory() {
       const void* contents = q.empty() && h.empty() ? nullptr
                              : es_ == 1             ? static_cast<const void*>(q.data())
                                                     : static_cast<const void*>(h.data());
-      p.weights = dram_param(contents, weight_elements(l) * es_);
+      if (l.int4_weights) {
+        // Two int4 weights to a byte, the lower nibble first, in the int8 layout's order
+        // ([reduction][filters], an even number of filters); the DMA widens them on the way in.
+        NPUSIM_CHECK(es_ == 1 && l.filters % 2 == 0, "layer {}: int4 weights of {} filters", l.name,
+                     l.filters);
+        std::vector<uint8_t> packed(q.size() / 2);
+        for (size_t i = 0; i < packed.size(); ++i) {
+          NPUSIM_CHECK(q[2 * i] >= -8 && q[2 * i] <= 7 && q[2 * i + 1] >= -8 && q[2 * i + 1] <= 7,
+                       "layer {}: weight {} or {} outside int4", l.name, 2 * i, 2 * i + 1);
+          packed[i] = uint8_t((uint8_t(q[2 * i]) & 0x0f) | (uint8_t(q[2 * i + 1]) << 4));
+        }
+        p.weights = dram_param(q.empty() ? nullptr : packed.data(), weight_elements(l) / 2);
+      } else {
+        p.weights = dram_param(contents, weight_elements(l) * es_);
+      }
       p.bias = es_ == 1 ? dram_param(l.qbias.data(), l.qbias.size() * 4)
                         : dram_param(l.bias.data(), l.bias.size() * 4);
     }

@@ -135,8 +135,9 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
   // mu.count channel blocks per DMA (MatrixLayer::block_group), so the chunk must fit half the
   // weight buffer for the whole group.
   const bool groups = !resident && g.dense && mu.count > 1;
+  const uint64_t k_rows = g.k_rows > 0 ? uint64_t(g.k_rows) : uint64_t(mu.rows);
   auto chunk_of = [&](uint64_t width) {
-    return resident ? k : std::min<uint64_t>(k, wb_half / es / width / mu.rows * mu.rows);
+    return resident ? k : std::min<uint64_t>(k, wb_half / es / width / k_rows * k_rows);
   };
   for (int n_tile : n_candidates) {
     if (chunk_of(n_tile) == 0) continue;
@@ -213,6 +214,21 @@ TilingResult choose_conv_tiling(const HwConfig& hw, const ConvGeometry& g,
         ub_min);
   }
   return r;
+}
+
+bool has_nm_structure(const Layer& l, int n, int m) {
+  if ((l.kind != OpKind::kConv && l.kind != OpKind::kDense) || l.weights.empty()) return false;
+  const size_t rows = l.reduction(), filters = size_t(l.filters);
+  if (n < 1 || m <= n || l.weights.size() != rows * filters) return false;
+  for (size_t o = 0; o < filters; ++o) {
+    for (size_t r0 = 0; r0 < rows; r0 += size_t(m)) {
+      int nz = 0;
+      for (size_t r = r0; r < std::min(rows, r0 + size_t(m)); ++r)
+        nz += l.weights[r * filters + o] != 0.0f;
+      if (nz > n) return false;
+    }
+  }
+  return true;
 }
 
 bool matrix_layer_fits(const HwConfig& hw, const Layer& layer, int batch, int element_bytes) {

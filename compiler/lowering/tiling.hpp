@@ -52,12 +52,23 @@ struct ConvGeometry {
   int residuals = 0;
   bool pool = false;
   int pool_h = 1, pool_w = 1;
+  // Rows of K one array tile covers: the array's rows, or rows / N * M for a layer whose weights
+  // run on an N:M sparse array's sparse path (0: the array's rows). K chunks are multiples of it.
+  int k_rows = 0;
   int cin_g() const { return c / groups; }
   int cout_g() const { return n / groups; }
   uint64_t k() const { return uint64_t(kernel_d) * kernel_h * kernel_w * cin_g(); }
 };
 
 ConvGeometry conv_geometry(const Layer& layer, int batch, int element_bytes = 1);
+
+// Whether a convolution's or dense layer's stored real-valued weights ([reduction][filters]) have
+// at most n non-zeros in every m consecutive rows of each output channel, in runs from row 0 (the
+// structure of --prune n:m), so that it can run on an n:m sparse matrix unit. Weights not stored
+// (generated ones drawn on demand) are dense. Quantization keeps zeros, so the int8 and bf16
+// weights have the structure too. The compiler keeps such a layer's real weights until it is
+// lowered, also in a timing-only run, which quantizes none.
+bool has_nm_structure(const Layer& layer, int n, int m);
 
 // Where a conv / dense / matmul layer's activations are: an operand resident in the unified buffer
 // is read (written) in place and needs no slabs (output blocks) in the layer's scratch range.

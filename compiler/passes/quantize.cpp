@@ -144,8 +144,10 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
     for_each_weight_row(l, [&](size_t, const float* w) {
       for (int j = 0; j < n; ++j) sw[j] = std::max(sw[j], std::fabs(w[j]));
     });
+    // int4 weights (--weight-dtype int4): the largest magnitude of a channel maps to 7.
+    const float q_max = l.int4_weights ? 7.0f : 127.0f;
     for (int j = 0; j < n; ++j) {
-      sw[j] = sw[j] > 0.0f ? sw[j] / 127.0f : 1.0f;
+      sw[j] = sw[j] > 0.0f ? sw[j] / q_max : 1.0f;
       acc_scale[j] = double(l.in_scales[0]) * sw[j];
     }
     l.qweights.resize(l.reduction() * n);

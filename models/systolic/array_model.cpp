@@ -7,6 +7,7 @@
 #include "models/systolic/cube_pe_model.hpp"
 #include "models/systolic/fast_array_model.hpp"
 #include "models/systolic/pe_array_model.hpp"
+#include "models/systolic/sparsity.hpp"
 #include "support/error.hpp"
 
 namespace npusim::systolic {
@@ -23,6 +24,11 @@ bool tile_fits(const ArrayParams& array, const TileShape& tile) {
   if (tile.m < 1 || tile.k < 1 || tile.n < 1) return false;
   // A cube reduces K0 = rows per block and writes N0 = cols outputs; M streams in blocks of M0.
   if (array.kind == MatrixUnitKind::kCube) return tile.k <= array.rows && tile.n <= array.cols;
+  if (tile.sparse) {
+    return array.sparse_n > 0 && array.dataflow == Dataflow::kWeightStationary &&
+           sparse_rows(tile.k, array.sparse_n, array.sparse_m) <= array.rows &&
+           tile.n <= array.cols;
+  }
   switch (array.dataflow) {
     case Dataflow::kWeightStationary:
       return tile.k <= array.rows && tile.n <= array.cols;
@@ -61,6 +67,11 @@ std::unique_ptr<ArrayModel> make_array_model(const ArrayParams& params, Fidelity
   NPUSIM_CHECK(params.rows >= 1 && params.cols >= 1,
                "systolic: array of {}x{} PEs (rows and cols must be at least 1)", params.rows,
                params.cols);
+  NPUSIM_CHECK(params.sparse_n == 0 || (params.kind == MatrixUnitKind::kSystolic &&
+                                        params.dataflow == Dataflow::kWeightStationary &&
+                                        params.sparse_n >= 1 && params.sparse_m > params.sparse_n),
+               "systolic: {}:{} sparsity on a {} {} array", params.sparse_n, params.sparse_m,
+               to_string(params.dataflow), to_string(params.kind));
   if (params.kind == MatrixUnitKind::kCube) {
     NPUSIM_CHECK(params.block_m >= 1, "cube: block of {} rows (block_m must be at least 1)",
                  params.block_m);

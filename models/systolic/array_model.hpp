@@ -6,6 +6,7 @@
 //     ws: K <= R and N <= C  (weights stay; M rows of `a` stream through)
 //     os: M <= R and N <= C  (outputs stay;  K steps stream through)
 //     is: K <= R and M <= C  (inputs stay;  N columns of `w` stream through)
+//     ws, N:M sparse tile (sparsity.hpp): Kc = sparse_rows(K) <= R and N <= C
 // The compiler emits tiles that fit; a tile that does not is an internal error.
 //
 // Timing contract: execute() is called in program order, once the tile's operands are in the
@@ -50,12 +51,17 @@ struct ArrayParams {
   // weight_double_buffer.
   MatrixUnitKind kind = MatrixUnitKind::kSystolic;
   int block_m = 16;
+  // ws systolic arrays only: N:M structured sparsity (sparsity.hpp); 0: dense tiles only.
+  int sparse_n = 0, sparse_m = 0;
 };
 
 struct TileShape {
   int m = 0;
   int k = 0;
   int n = 0;
+  // Run on the array's N:M sparse path (sparsity.hpp): the weights have at most N non-zeros in
+  // every M rows, and the tile takes Kc = sparse_rows(k) stationary rows instead of k.
+  bool sparse = false;
 };
 
 // int8 x int8 -> int32 operands, row-major with leading dimensions in elements.
@@ -94,11 +100,13 @@ struct TileTiming {
 // done_cycle of the earlier tiles), or 0.
 struct ArrayStats {
   uint64_t tiles = 0;
-  uint64_t macs = 0;  // sum of M*K*N over tiles, all types
+  // Multiply-accumulates performed, all types: M*K*N per dense tile, M*Kc*N per sparse one.
+  uint64_t macs = 0;
   uint64_t int8_macs = 0;
   uint64_t bf16_macs = 0;
   uint64_t fp16_macs = 0;
-  uint64_t stationary_rows_loaded = 0;  // ws/is: rows shifted into a bank (K per tile), C wide
+  uint64_t stationary_rows_loaded = 0;  // ws/is: rows shifted into a bank (K or Kc), C wide
+  uint64_t sparse_tiles = 0;            // tiles run on the N:M sparse path
   uint64_t accumulator_writes = 0;      // results written (M*N per tile)
   uint64_t accumulator_reads = 0;       // read-modify-write reads (M*N per accumulating tile)
   uint64_t busy_cycles = 0;

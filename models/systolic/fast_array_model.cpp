@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "models/systolic/number_formats.hpp"
+#include "models/systolic/sparsity.hpp"
 #include "support/error.hpp"
 
 namespace npusim::systolic {
@@ -30,6 +31,9 @@ TileTiming ClosedFormShell<Timing>::execute_int8(const TileShape& tile,
                                                  uint64_t issue_cycle) {
   check_tile(params_, tile, operands.a, operands.lda, operands.w, operands.ldw, operands.acc,
              operands.ldacc);
+  // A sparse tile's products of zero weights are zero: the dense integer product gives its sums
+  // exactly, once the weights are known to have the structure the slots need.
+  if (tile.sparse) sparse_slots_of(params_, tile, operands.w, operands.ldw);
   int8_gemm_.run(tile, operands);
   return time_only(tile, DataType::kInt8, operands.accumulate, issue_cycle);
 }
@@ -40,6 +44,7 @@ TileTiming ClosedFormShell<Timing>::execute_half16(Half16Format format, const Ti
                                                    uint64_t issue_cycle) {
   check_tile(params_, tile, operands.a, operands.lda, operands.w, operands.ldw, operands.acc,
              operands.ldacc);
+  if (tile.sparse) sparse_slots_of(params_, tile, operands.w, operands.ldw);
   half16_matmul(format, tile, operands);
   return time_only(tile, format == Half16Format::kBf16 ? DataType::kBf16 : DataType::kFp16,
                    operands.accumulate, issue_cycle);

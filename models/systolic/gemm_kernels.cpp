@@ -137,10 +137,23 @@ void Half16Gemm::run(Half16Format format, const TileShape& tile, const Half16Til
     for (int k = 0; k < k_count; ++k) a_row_[k] = half16_to_float(format, a_src[k]);
     float* sums = sums_.data();
     std::fill(sums, sums + n_count, 0.0f);
-    for (int k = 0; k < k_count; ++k) {
-      const float x = a_row_[k];
-      const float* w_row = &w_float_[static_cast<size_t>(k) * n_count];
-      for (int n = 0; n < n_count; ++n) sums[n] = sums[n] + half16_product(x, w_row[n]);
+    if (tile.sparse) {
+      // The sparse array adds no product of a zero weight (sparsity.hpp): a zero weight leaves
+      // the sum as it is even where the activation is infinite or NaN.
+      for (int k = 0; k < k_count; ++k) {
+        const float x = a_row_[k];
+        const float* w_row = &w_float_[static_cast<size_t>(k) * n_count];
+        for (int n = 0; n < n_count; ++n) {
+          const float sum = sums[n] + half16_product(x, w_row[n]);
+          sums[n] = w_row[n] == 0.0f ? sums[n] : sum;
+        }
+      }
+    } else {
+      for (int k = 0; k < k_count; ++k) {
+        const float x = a_row_[k];
+        const float* w_row = &w_float_[static_cast<size_t>(k) * n_count];
+        for (int n = 0; n < n_count; ++n) sums[n] = sums[n] + half16_product(x, w_row[n]);
+      }
     }
     float* acc_row = op.acc + static_cast<ptrdiff_t>(m) * op.ldacc;
     if (op.accumulate) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "models/systolic/number_formats.hpp"
+#include "models/systolic/sparsity.hpp"
 #include "support/error.hpp"
 
 namespace npusim::systolic {
@@ -65,6 +66,10 @@ PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
   if (stationary) {
     state_.bank[0].assign(pes, 0);
     if (params_.weight_double_buffer) state_.bank[1].assign(pes, 0);
+    if (params_.sparse_n > 0) {
+      state_.meta_bank[0].assign(pes, -1);
+      if (params_.weight_double_buffer) state_.meta_bank[1].assign(pes, -1);
+    }
   } else {
     state_.pe_acc.assign(pes, 0);
     state_.out_slot.assign(pes, Token{});
@@ -159,6 +164,7 @@ TileTiming PeArrayModel::run_tile(TileData data) {
   switch (params_.dataflow) {
     case Dataflow::kWeightStationary:
       data.k = shape.k, data.s = shape.m, data.q = shape.n;  // stat = w[k][n], strm = a[m][k]
+      if (shape.sparse) compress_stationary(data);
       break;
     case Dataflow::kInputStationary: {
       data.k = shape.k, data.s = shape.n, data.q = shape.m;
@@ -234,6 +240,25 @@ TileTiming PeArrayModel::run_tile(TileData data) {
                                                    : DataType::kFp16;
   stats_.add(shape, type, accumulate, timing);
   return timing;
+}
+
+void PeArrayModel::compress_stationary(TileData& data) const {
+  const TileShape& shape = data.shape;
+  // stat holds widened weights: int8 as int32, 16-bit floats as fp32 bits (zero: +0 or -0).
+  const bool is_float = data.kind != ValueKind::kInt8;
+  const SparseSlots slots = sparse_slots(params_, shape, [&](int k, int n) {
+    const uint32_t bits = data.stat[static_cast<size_t>(k) * shape.n + n];
+    return (is_float ? bits & 0x7fffffffu : bits) == 0;
+  });
+  std::vector<uint32_t> stat(static_cast<size_t>(slots.rows) * shape.n, 0);
+  for (size_t i = 0; i < stat.size(); ++i) {
+    const int32_t k = slots.source[i];
+    if (k >= 0) stat[i] = data.stat[static_cast<size_t>(k) * shape.n + i % shape.n];
+  }
+  data.sparse = true;
+  data.k = slots.rows;
+  data.stat = std::move(stat);
+  data.source = slots.source;
 }
 
 void PeArrayModel::drop_finished_tiles() {
@@ -396,6 +421,7 @@ void PeArrayModel::step_stationary(State& state) {
   int current_id = -1;
   const TileData* current = nullptr;
   const uint32_t* weights = nullptr;
+  const int32_t* meta = nullptr;
   for (int k = std::min(operand_rows, rows) - 1; k >= 0; --k) {
     // Streamed element entering row k this cycle: the vector injected k cycles ago (the skew).
     Token edge;
@@ -403,8 +429,10 @@ void PeArrayModel::step_stationary(State& state) {
       const Token& entry = state.injected[(t - k) % ring_];
       const TileData* tile = ring_tile(entry);
       if (tile != nullptr && k < tile->k) {
-        edge = Token{entry.tile, entry.index,
-                     tile->strm[static_cast<size_t>(entry.index) * tile->k + k]};
+        // A sparse tile's row takes its whole group; each PE reads its own element of it.
+        edge =
+            Token{entry.tile, entry.index,
+                  tile->sparse ? 0u : tile->strm[static_cast<size_t>(entry.index) * tile->k + k]};
       }
     }
     Token* const a_row = a_reg + static_cast<size_t>(k) * cols;
@@ -420,6 +448,7 @@ void PeArrayModel::step_stationary(State& state) {
             fail_bank_read(k, n, t, a_in.tile, b, state.bank_owner[b]);
           }
           weights = state.bank[b].data();
+          meta = current->sparse ? state.meta_bank[b].data() : nullptr;
           current_id = a_in.tile;
         }
         uint32_t psum = 0;  // row 0 starts the partial sum
@@ -430,9 +459,16 @@ void PeArrayModel::step_stationary(State& state) {
           }
           psum = p_in.bits;
         }
-        p_row[n] =
-            Token{a_in.tile, a_in.index,
-                  mac(current->kind, psum, a_in.bits, weights[static_cast<size_t>(k) * cols + n])};
+        const size_t pe = static_cast<size_t>(k) * cols + n;
+        if (meta == nullptr) {
+          p_row[n] = Token{a_in.tile, a_in.index, mac(current->kind, psum, a_in.bits, weights[pe])};
+        } else if (meta[pe] < 0) {
+          p_row[n] = Token{a_in.tile, a_in.index, psum};  // an empty slot
+        } else {
+          const uint32_t a_bits =
+              current->strm[static_cast<size_t>(a_in.index) * current->shape.k + meta[pe]];
+          p_row[n] = Token{a_in.tile, a_in.index, mac(current->kind, psum, a_bits, weights[pe])};
+        }
         a_row[n] = n + 1 < current->q ? a_in : Token{};
       } else {
         if (p_above != nullptr) {
@@ -460,6 +496,17 @@ void PeArrayModel::step_stationary(State& state) {
     const int row = tile.k - 1 - state.load_rows_done;
     for (int q = 0; q < cols; ++q) {
       bank[q] = q < tile.q ? tile.stat[static_cast<size_t>(row) * tile.q + q] : 0;
+    }
+    std::vector<int32_t>& meta_bank = state.meta_bank[b];
+    if (!meta_bank.empty()) {  // a sparse array's metadata registers shift with the weights
+      if (rows > 1) {
+        std::memmove(meta_bank.data() + cols, meta_bank.data(),
+                     sizeof(int32_t) * static_cast<size_t>(rows - 1) * cols);
+      }
+      for (int q = 0; q < cols; ++q) {
+        meta_bank[q] =
+            tile.sparse && q < tile.q ? tile.source[static_cast<size_t>(row) * tile.q + q] : -1;
+      }
     }
     state.bank_owner[b] = -1;
     if (++state.load_rows_done == tile.k) {

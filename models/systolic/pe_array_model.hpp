@@ -10,6 +10,10 @@
 //     Partial sums start at zero in row 0, move one PE down per cycle through all R rows and are
 //     written to the accumulators below the array in the following cycle.
 //     ws streams rows of a against w; is streams columns of w against a (the transposed product).
+//     An N:M sparse ws tile (sparsity.hpp) loads its Kc rows of slots, each weight with its index
+//     into a metadata register beside it; the element entering row r is the group of M
+//     activations of r's group (r / N), and each PE multiplies the one its index selects (an
+//     empty slot passes the partial sum on).
 //   os: PE(m, n) accumulates one output. a[m][k] enters row m at cycle s+k+m, w[k][n] enters
 //     column n at cycle s+k+n; both move on one PE per cycle. The finished value goes into the
 //     PE's output slot; once the last row of a column has finished, that column's values move
@@ -65,6 +69,10 @@ class PeArrayModel final : public ArrayModel {
     int k = 0, s = 0, q = 0;  // ws/is: stationary rows, streamed vectors, used columns
     std::vector<uint32_t> stat;
     std::vector<uint32_t> strm;
+    // An N:M sparse ws tile (sparsity.hpp): k is Kc, stat holds the slots' weights (Kc x N), and
+    // source[r * N + n] the row of a (strm, M x shape.k) that slot (r, n) multiplies, -1 for none.
+    bool sparse = false;
+    std::vector<int32_t> source;
     int32_t* acc_int = nullptr;
     float* acc_float = nullptr;
     int ldacc = 0;
@@ -96,9 +104,10 @@ class PeArrayModel final : public ArrayModel {
     std::vector<Token> a_reg;  // operand moving right (ws/is: streamed; os: a)
     std::vector<Token> p_reg;  // ws/is: partial sum moving down; os: w moving down
     std::vector<uint32_t> bank[2];
-    int bank_owner[2] = {-1, -1};  // tile whose weights are complete in the bank
-    std::vector<uint32_t> pe_acc;  // os accumulators
-    std::vector<Token> out_slot;   // os drain chain (index = output row)
+    std::vector<int32_t> meta_bank[2];  // sparse arrays: each slot's index (row of a), -1: none
+    int bank_owner[2] = {-1, -1};       // tile whose weights are complete in the bank
+    std::vector<uint32_t> pe_acc;       // os accumulators
+    std::vector<Token> out_slot;        // os drain chain (index = output row)
     std::vector<uint8_t> out_moving;
     std::vector<Token> injected;         // ring of the last max(R, C) port injections
     uint64_t port_cycle = ~uint64_t{0};  // cycle whose port injection is decided
@@ -117,6 +126,8 @@ class PeArrayModel final : public ArrayModel {
 
  private:
   TileTiming run_tile(TileData data);
+  // A sparse ws tile's weights as the array holds them: Kc rows of slots and their indices.
+  void compress_stationary(TileData& data) const;
   TileProgress& progress(State& state, int tile);
   const TileData& tile_data(int tile) const;
   [[noreturn, gnu::cold, gnu::noinline]] void fail_tile_not_live(int tile) const;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "models/systolic/sparsity.hpp"
 #include "support/error.hpp"
 
 namespace npusim::systolic {
@@ -25,14 +26,16 @@ void StatsAccumulator::add(const TileShape& tile, DataType type, bool accumulate
                            TileTiming& timing) {
   const uint64_t from = std::max(timing.start_cycle, stats_.last_done_cycle);
   timing.busy_cycles = timing.done_cycle > from ? timing.done_cycle - from : 0;
-  const uint64_t macs = static_cast<uint64_t>(tile.m) * tile.k * tile.n;
+  const int k = tile.sparse ? sparse_rows(tile.k, sparse_n_, sparse_m_) : tile.k;
+  const uint64_t macs = static_cast<uint64_t>(tile.m) * k * tile.n;
   const uint64_t outputs = static_cast<uint64_t>(tile.m) * tile.n;
   stats_.tiles += 1;
   stats_.macs += macs;
   if (type == DataType::kInt8) stats_.int8_macs += macs;
   if (type == DataType::kBf16) stats_.bf16_macs += macs;
   if (type == DataType::kFp16) stats_.fp16_macs += macs;
-  if (loads_stationary_) stats_.stationary_rows_loaded += tile.k;
+  if (loads_stationary_) stats_.stationary_rows_loaded += k;
+  if (tile.sparse) stats_.sparse_tiles += 1;
   stats_.accumulator_writes += outputs;
   if (accumulate) stats_.accumulator_reads += outputs;
   stats_.busy_cycles += timing.busy_cycles;
@@ -44,7 +47,9 @@ ClosedFormTiming::ClosedFormTiming(const ArrayParams& params) : params_(params) 
 TileTiming ClosedFormTiming::next(const TileShape& tile, uint64_t issue_cycle) {
   switch (params_.dataflow) {
     case Dataflow::kWeightStationary:
-      return next_stationary(tile.k, tile.m, tile.n, issue_cycle);
+      return next_stationary(
+          tile.sparse ? sparse_rows(tile.k, params_.sparse_n, params_.sparse_m) : tile.k, tile.m,
+          tile.n, issue_cycle);
     case Dataflow::kInputStationary:
       return next_stationary(tile.k, tile.n, tile.m, issue_cycle);
     case Dataflow::kOutputStationary:

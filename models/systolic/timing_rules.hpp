@@ -18,6 +18,7 @@
 //          results have moved past it
 //   done = s + K + M + N + R - 2                    results drain down the columns, R rows deep
 //   next_issue = s + K
+// An N:M sparse ws tile (sparsity.hpp) follows the ws rule with K = Kc, its stationary rows.
 // Derivations: docs/systolic_array.md.
 #pragma once
 
@@ -32,12 +33,15 @@ class StatsAccumulator {
  public:
   explicit StatsAccumulator(const ArrayParams& params)
       : loads_stationary_(params.kind == MatrixUnitKind::kSystolic &&
-                          params.dataflow != Dataflow::kOutputStationary) {}
+                          params.dataflow != Dataflow::kOutputStationary),
+        sparse_n_(params.sparse_n),
+        sparse_m_(params.sparse_m) {}
   void add(const TileShape& tile, DataType type, bool accumulate, TileTiming& timing);
   const ArrayStats& stats() const { return stats_; }
 
  private:
   bool loads_stationary_;  // ws/is arrays shift K stationary rows in per tile; os and cubes do not
+  int sparse_n_, sparse_m_;
   ArrayStats stats_;
 };
 

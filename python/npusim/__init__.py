@@ -136,7 +136,7 @@ class _TempDir:
 def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=None,
         fidelity="fast", parallel="auto", micro_batch=None, host_ops=None, calibration=None,
         calibration_method="max", calibration_percentile=None, intermediates=False,
-        float_outputs=False, trace=False, prune=None):
+        float_outputs=False, trace=False, prune=None, weight_dtype=None):
     """Compiles `workload` for `hw` and simulates it (npusim run).
 
     hw: a preset name (presets()), a hardware JSON file, or a description as a dict.
@@ -145,6 +145,7 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     values=False runs timing only (same cycles, no values, no outputs, no check).
     trace=True records the timeline for Result.trace / Result.html.
     prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
+    weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype; docs/compression.md).
     Returns a Result; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -152,7 +153,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
         o = _target(tmp, hw, workload, inputs, batch, seed, dtype, parallel, micro_batch,
                     host_ops, calibration, calibration_method, calibration_percentile)
         o.update(fidelity=fidelity, values=bool(values), intermediates=bool(intermediates),
-                 float_outputs=bool(float_outputs), trace=bool(trace), prune=prune or "")
+                 float_outputs=bool(float_outputs), trace=bool(trace), prune=prune or "",
+                 weight_dtype=weight_dtype or "")
         return Result(_npusim.run(o))
     finally:
         tmp.close()
@@ -175,12 +177,14 @@ class GenerateResult:
 
 
 def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, batch=None,
-             weights=None, values=True, seed=1, dtype=None, fidelity="fast", parallel="auto"):
+             weights=None, values=True, seed=1, dtype=None, fidelity="fast", parallel="auto",
+             prune=None, weight_dtype=None):
     """Generates tokens with a decoder-only transformer (npusim generate, docs/llm.md).
 
     workload: a built-in decoder (decoders()) or a decoder JSON file.
     prompt: the prompt ids (an int array [batch, tokens] or a .npy path); default drawn from the
     seed, prompt_tokens long (default 16). weights: a .safetensors file (Hugging Face names).
+    prune, weight_dtype: as for run (docs/compression.md).
     Returns a GenerateResult; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -188,7 +192,8 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
         o = _target(tmp, hw, workload, prompt, batch, seed, dtype, parallel, None, None, None,
                     "max", None)
         o.update(fidelity=fidelity, values=bool(values), prompt_tokens=int(prompt_tokens or 0),
-                 new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "")
+                 new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "",
+                 prune=prune or "", weight_dtype=weight_dtype or "")
         return GenerateResult(_npusim.generate(o))
     finally:
         tmp.close()

@@ -47,9 +47,9 @@ def command(task, hw_path, out_dir, trace_path="trace.csv"):
         return args
     args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
             out_dir]
-    for flag in ("batch", "dtype", "seed", "fidelity", "values"):
-        if flag in task["flags"]:
-            args += [f"--{flag}", str(task["flags"][flag])]
+    for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype"):
+        if flag in task["flags"] and not (flag == "prune" and task["flags"][flag] == "none"):
+            args += [f"--{flag.replace('_', '-')}", str(task["flags"][flag])]
     return args
 
 
@@ -154,6 +154,10 @@ def execute_in_process(task):
         hw_path = write_hw(task, work)
         flags = task["flags"]
         kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity") if k in flags}
+        if flags.get("prune", "none") != "none":
+            kwargs["prune"] = flags["prune"]
+        if "weight_dtype" in flags:
+            kwargs["weight_dtype"] = flags["weight_dtype"]
         if "batch" in kwargs:
             kwargs["batch"] = int(kwargs["batch"])
         if "seed" in kwargs:

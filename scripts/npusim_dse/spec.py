@@ -15,8 +15,9 @@ from . import sampling, serve_spec
 from .expr import Expression, ExpressionError
 from .npusim_cli import NpusimError, decoder_names, resolved_hw, zoo_names
 
-FLAGS = ("hw", "batch", "dtype", "seed", "fidelity")  # npusim run flags a parameter may vary
-RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values")
+# npusim run flags a parameter may vary, and those a spec's "run" may fix
+FLAGS = ("hw", "batch", "dtype", "seed", "fidelity", "prune", "weight_dtype")
+RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype")
 COMMANDS = ("run", "serve")
 SERVE_RUN_KEYS = ("dtype", "seed", "fidelity")  # npusim run flags npusim serve takes too
 METHODS = ("grid", "random", "lhs")
@@ -289,11 +290,15 @@ class _Loader:
             "fidelity": lambda v: v in ("fast", "pe"),
             "values": lambda v: v in ("on", "off"),
             "hw": lambda v: isinstance(v, str) and v != "",
+            "prune": lambda v: isinstance(v, str) and v != "",
+            "weight_dtype": lambda v: v in ("int8", "bf16", "int4"),
         }[flag](v)
         if not ok:
             expected = {"batch": "an integer from 1 to 65536", "seed": "a non-negative integer",
                         "dtype": "int8 or bf16", "fidelity": "fast or pe", "values": "on or off",
-                        "hw": "a preset name or hardware JSON file"}[flag]
+                        "hw": "a preset name or hardware JSON file",
+                        "prune": "none or an npusim run --prune value",
+                        "weight_dtype": "int8, bf16 or int4"}[flag]
             self.error(place, f"expected {expected}, got {json.dumps(v)}")
         return ok
 

@@ -49,7 +49,7 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "hw.json: /matrix_unit/cols: expected an integer in [1, 512], got 600",
       "hw.json: /matrix_unit/dataflow: expected one of \"ws\", \"os\", \"is\", got \"rs\"",
       "hw.json: /matrix_unit/colour: unknown key \"colour\" (known keys here: block_m, cols, "
-      "count, dataflow, kind, rows, weight_double_buffer)",
+      "count, dataflow, kind, rows, sparsity, weight_double_buffer)",
       "hw.json: /buffers/unified_buffer/banks: capacity_bytes (100000) must be a multiple of banks "
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",

@@ -111,15 +111,23 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
 
 void DramMemory::admit_waiting() {
   if (waiting_count_ == 0) return;
-  for (size_t ch = 0; ch < waiting_.size(); ++ch) {
+  for (size_t i = 0; i < waiting_channels_.size();) {
+    const uint32_t ch = waiting_channels_[i];
     auto& fifo = waiting_[ch];
+    const dram::ChannelController& channel = memory_.channel(int(ch));
     while (!fifo.empty()) {
       const InFlight& f = in_flight_[fifo.front()];
       // The channel's own check first: a full queue costs no address decode.
-      if (!memory_.channel(int(ch)).will_accept(f.is_write)) break;
+      if (!channel.will_accept(f.is_write)) break;
       memory_.add_request(f.address, f.is_write, fifo.front());
       fifo.pop_front();
       --waiting_count_;
+    }
+    if (fifo.empty()) {
+      waiting_channels_[i] = waiting_channels_.back();
+      waiting_channels_.pop_back();
+    } else {
+      ++i;
     }
   }
 }
@@ -182,7 +190,9 @@ void DramMemory::admit_arrivals(uint64_t c) {
     }
     const dram::DramAddress address = memory_.mapper().map(a.payload->get_address());
     in_flight_[slot] = {a.payload, a.initiator, address, a.payload->is_write()};
-    waiting_[address.channel].push_back(slot);
+    auto& fifo = waiting_[address.channel];
+    if (fifo.empty()) waiting_channels_.push_back(address.channel);
+    fifo.push_back(slot);
     ++waiting_count_;
   }
   admit_waiting();
@@ -207,9 +217,11 @@ void DramMemory::step() {
   uint64_t next = dram::kNever;
   if (!arrivals_.empty()) next = arrivals_.top().cycle;
   // Requests in the controllers or waiting for them: every slot not free (advance() delivered
-  // every completion seen by now), without asking each channel for its queues.
+  // every completion seen by now), without asking each channel for its queues. Only completions
+  // need the process awake (advance() issues the commands before them when it next runs), unless
+  // waveforms show every command at its own cycle.
   if (in_flight_.size() > free_slots_.size()) {
-    const uint64_t e = memory_.next_event_cycle();
+    const uint64_t e = waves_ ? memory_.next_event_cycle() : memory_.next_completion_bound();
     if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
   }
   if (next == dram::kNever) {

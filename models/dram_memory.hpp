@@ -121,6 +121,7 @@ class DramMemory : public OffChipMemoryInterface {
   ClockCrossing crossing_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
   std::vector<std::deque<uint32_t>> waiting_;  // per channel: in-flight slots not yet accepted
+  std::vector<uint32_t> waiting_channels_;     // the channels whose waiting_ is not empty
   size_t waiting_count_ = 0;
   std::vector<InFlight> in_flight_;  // indexed by the id given to the MemorySystem
   std::vector<uint32_t> free_slots_;

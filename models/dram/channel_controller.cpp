@@ -322,6 +322,17 @@ uint64_t ChannelController::next_event_cycle() {
   return std::min(next, decision().cycle);
 }
 
+uint64_t ChannelController::next_completion_bound() {
+  if (cfg_.controller.clock_by_clock) return next_event_cycle();
+  uint64_t next = kNever;
+  if (!read_done_.empty()) next = read_done_.front().cycle;
+  if (!write_done_.empty()) next = std::min(next, write_done_.front().cycle);
+  if (queued_[0] + queued_[1] > 0) {
+    next = std::min(next, decision().cycle + uint64_t(std::min(read_latency_, write_latency_)));
+  }
+  return next;
+}
+
 void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) {
   NPUSIM_CHECK(cycle >= now_, "dram channel: advance_to({}) is before the current cycle {}", cycle,
                now_);

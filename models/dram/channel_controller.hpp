@@ -71,6 +71,12 @@ class ChannelController {
   uint64_t next_event_cycle();
   // Issues every command of the cycles before `cycle` and reports every completion before it.
   void advance_to(uint64_t cycle, const Callback& on_complete);
+  // advance_to(cycle) for a channel whose next_event_cycle() is >= cycle: only the clock moves.
+  void skip_to(uint64_t cycle) {
+    if (cycle > now_) now_ = cycle;
+  }
+  // A lower bound of the first completion at or after now (see MemorySystem).
+  uint64_t next_completion_bound();
 
   const ChannelStats& stats() const { return stats_; }
   // Standby cycles over [0, cycle): some bank open (active) or none (precharged).

@@ -105,7 +105,10 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
   move_bytes(payload);
   const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
   arrivals_.push({arrival, next_seq_++, &payload, initiator});
-  arrival_event_.notify(delay);  // an earlier pending notification wins; step() re-derives the rest
+  // An earlier pending notification wins; step() re-derives the rest. A request sent from inside
+  // step() (from a completion it delivers) needs none: step() looks at the arrivals before it
+  // returns.
+  if (!in_step_) arrival_event_.notify(delay);
   return tlm::TLM_ACCEPTED;
 }
 
@@ -200,7 +203,9 @@ void DramMemory::admit_arrivals(uint64_t c) {
 
 void DramMemory::step() {
   const uint64_t c = clock_.now();
+  in_step_ = true;
   advance(c);
+  in_step_ = false;
   NPUSIM_CHECK(arrivals_.empty() || arrivals_.top().cycle >= c,
                "{}: request arriving at core cycle {} missed (now {})", name(),
                arrivals_.top().cycle, c);

@@ -132,6 +132,7 @@ class DramMemory : public OffChipMemoryInterface {
   std::vector<Completion> completed_, delivering_;  // completed and not yet delivered
   uint64_t next_seq_ = 0;
   sc_core::sc_event arrival_event_;
+  bool in_step_ = false;  // step() is delivering completions
 
   timeline::Timeline* timeline_ = nullptr;
   std::vector<uint32_t> channel_tracks_;

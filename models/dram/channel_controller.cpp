@@ -41,20 +41,33 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
                is_write ? "write" : "read");
   const int q = is_write ? 1 : 0;
   const uint32_t b = timing_.flat_bank(a.pseudo_channel, a.bank_group, a.bank);
-  bank_queue_[q][b].push_back(Request{id, now, now + uint64_t(frontend_), next_seq_++, b, a.row});
+  std::vector<Request>& list = bank_queue_[q][b];
+  // A candidate picks the bank's first row hit, else its oldest request: a request appended
+  // behind others changes it only when it is the first hit of the open row.
+  const bool unchanged = (dirty_ & bit(b)) == 0 && !list.empty() &&
+                         !(candidate_[b].cmd == Command::kPre && a.row == timing_.open_row(b));
+  list.push_back(Request{id, now, now + uint64_t(frontend_), next_seq_++, b, a.row});
   ++queued_[q];
   nonempty_[q] |= bit(b);
-  dirty_ |= bit(b);
-  if (!cached_valid_ || cfg_.controller.clock_by_clock) return;
+  if (!cached_valid_ || cfg_.controller.clock_by_clock) {
+    dirty_ |= bit(b);
+    return;
+  }
   // The request changes at most its own bank's candidate: update the cached decision instead of
   // selecting again, unless that bank held the decision or the read/write mode would flip (the
   // mode is only ever evaluated when deciding, as a clock-by-clock scheduler does).
   if (next_write_mode() != write_mode_) {
+    dirty_ |= bit(b);
     cached_valid_ = false;
     return;
   }
-  if (q != (write_mode_ ? 1 : 0) || (pending_mask_ & bit(b)) != 0) return;
+  if (q != (write_mode_ ? 1 : 0) || (pending_mask_ & bit(b)) != 0) {
+    dirty_ |= bit(b);
+    return;
+  }
+  if (unchanged) return;  // the bank's candidate, hence the decision, stay as they are
   if (cached_.kind == Kind::kCommand && cached_.bank == b) {
+    dirty_ |= bit(b);
     cached_valid_ = false;
     return;
   }
@@ -185,14 +198,6 @@ ChannelController::Decision ChannelController::select() {
   }
   best.cycle = min_cycle;
   return best;
-}
-
-const ChannelController::Decision& ChannelController::decision() {
-  if (!cached_valid_) {
-    cached_ = select();
-    cached_valid_ = true;
-  }
-  return cached_;
 }
 
 ChannelController::Decision ChannelController::decide_at(uint64_t cycle) {

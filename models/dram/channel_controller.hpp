@@ -123,7 +123,13 @@ class ChannelController {
   };
 
   // Event mode: the cached best decision, recomputed lazily.
-  const Decision& decision();
+  const Decision& decision() {
+    if (!cached_valid_) {
+      cached_ = select();
+      cached_valid_ = true;
+    }
+    return cached_;
+  }
   Decision select();
   // The candidate of bank `b` from the active queue (kind kNone if the bank has no request).
   Decision bank_candidate(uint32_t b) const;

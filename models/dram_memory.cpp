@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "models/dram/memory_stats.hpp"
 #include "support/error.hpp"
@@ -16,8 +17,7 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, std::string
       preset_(std::move(preset)),
       memory_(std::move(config)),
       crossing_(clock.period().value() / sc_core::sc_time(1, sc_core::SC_PS).value(),
-                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))),
-      waiting_(size_t(memory_.channels())) {
+                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))) {
   NPUSIM_CHECK(crossing_.memory_period_ps() > 0, "{}: memory tCK rounds to 0 ps", name);
   memory_.set_callback([this](uint64_t id, uint64_t cycle) {
     completed_.push_back({static_cast<uint32_t>(id), cycle});
@@ -112,29 +112,6 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
   return tlm::TLM_ACCEPTED;
 }
 
-void DramMemory::admit_waiting() {
-  if (waiting_count_ == 0) return;
-  for (size_t i = 0; i < waiting_channels_.size();) {
-    const uint32_t ch = waiting_channels_[i];
-    auto& fifo = waiting_[ch];
-    const dram::ChannelController& channel = memory_.channel(int(ch));
-    while (!fifo.empty()) {
-      const InFlight& f = in_flight_[fifo.front()];
-      // The channel's own check first: a full queue costs no address decode.
-      if (!channel.will_accept(f.is_write)) break;
-      memory_.add_request(f.address, f.is_write, fifo.front());
-      fifo.pop_front();
-      --waiting_count_;
-    }
-    if (fifo.empty()) {
-      waiting_channels_[i] = waiting_channels_.back();
-      waiting_channels_.pop_back();
-    } else {
-      ++i;
-    }
-  }
-}
-
 void DramMemory::deliver(uint64_t c) {
   while (!completed_.empty()) {
     delivering_.swap(completed_);
@@ -164,17 +141,24 @@ void DramMemory::deliver(uint64_t c) {
 void DramMemory::advance(uint64_t c) {
   const uint64_t target = crossing_.entry_memory_cycle(c);
   if (target > memory_.now()) {
-    // Bursts held back by full queues enter at the memory cycle after the event that freed a slot.
-    while (waiting_count_ > 0) {
-      const uint64_t e = memory_.next_event_cycle();
-      if (e >= target) break;
-      memory_.advance_to(e + 1);
-      admit_waiting();
-    }
     memory_.advance_to(target);
-    admit_waiting();
+    order_completions(memory_.waiting_ended_at());
   }
   deliver(c);
+}
+
+void DramMemory::order_completions(uint64_t waiting_ended_at) {
+  // The memory reports completions channel by channel. Completions of one core cycle reach the
+  // initiators in the order of the rule: while requests wait for queue slots (memory cycles before
+  // `waiting_ended_at`) by memory cycle, then channel; after that by channel, then memory cycle.
+  if (waiting_ended_at == 0 || completed_.size() < 2) return;
+  auto key = [&](const Completion& x) {
+    const uint64_t ch = in_flight_[x.slot].address.channel;
+    return x.memory_cycle < waiting_ended_at ? std::tuple(0, x.memory_cycle, ch)
+                                              : std::tuple(1, ch, x.memory_cycle);
+  };
+  std::stable_sort(completed_.begin(), completed_.end(),
+                   [&](const Completion& x, const Completion& y) { return key(x) < key(y); });
 }
 
 void DramMemory::admit_arrivals(uint64_t c) {
@@ -193,12 +177,8 @@ void DramMemory::admit_arrivals(uint64_t c) {
     }
     const dram::DramAddress address = memory_.mapper().map(a.payload->get_address());
     in_flight_[slot] = {a.payload, a.initiator, address, a.payload->is_write()};
-    auto& fifo = waiting_[address.channel];
-    if (fifo.empty()) waiting_channels_.push_back(address.channel);
-    fifo.push_back(slot);
-    ++waiting_count_;
+    memory_.add_or_wait(address, in_flight_[slot].is_write, slot);
   }
-  admit_waiting();
 }
 
 void DramMemory::step() {
@@ -237,9 +217,9 @@ void DramMemory::step() {
 }
 
 dram::MemoryStats DramMemory::finish(uint64_t end_cycle) {
-  NPUSIM_CHECK(arrivals_.empty() && waiting_count_ == 0 && memory_.outstanding() == 0,
+  NPUSIM_CHECK(arrivals_.empty() && memory_.outstanding() == 0,
                "{}: {} requests still in flight at the end", name(),
-               arrivals_.size() + waiting_count_ + memory_.outstanding());
+               arrivals_.size() + memory_.outstanding());
   const uint64_t target = crossing_.entry_memory_cycle(end_cycle);
   if (target > memory_.now()) memory_.advance_to(target);
   return memory_.stats();

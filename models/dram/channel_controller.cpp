@@ -338,9 +338,21 @@ uint64_t ChannelController::next_completion_bound() {
   return next;
 }
 
+void ChannelController::admit_waiting(uint64_t cycle) {
+  now_ = cycle;
+  while (!waiting_.empty() && will_accept(waiting_.front().is_write)) {
+    const Waiting& w = waiting_.front();
+    add(w.address, w.is_write, w.id, cycle);
+    waiting_.pop_front();
+    if (waiting_.empty()) drained_at_ = cycle;
+  }
+}
+
 void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) {
   NPUSIM_CHECK(cycle >= now_, "dram channel: advance_to({}) is before the current cycle {}", cycle,
                now_);
+  // A waiting request enters at the cycle after the column command that freed its slot, once
+  // every command of that cycle has issued.
   if (cfg_.controller.clock_by_clock) {
     for (uint64_t c = now_; c < cycle; ++c) {
       now_ = c;
@@ -353,13 +365,21 @@ void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) 
         execute(d);
       }
       deliver(c + 1, on_complete);
+      if (!waiting_.empty() && will_accept(waiting_.front().is_write)) admit_waiting(c + 1);
     }
   } else {
+    uint64_t admit_after = kNever;  // the cycle of a command that freed a slot for a waiting one
     while (true) {
       const Decision& d = decision();
+      if (admit_after != kNever && d.cycle > admit_after) {
+        admit_waiting(admit_after + 1);
+        admit_after = kNever;
+        continue;
+      }
       if (d.cycle >= cycle) break;
       const Decision copy = d;
       execute(copy);
+      if (!waiting_.empty() && will_accept(waiting_.front().is_write)) admit_after = copy.cycle;
     }
     deliver(cycle, on_complete);
   }

@@ -67,6 +67,21 @@ class ChannelController {
   }
   // Enqueues at cycle `now` (== the last advance_to target); requires will_accept().
   void add(const DramAddress& a, bool is_write, uint64_t id, uint64_t now);
+  // add() if the queue accepts the request and none waits before it; else the request waits, in
+  // order, and enters at the cycle after the command that freed a slot for it (advance_to()).
+  // Returns false when it waits.
+  bool add_or_wait(const DramAddress& a, bool is_write, uint64_t id, uint64_t now) {
+    if (waiting_.empty() && will_accept(is_write)) {
+      add(a, is_write, id, now);
+      return true;
+    }
+    waiting_.push_back({a, id, is_write});
+    return false;
+  }
+  // Requests waiting for a queue slot, and the cycle the last of them entered the queue (valid
+  // once none waits).
+  size_t waiting() const { return waiting_.size(); }
+  uint64_t waiting_drained_at() const { return drained_at_; }
   // The first cycle >= now at which a command issues or a request completes; kNever if none.
   uint64_t next_event_cycle();
   // Issues every command of the cycles before `cycle` and reports every completion before it.
@@ -82,7 +97,7 @@ class ChannelController {
   // Standby cycles over [0, cycle): some bank open (active) or none (precharged).
   void background_cycles(uint64_t cycle, uint64_t* active, uint64_t* precharged) const;
   size_t outstanding() const {
-    return queued_[0] + queued_[1] + read_done_.size() + write_done_.size();
+    return waiting_.size() + queued_[0] + queued_[1] + read_done_.size() + write_done_.size();
   }
   const ChannelTiming& timing() const { return timing_; }
   void set_command_observer(CommandObserver observer) { observer_ = std::move(observer); }
@@ -99,6 +114,11 @@ class ChannelController {
   struct Completion {
     uint64_t id;
     uint64_t cycle;
+  };
+  struct Waiting {
+    DramAddress address;
+    uint64_t id;
+    bool is_write;
   };
   enum class Kind : uint8_t { kNone, kRefreshDue, kCommand };
   // rank: -1 refresh due, 0 refresh PRE/REF, 1 row hit, 2 ACT/PRE of a request; lower wins a
@@ -143,6 +163,8 @@ class ChannelController {
   void deliver(uint64_t before, const Callback& on_complete);
   void track_background(uint64_t cycle);
   void set_refresh_pending(uint32_t pc);
+  // Moves waiting requests into the queue at `cycle` while it accepts them.
+  void admit_waiting(uint64_t cycle);
   uint64_t blocked_banks() const { return pending_mask_; }
 
   const MemoryConfig& cfg_;
@@ -162,6 +184,8 @@ class ChannelController {
   bool write_mode_ = false;
   std::deque<Completion> read_done_;   // completion cycles are non-decreasing
   std::deque<Completion> write_done_;  // likewise
+  std::deque<Waiting> waiting_;        // requests that found their queue full, in order
+  uint64_t drained_at_ = 0;
 
   std::vector<uint64_t> refresh_due_;  // per pseudo-channel
   std::vector<uint8_t> refresh_pending_;

@@ -35,11 +35,20 @@ uint64_t MemorySystem::next_completion_bound() {
 
 void MemorySystem::advance_to(uint64_t cycle) {
   NPUSIM_CHECK(cycle >= now_, "dram: advance_to({}) is before the current cycle {}", cycle, now_);
+  const bool waited = waiting_ > 0;
+  uint64_t drained = 0;
   for (size_t ch = 0; ch < channels_.size(); ++ch) {
     if (channel_next(ch) >= cycle) continue;  // nothing happens there before `cycle`
-    channels_[ch]->advance_to(cycle, on_complete_);
+    ChannelController& c = *channels_[ch];
+    const size_t before = c.waiting();
+    c.advance_to(cycle, on_complete_);
     next_[ch] = kUnknown;
+    if (before > 0) {
+      waiting_ -= before - c.waiting();
+      if (c.waiting() == 0) drained = std::max(drained, c.waiting_drained_at());
+    }
   }
+  waiting_ended_at_ = !waited ? 0 : waiting_ > 0 ? kNever : drained;
   now_ = cycle;
 }
 

@@ -69,6 +69,19 @@ class MemorySystem {
     enqueue(a.channel, a, is_write, id);
     return true;
   }
+  // Enqueues at now(), or, if the channel's queue is full, lets the request wait there in order
+  // until a column command frees a slot; it enters at the cycle after that command.
+  void add_or_wait(const DramAddress& a, bool is_write, uint64_t id) {
+    ChannelController& c = *channels_[a.channel];
+    c.skip_to(now_);
+    if (!c.add_or_wait(a, is_write, id, now_)) ++waiting_;
+    next_[a.channel] = kUnknown;
+  }
+  // Requests waiting for a queue slot (add_or_wait()).
+  size_t waiting() const { return waiting_; }
+  // Of the last advance_to(): 0 if no request waited at its start; else the cycle at which the
+  // last waiting request entered its queue, or kNever if some still wait.
+  uint64_t waiting_ended_at() const { return waiting_ended_at_; }
   uint64_t next_event_cycle();
   // A cycle <= the first cycle >= now() at which a request completes (kNever if none is queued):
   // the earliest completion queued, or the next command plus the shorter of the read and write
@@ -114,6 +127,8 @@ class MemorySystem {
   AddressMapper mapper_;
   std::vector<std::unique_ptr<ChannelController>> channels_;
   std::vector<uint64_t> next_;
+  size_t waiting_ = 0;
+  uint64_t waiting_ended_at_ = 0;
   Callback on_complete_;
   uint64_t now_ = 0;
 };

@@ -43,7 +43,10 @@ void DramMemory::record_to(timeline::Timeline& timeline) {
   for (int k = 0; k < dram::kCommandKinds; ++k)
     names.push_back(dram::command_name(dram::Command(k)));
   timeline.set_command_names(std::move(names));
-  if (timeline_->filter().detail == timeline::Detail::kBursts) observe_commands();
+  if (timeline_->filter().detail == timeline::Detail::kBursts) {
+    record_commands_ = true;
+    observe_commands();
+  }
 }
 
 void DramMemory::trace_waveforms(sc_core::sc_trace_file* file) {
@@ -71,12 +74,7 @@ void DramMemory::observe_commands() {
 
 void DramMemory::on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row,
                             uint64_t cycle) {
-  if (timeline_) {
-    const uint64_t core = crossing_.core_cycle_of(cycle);
-    if (timeline_->commands_wanted(core)) {
-      timeline_->command({channel_tracks_[size_t(channel)], core, uint8_t(cmd), bank, row});
-    }
-  }
+  if (record_commands_) commands_.push_back({uint32_t(channel), cmd, bank, row, cycle});
   if (waves_ && sc_core::sc_is_running()) {
     waves_->command[size_t(channel)] = 1u + unsigned(cmd);
     waves_->bank[size_t(channel)] = bank;
@@ -141,10 +139,32 @@ void DramMemory::deliver(uint64_t c) {
 void DramMemory::advance(uint64_t c) {
   const uint64_t target = crossing_.entry_memory_cycle(c);
   if (target > memory_.now()) {
+    const bool in_flight = in_flight_.size() > free_slots_.size();
     memory_.advance_to(target);
     order_completions(memory_.waiting_ended_at());
+    record_commands(in_flight, memory_.waiting_ended_at());
   }
   deliver(c);
+}
+
+void DramMemory::record_commands(bool in_flight, uint64_t waiting_ended_at) {
+  if (commands_.empty()) return;
+  // The order of the rule for completions, per core cycle the commands are seen at while bursts
+  // are in flight (the process then wakes at each), else over the whole stretch.
+  auto key = [&](const CommandRecord& x) {
+    const uint64_t group = in_flight ? crossing_.seen_core_cycle(x.cycle) : 0;
+    return x.cycle < waiting_ended_at ? std::tuple(group, 0, x.cycle, uint64_t(x.channel))
+                                      : std::tuple(group, 1, uint64_t(x.channel), x.cycle);
+  };
+  std::stable_sort(commands_.begin(), commands_.end(),
+                   [&](const CommandRecord& x, const CommandRecord& y) { return key(x) < key(y); });
+  for (const CommandRecord& x : commands_) {
+    const uint64_t core = crossing_.core_cycle_of(x.cycle);
+    if (timeline_->commands_wanted(core)) {
+      timeline_->command({channel_tracks_[x.channel], core, uint8_t(x.cmd), x.bank, x.row});
+    }
+  }
+  commands_.clear();
 }
 
 void DramMemory::order_completions(uint64_t waiting_ended_at) {
@@ -221,7 +241,10 @@ dram::MemoryStats DramMemory::finish(uint64_t end_cycle) {
                "{}: {} requests still in flight at the end", name(),
                arrivals_.size() + memory_.outstanding());
   const uint64_t target = crossing_.entry_memory_cycle(end_cycle);
-  if (target > memory_.now()) memory_.advance_to(target);
+  if (target > memory_.now()) {
+    memory_.advance_to(target);
+    record_commands(false, 0);
+  }
   return memory_.stats();
 }
 

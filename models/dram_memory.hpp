@@ -115,6 +115,8 @@ class DramMemory : public OffChipMemoryInterface {
   void admit_arrivals(uint64_t c);
   // Puts completed_ in the order of the rule (see advance()).
   void order_completions(uint64_t waiting_ended_at);
+  // Hands the commands of the last advance to the timeline in the same order.
+  void record_commands(bool in_flight, uint64_t waiting_ended_at);
   void deliver(uint64_t c);
   void observe_commands();
   void on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle);
@@ -136,6 +138,14 @@ class DramMemory : public OffChipMemoryInterface {
   bool in_step_ = false;  // step() is delivering completions
 
   timeline::Timeline* timeline_ = nullptr;
+  struct CommandRecord {
+    uint32_t channel;
+    dram::Command cmd;
+    uint32_t bank, row;
+    uint64_t cycle;  // memory cycle
+  };
+  bool record_commands_ = false;         // the timeline wants every command
+  std::vector<CommandRecord> commands_;  // of the advance in progress
   std::vector<uint32_t> channel_tracks_;
   struct Waves {
     std::vector<unsigned> command, bank;

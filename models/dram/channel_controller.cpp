@@ -41,7 +41,7 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
                is_write ? "write" : "read");
   const int q = is_write ? 1 : 0;
   const uint32_t b = timing_.flat_bank(a.pseudo_channel, a.bank_group, a.bank);
-  std::vector<Request>& list = bank_queue_[q][b];
+  FrontErasingVector<Request>& list = bank_queue_[q][b];
   // A candidate picks the bank's first row hit, else its oldest request: a request appended
   // behind others changes it only when it is the first hit of the open row.
   const bool unchanged = (dirty_ & bit(b)) == 0 && !list.empty() &&
@@ -96,7 +96,7 @@ bool ChannelController::update_write_mode() {
 }
 
 ChannelController::Decision ChannelController::bank_candidate(uint32_t b) const {
-  const std::vector<Request>& list = bank_queue_[write_mode_ ? 1 : 0][b];
+  const FrontErasingVector<Request>& list = bank_queue_[write_mode_ ? 1 : 0][b];
   Decision c;
   if (list.empty()) return c;
   c.kind = Kind::kCommand;
@@ -272,13 +272,13 @@ void ChannelController::execute(const Decision& d) {
     case Command::kWrite:
     case Command::kWriteAp: {
       const bool is_write = d.cmd == Command::kWrite || d.cmd == Command::kWriteAp;
-      std::vector<Request>& list = bank_queue_[is_write ? 1 : 0][d.bank];
+      FrontErasingVector<Request>& list = bank_queue_[is_write ? 1 : 0][d.bank];
       NPUSIM_CHECK(d.pos < list.size() && list[d.pos].seq == d.seq,
                    "dram channel: {} at cycle {} lost its request", command_name(d.cmd), t);
       const Request r = list[d.pos];
       if (timing_.row_accesses(d.bank) > 0) ++stats_.row_hits;
       timing_.issue(d.cmd, d.bank, d.row, t);
-      list.erase(list.begin() + d.pos);
+      list.erase(d.pos);
       --queued_[is_write ? 1 : 0];
       if (list.empty()) nonempty_[is_write ? 1 : 0] &= ~bit(d.bank);
       if (is_write) {
@@ -308,7 +308,7 @@ void ChannelController::deliver(uint64_t before, const Callback& on_complete) {
     const bool r = !read_done_.empty() && read_done_.front().cycle < before;
     const bool w = !write_done_.empty() && write_done_.front().cycle < before;
     if (!r && !w) return;
-    std::deque<Completion>& q = (r && (!w || read_done_.front().cycle <= write_done_.front().cycle))
+    RingQueue<Completion>& q = (r && (!w || read_done_.front().cycle <= write_done_.front().cycle))
                                     ? read_done_
                                     : write_done_;
     const Completion c = q.front();

@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -31,6 +30,7 @@
 #include "arch/dram/address_mapping.hpp"
 #include "arch/dram/dram_config.hpp"
 #include "models/dram/dram_timing.hpp"
+#include "models/dram/queues.hpp"
 
 namespace npusim::dram {
 
@@ -178,13 +178,13 @@ class ChannelController {
   uint64_t next_seq_ = 0;
 
   // Per queue (0 reads, 1 writes) and flat bank, requests in arrival order.
-  std::vector<std::vector<Request>> bank_queue_[2];
+  std::vector<FrontErasingVector<Request>> bank_queue_[2];
   size_t queued_[2] = {0, 0};
   uint64_t nonempty_[2] = {0, 0};  // banks with a queued request
   bool write_mode_ = false;
-  std::deque<Completion> read_done_;   // completion cycles are non-decreasing
-  std::deque<Completion> write_done_;  // likewise
-  std::deque<Waiting> waiting_;        // requests that found their queue full, in order
+  RingQueue<Completion> read_done_;   // completion cycles are non-decreasing
+  RingQueue<Completion> write_done_;  // likewise
+  RingQueue<Waiting> waiting_;        // requests that found their queue full, in order
   uint64_t drained_at_ = 0;
 
   std::vector<uint64_t> refresh_due_;  // per pseudo-channel

@@ -177,8 +177,14 @@ void DramMemory::order_completions(uint64_t waiting_ended_at) {
     return x.memory_cycle < waiting_ended_at ? std::tuple(0, x.memory_cycle, ch)
                                               : std::tuple(1, ch, x.memory_cycle);
   };
-  std::stable_sort(completed_.begin(), completed_.end(),
-                   [&](const Completion& x, const Completion& y) { return key(x) < key(y); });
+  // Insertion sort: stable, no allocation, linear on the (few, nearly ordered) completions.
+  for (size_t i = 1; i < completed_.size(); ++i) {
+    const Completion x = completed_[i];
+    const auto k = key(x);
+    size_t j = i;
+    for (; j > 0 && k < key(completed_[j - 1]); --j) completed_[j] = completed_[j - 1];
+    completed_[j] = x;
+  }
 }
 
 void DramMemory::admit_arrivals(uint64_t c) {

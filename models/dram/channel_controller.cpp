@@ -71,11 +71,16 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
     cached_valid_ = false;
     return;
   }
-  candidate_[b] = bank_candidate(b);
+  bank_candidate(b, candidate_[b]);
   dirty_ &= ~bit(b);
-  Decision c = candidate_[b];
-  c.cycle = std::max(c.cycle, now_);
-  if (c.better_than(cached_)) cached_ = c;
+  const Decision& c = candidate_[b];
+  const uint64_t cycle = std::max(c.cycle, now_);
+  if (cycle < cached_.cycle ||
+      (cycle == cached_.cycle &&
+       (c.rank < cached_.rank || (c.rank == cached_.rank && c.seq < cached_.seq)))) {
+    cached_ = c;
+    cached_.cycle = cycle;
+  }
 }
 
 bool ChannelController::next_write_mode() const {
@@ -95,10 +100,25 @@ bool ChannelController::update_write_mode() {
   return before != write_mode_;
 }
 
-ChannelController::Decision ChannelController::bank_candidate(uint32_t b) const {
+// Decisions are written field by field where they live (candidate_, cached_) rather than built on
+// the stack and copied: a copy read back right after its fields were stored one by one stalls on
+// store forwarding, and this runs once per DRAM command.
+void ChannelController::bank_candidate(uint32_t b, Decision& c) const {
   const FrontErasingVector<Request>& list = bank_queue_[write_mode_ ? 1 : 0][b];
-  Decision c;
-  if (list.empty()) return c;
+  c.pos = 0;
+  c.pc = 0;
+  if (list.empty()) {
+    c.cycle = kNever;
+    c.rank = 3;
+    c.seq = kNever;
+    c.kind = Kind::kNone;
+    c.cmd = Command::kAct;
+    c.bank = 0;
+    c.row = 0;
+    c.own = 0;
+    c.cls = 0;
+    return;
+  }
   c.kind = Kind::kCommand;
   c.bank = b;
   c.rank = 2;
@@ -125,79 +145,90 @@ ChannelController::Decision ChannelController::bank_candidate(uint32_t b) const 
   c.cls = ChannelTiming::timing_class(c.cmd);
   c.own = std::max(timing_.bank_bound(c.cls, b), r->ready);
   c.cycle = std::max(c.own, timing_.shared_bound(c.cls, b));
-  return c;
 }
 
 void ChannelController::refresh_candidates(Decision& best, bool due_events) const {
   if (!refresh_) return;
+  // Takes the candidate if it wins (Decision::better_than), writing only the fields it sets.
+  auto offer = [&best](uint64_t cycle, int rank, uint64_t seq, Kind kind, Command cmd,
+                       uint32_t bank, uint32_t row, uint32_t pc) {
+    if (cycle > best.cycle) return;
+    if (cycle == best.cycle && (rank > best.rank || (rank == best.rank && seq >= best.seq))) return;
+    best.cycle = cycle;
+    best.rank = rank;
+    best.seq = seq;
+    best.kind = kind;
+    best.cmd = cmd;
+    best.bank = bank;
+    best.row = row;
+    best.pos = 0;
+    best.pc = pc;
+    best.own = 0;
+    best.cls = 0;
+  };
   const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
   for (uint32_t pc = 0; pc < refresh_pending_.size(); ++pc) {
-    Decision c;
-    c.kind = Kind::kCommand;
-    c.rank = 0;
     if (refresh_pending_[pc]) {
       const uint32_t first = pc * per_pc;
       if (timing_.open_banks_in_pseudo_channel(pc) > 0) {
-        c.cmd = Command::kPre;
         for (uint32_t b = first; b < first + per_pc; ++b) {
           if (!timing_.is_open(b)) continue;
-          c.bank = b;
-          c.row = timing_.open_row(b);
-          c.seq = b;
-          c.cycle = std::max(timing_.earliest(Command::kPre, b), now_);
-          if (c.better_than(best)) best = c;
+          offer(std::max(timing_.earliest(Command::kPre, b), now_), 0, b, Kind::kCommand,
+                Command::kPre, b, timing_.open_row(b), 0);
         }
       } else {
-        c.cmd = Command::kRefresh;
-        c.bank = first;
-        c.seq = pc;
-        c.cycle = std::max(timing_.earliest(Command::kRefresh, first), now_);
-        if (c.better_than(best)) best = c;
+        offer(std::max(timing_.earliest(Command::kRefresh, first), now_), 0, pc, Kind::kCommand,
+              Command::kRefresh, first, 0, 0);
       }
     } else if (due_events) {
-      c.kind = Kind::kRefreshDue;
-      c.pc = pc;
-      c.rank = -1;
-      c.seq = pc;
-      c.cycle = std::max(refresh_due_[pc], now_);
-      if (c.better_than(best)) best = c;
+      offer(std::max(refresh_due_[pc], now_), -1, pc, Kind::kRefreshDue, Command::kAct, 0, 0, pc);
     }
   }
 }
 
-ChannelController::Decision ChannelController::select() {
+void ChannelController::select() {
   if (update_write_mode()) dirty_ = ~uint64_t{0};
   const uint64_t active = nonempty_[write_mode_ ? 1 : 0] & ~pending_mask_;
   for (uint64_t m = dirty_ & active; m != 0; m &= m - 1) {
     const uint32_t b = uint32_t(std::countr_zero(m));
-    candidate_[b] = bank_candidate(b);
+    bank_candidate(b, candidate_[b]);
   }
   dirty_ &= ~active;
-  Decision best;
-  refresh_candidates(best, true);
   // Two passes keep the hot loop free of unpredictable branches: the earliest cycle first, then
   // the tie-break among the (few) banks legal at that cycle.
   uint64_t cycles[kMaxBanksPerChannel];
-  uint64_t min_cycle = best.cycle;
+  uint64_t bank_min = kNever;
   for (uint64_t m = active; m != 0; m &= m - 1) {
     const uint32_t b = uint32_t(std::countr_zero(m));
     const Decision& c = candidate_[b];
     const uint64_t cycle = std::max({c.own, timing_.shared_bound(c.cls, b), now_});
     cycles[b] = cycle;
-    min_cycle = std::min(min_cycle, cycle);
+    bank_min = std::min(bank_min, cycle);
   }
-  if (min_cycle < best.cycle) best = Decision();
+  Decision& best = cached_;
+  best.cycle = kNever;
+  best.rank = 3;
+  best.seq = kNever;
+  best.kind = Kind::kNone;
+  refresh_candidates(best, true);
+  // Refresh work outranks every request, so it wins at equal cycles.
+  if (best.kind != Kind::kNone && best.cycle <= bank_min) return;
+  if (active == 0) {
+    best = Decision();
+    return;
+  }
+  uint32_t winner = kMaxBanksPerChannel;
   for (uint64_t m = active; m != 0; m &= m - 1) {
     const uint32_t b = uint32_t(std::countr_zero(m));
-    if (cycles[b] != min_cycle) continue;
+    if (cycles[b] != bank_min) continue;
     const Decision& c = candidate_[b];
-    if (best.kind == Kind::kNone || c.rank < best.rank ||
-        (c.rank == best.rank && c.seq < best.seq)) {
-      best = c;
+    if (winner == kMaxBanksPerChannel || c.rank < candidate_[winner].rank ||
+        (c.rank == candidate_[winner].rank && c.seq < candidate_[winner].seq)) {
+      winner = b;
     }
   }
-  best.cycle = min_cycle;
-  return best;
+  best = candidate_[winner];
+  best.cycle = bank_min;
 }
 
 ChannelController::Decision ChannelController::decide_at(uint64_t cycle) {
@@ -208,7 +239,8 @@ ChannelController::Decision ChannelController::decide_at(uint64_t cycle) {
   const int q = write_mode_ ? 1 : 0;
   for (uint32_t b = 0; b < uint32_t(timing_.banks()); ++b) {
     if ((pending_mask_ & bit(b)) != 0) continue;
-    Decision c = bank_candidate(b);
+    Decision c;
+    bank_candidate(b, c);
     if (c.kind == Kind::kNone) continue;
     const Request& r = bank_queue_[q][b][c.pos];
     if (r.ready > cycle || !timing_.can_issue(c.cmd, b, c.row, cycle)) continue;
@@ -377,9 +409,9 @@ void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) 
         continue;
       }
       if (d.cycle >= cycle) break;
-      const Decision copy = d;
-      execute(copy);
-      if (!waiting_.empty() && will_accept(waiting_.front().is_write)) admit_after = copy.cycle;
+      const uint64_t t = d.cycle;
+      execute(d);  // reads the cached decision, which it only marks stale
+      if (!waiting_.empty() && will_accept(waiting_.front().is_write)) admit_after = t;
     }
     deliver(cycle, on_complete);
   }

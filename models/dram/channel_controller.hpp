@@ -145,14 +145,16 @@ class ChannelController {
   // Event mode: the cached best decision, recomputed lazily.
   const Decision& decision() {
     if (!cached_valid_) {
-      cached_ = select();
+      select();
       cached_valid_ = true;
     }
     return cached_;
   }
-  Decision select();
-  // The candidate of bank `b` from the active queue (kind kNone if the bank has no request).
-  Decision bank_candidate(uint32_t b) const;
+  // Computes the best decision into cached_.
+  void select();
+  // The candidate of bank `b` from the active queue (kind kNone if the bank has no request), into
+  // `c` (every field).
+  void bank_candidate(uint32_t b, Decision& c) const;
   void refresh_candidates(Decision& best, bool due_events) const;
   // Clock-by-clock mode: the best command legal exactly at `cycle`, by scanning every request.
   Decision decide_at(uint64_t cycle);

@@ -175,7 +175,7 @@ void DramMemory::order_completions(uint64_t waiting_ended_at) {
   auto key = [&](const Completion& x) {
     const uint64_t ch = in_flight_[x.slot].address.channel;
     return x.memory_cycle < waiting_ended_at ? std::tuple(0, x.memory_cycle, ch)
-                                              : std::tuple(1, ch, x.memory_cycle);
+                                             : std::tuple(1, ch, x.memory_cycle);
   };
   // Insertion sort: stable, no allocation, linear on the (few, nearly ordered) completions.
   for (size_t i = 1; i < completed_.size(); ++i) {

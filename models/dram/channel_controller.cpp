@@ -341,8 +341,8 @@ void ChannelController::deliver(uint64_t before, const Callback& on_complete) {
     const bool w = !write_done_.empty() && write_done_.front().cycle < before;
     if (!r && !w) return;
     RingQueue<Completion>& q = (r && (!w || read_done_.front().cycle <= write_done_.front().cycle))
-                                    ? read_done_
-                                    : write_done_;
+                                   ? read_done_
+                                   : write_done_;
     const Completion c = q.front();
     q.pop_front();
     if (on_complete) on_complete(c.id, c.cycle);

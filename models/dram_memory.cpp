@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "models/dram/memory_stats.hpp"
 #include "support/error.hpp"
@@ -16,8 +17,7 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, std::string
       preset_(std::move(preset)),
       memory_(std::move(config)),
       crossing_(clock.period().value() / sc_core::sc_time(1, sc_core::SC_PS).value(),
-                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))),
-      waiting_(size_t(memory_.channels())) {
+                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))) {
   NPUSIM_CHECK(crossing_.memory_period_ps() > 0, "{}: memory tCK rounds to 0 ps", name);
   memory_.set_callback([this](uint64_t id, uint64_t cycle) {
     completed_.push_back({static_cast<uint32_t>(id), cycle});
@@ -43,7 +43,10 @@ void DramMemory::record_to(timeline::Timeline& timeline) {
   for (int k = 0; k < dram::kCommandKinds; ++k)
     names.push_back(dram::command_name(dram::Command(k)));
   timeline.set_command_names(std::move(names));
-  if (timeline_->filter().detail == timeline::Detail::kBursts) observe_commands();
+  if (timeline_->filter().detail == timeline::Detail::kBursts) {
+    record_commands_ = true;
+    observe_commands();
+  }
 }
 
 void DramMemory::trace_waveforms(sc_core::sc_trace_file* file) {
@@ -71,12 +74,7 @@ void DramMemory::observe_commands() {
 
 void DramMemory::on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row,
                             uint64_t cycle) {
-  if (timeline_) {
-    const uint64_t core = crossing_.core_cycle_of(cycle);
-    if (timeline_->commands_wanted(core)) {
-      timeline_->command({channel_tracks_[size_t(channel)], core, uint8_t(cmd), bank, row});
-    }
-  }
+  if (record_commands_) commands_.push_back({uint32_t(channel), cmd, bank, row, cycle});
   if (waves_ && sc_core::sc_is_running()) {
     waves_->command[size_t(channel)] = 1u + unsigned(cmd);
     waves_->bank[size_t(channel)] = bank;
@@ -105,23 +103,11 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
   move_bytes(payload);
   const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
   arrivals_.push({arrival, next_seq_++, &payload, initiator});
-  arrival_event_.notify(delay);  // an earlier pending notification wins; step() re-derives the rest
+  // An earlier pending notification wins; step() re-derives the rest. A request sent from inside
+  // step() (from a completion it delivers) needs none: step() looks at the arrivals before it
+  // returns.
+  if (!in_step_) arrival_event_.notify(delay);
   return tlm::TLM_ACCEPTED;
-}
-
-void DramMemory::admit_waiting() {
-  if (waiting_count_ == 0) return;
-  for (size_t ch = 0; ch < waiting_.size(); ++ch) {
-    auto& fifo = waiting_[ch];
-    while (!fifo.empty()) {
-      const InFlight& f = in_flight_[fifo.front()];
-      // The channel's own check first: a full queue costs no address decode.
-      if (!memory_.channel(int(ch)).will_accept(f.is_write)) break;
-      memory_.add_request(f.address, f.is_write, fifo.front());
-      fifo.pop_front();
-      --waiting_count_;
-    }
-  }
 }
 
 void DramMemory::deliver(uint64_t c) {
@@ -153,17 +139,52 @@ void DramMemory::deliver(uint64_t c) {
 void DramMemory::advance(uint64_t c) {
   const uint64_t target = crossing_.entry_memory_cycle(c);
   if (target > memory_.now()) {
-    // Bursts held back by full queues enter at the memory cycle after the event that freed a slot.
-    while (waiting_count_ > 0) {
-      const uint64_t e = memory_.next_event_cycle();
-      if (e >= target) break;
-      memory_.advance_to(e + 1);
-      admit_waiting();
-    }
+    const bool in_flight = in_flight_.size() > free_slots_.size();
     memory_.advance_to(target);
-    admit_waiting();
+    order_completions(memory_.waiting_ended_at());
+    record_commands(in_flight, memory_.waiting_ended_at());
   }
   deliver(c);
+}
+
+void DramMemory::record_commands(bool in_flight, uint64_t waiting_ended_at) {
+  if (commands_.empty()) return;
+  // The order of the rule for completions, per core cycle the commands are seen at while bursts
+  // are in flight (the process then wakes at each), else over the whole stretch.
+  auto key = [&](const CommandRecord& x) {
+    const uint64_t group = in_flight ? crossing_.seen_core_cycle(x.cycle) : 0;
+    return x.cycle < waiting_ended_at ? std::tuple(group, 0, x.cycle, uint64_t(x.channel))
+                                      : std::tuple(group, 1, uint64_t(x.channel), x.cycle);
+  };
+  std::stable_sort(commands_.begin(), commands_.end(),
+                   [&](const CommandRecord& x, const CommandRecord& y) { return key(x) < key(y); });
+  for (const CommandRecord& x : commands_) {
+    const uint64_t core = crossing_.core_cycle_of(x.cycle);
+    if (timeline_->commands_wanted(core)) {
+      timeline_->command({channel_tracks_[x.channel], core, uint8_t(x.cmd), x.bank, x.row});
+    }
+  }
+  commands_.clear();
+}
+
+void DramMemory::order_completions(uint64_t waiting_ended_at) {
+  // The memory reports completions channel by channel. Completions of one core cycle reach the
+  // initiators in the order of the rule: while requests wait for queue slots (memory cycles before
+  // `waiting_ended_at`) by memory cycle, then channel; after that by channel, then memory cycle.
+  if (waiting_ended_at == 0 || completed_.size() < 2) return;
+  auto key = [&](const Completion& x) {
+    const uint64_t ch = in_flight_[x.slot].address.channel;
+    return x.memory_cycle < waiting_ended_at ? std::tuple(0, x.memory_cycle, ch)
+                                             : std::tuple(1, ch, x.memory_cycle);
+  };
+  // Insertion sort: stable, no allocation, linear on the (few, nearly ordered) completions.
+  for (size_t i = 1; i < completed_.size(); ++i) {
+    const Completion x = completed_[i];
+    const auto k = key(x);
+    size_t j = i;
+    for (; j > 0 && k < key(completed_[j - 1]); --j) completed_[j] = completed_[j - 1];
+    completed_[j] = x;
+  }
 }
 
 void DramMemory::admit_arrivals(uint64_t c) {
@@ -182,15 +203,15 @@ void DramMemory::admit_arrivals(uint64_t c) {
     }
     const dram::DramAddress address = memory_.mapper().map(a.payload->get_address());
     in_flight_[slot] = {a.payload, a.initiator, address, a.payload->is_write()};
-    waiting_[address.channel].push_back(slot);
-    ++waiting_count_;
+    memory_.add_or_wait(address, in_flight_[slot].is_write, slot);
   }
-  admit_waiting();
 }
 
 void DramMemory::step() {
   const uint64_t c = clock_.now();
+  in_step_ = true;
   advance(c);
+  in_step_ = false;
   NPUSIM_CHECK(arrivals_.empty() || arrivals_.top().cycle >= c,
                "{}: request arriving at core cycle {} missed (now {})", name(),
                arrivals_.top().cycle, c);
@@ -207,9 +228,11 @@ void DramMemory::step() {
   uint64_t next = dram::kNever;
   if (!arrivals_.empty()) next = arrivals_.top().cycle;
   // Requests in the controllers or waiting for them: every slot not free (advance() delivered
-  // every completion seen by now), without asking each channel for its queues.
+  // every completion seen by now), without asking each channel for its queues. Only completions
+  // need the process awake (advance() issues the commands before them when it next runs), unless
+  // waveforms show every command at its own cycle.
   if (in_flight_.size() > free_slots_.size()) {
-    const uint64_t e = memory_.next_event_cycle();
+    const uint64_t e = waves_ ? memory_.next_event_cycle() : memory_.next_completion_bound();
     if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
   }
   if (next == dram::kNever) {
@@ -220,11 +243,14 @@ void DramMemory::step() {
 }
 
 dram::MemoryStats DramMemory::finish(uint64_t end_cycle) {
-  NPUSIM_CHECK(arrivals_.empty() && waiting_count_ == 0 && memory_.outstanding() == 0,
+  NPUSIM_CHECK(arrivals_.empty() && memory_.outstanding() == 0,
                "{}: {} requests still in flight at the end", name(),
-               arrivals_.size() + waiting_count_ + memory_.outstanding());
+               arrivals_.size() + memory_.outstanding());
   const uint64_t target = crossing_.entry_memory_cycle(end_cycle);
-  if (target > memory_.now()) memory_.advance_to(target);
+  if (target > memory_.now()) {
+    memory_.advance_to(target);
+    record_commands(false, 0);
+  }
   return memory_.stats();
 }
 

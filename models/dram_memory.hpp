@@ -17,10 +17,14 @@
 //   - if its channel's controller queue is full it waits, in order, in a per-channel FIFO in front
 //     of the controller and enters at the memory cycle after the event that freed a slot;
 //   - a burst the memory completes at memory cycle e is seen at core cycle ceil(e*Pm/Pc), the
-//     first core edge at or after it.
-// The module's process wakes only at core cycles where a request arrives or the memory has an event
-// (MemorySystem::next_event_cycle), never on idle cycles; with nothing in flight it sleeps until
-// the next request, and the refreshes of the idle stretch are replayed by the next advance_to.
+//     first core edge at or after it; bursts seen in the same core cycle are answered, while some
+//     burst waits in a FIFO, by memory cycle, then channel; once none waits, by channel, then
+//     memory cycle.
+// The module's process wakes only at core cycles where a request arrives or a burst may complete
+// (MemorySystem::next_completion_bound; with waveforms, every memory event), never on idle
+// cycles: the commands between two wake-ups are issued by the next advance_to. With nothing in
+// flight it sleeps until the next request, and the refreshes of the idle stretch are replayed by
+// the next advance_to. The FIFOs live in the channel controllers (ChannelController::add_or_wait).
 //
 // Recording (off unless asked for): completed bytes per channel and, with burst detail, every DRAM
 // command go to the timeline; with waveforms, "<channel>.command" (0 none, else 1 + the
@@ -107,10 +111,12 @@ class DramMemory : public OffChipMemoryInterface {
   void step();
   // Brings the memory to core cycle `c` and delivers the completions seen at `c`.
   void advance(uint64_t c);
-  // Moves the requests arriving at `c` into the per-channel FIFOs and on into the controller.
+  // Hands the requests arriving at `c` to the memory (they wait there while their queue is full).
   void admit_arrivals(uint64_t c);
-  // Moves the FIFOs' heads into the controller while it accepts them.
-  void admit_waiting();
+  // Puts completed_ in the order of the rule (see advance()).
+  void order_completions(uint64_t waiting_ended_at);
+  // Hands the commands of the last advance to the timeline in the same order.
+  void record_commands(bool in_flight, uint64_t waiting_ended_at);
   void deliver(uint64_t c);
   void observe_commands();
   void on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle);
@@ -120,8 +126,6 @@ class DramMemory : public OffChipMemoryInterface {
   dram::MemorySystem memory_;
   ClockCrossing crossing_;
   std::priority_queue<Arrival, std::vector<Arrival>, std::greater<>> arrivals_;
-  std::vector<std::deque<uint32_t>> waiting_;  // per channel: in-flight slots not yet accepted
-  size_t waiting_count_ = 0;
   std::vector<InFlight> in_flight_;  // indexed by the id given to the MemorySystem
   std::vector<uint32_t> free_slots_;
   struct Completion {
@@ -131,8 +135,17 @@ class DramMemory : public OffChipMemoryInterface {
   std::vector<Completion> completed_, delivering_;  // completed and not yet delivered
   uint64_t next_seq_ = 0;
   sc_core::sc_event arrival_event_;
+  bool in_step_ = false;  // step() is delivering completions
 
   timeline::Timeline* timeline_ = nullptr;
+  struct CommandRecord {
+    uint32_t channel;
+    dram::Command cmd;
+    uint32_t bank, row;
+    uint64_t cycle;  // memory cycle
+  };
+  bool record_commands_ = false;         // the timeline wants every command
+  std::vector<CommandRecord> commands_;  // of the advance in progress
   std::vector<uint32_t> channel_tracks_;
   struct Waves {
     std::vector<unsigned> command, bank;

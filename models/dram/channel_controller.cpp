@@ -41,28 +41,46 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
                is_write ? "write" : "read");
   const int q = is_write ? 1 : 0;
   const uint32_t b = timing_.flat_bank(a.pseudo_channel, a.bank_group, a.bank);
-  bank_queue_[q][b].push_back(Request{id, now, now + uint64_t(frontend_), next_seq_++, b, a.row});
+  FrontErasingVector<Request>& list = bank_queue_[q][b];
+  // A candidate picks the bank's first row hit, else its oldest request: a request appended
+  // behind others changes it only when it is the first hit of the open row.
+  const bool unchanged = (dirty_ & bit(b)) == 0 && !list.empty() &&
+                         !(candidate_[b].cmd == Command::kPre && a.row == timing_.open_row(b));
+  list.push_back(Request{id, now, now + uint64_t(frontend_), next_seq_++, b, a.row});
   ++queued_[q];
   nonempty_[q] |= bit(b);
-  dirty_ |= bit(b);
-  if (!cached_valid_ || cfg_.controller.clock_by_clock) return;
+  if (!cached_valid_ || cfg_.controller.clock_by_clock) {
+    dirty_ |= bit(b);
+    return;
+  }
   // The request changes at most its own bank's candidate: update the cached decision instead of
   // selecting again, unless that bank held the decision or the read/write mode would flip (the
   // mode is only ever evaluated when deciding, as a clock-by-clock scheduler does).
   if (next_write_mode() != write_mode_) {
+    dirty_ |= bit(b);
     cached_valid_ = false;
     return;
   }
-  if (q != (write_mode_ ? 1 : 0) || (pending_mask_ & bit(b)) != 0) return;
+  if (q != (write_mode_ ? 1 : 0) || (pending_mask_ & bit(b)) != 0) {
+    dirty_ |= bit(b);
+    return;
+  }
+  if (unchanged) return;  // the bank's candidate, hence the decision, stay as they are
   if (cached_.kind == Kind::kCommand && cached_.bank == b) {
+    dirty_ |= bit(b);
     cached_valid_ = false;
     return;
   }
-  candidate_[b] = bank_candidate(b);
+  bank_candidate(b, candidate_[b]);
   dirty_ &= ~bit(b);
-  Decision c = candidate_[b];
-  c.cycle = std::max(c.cycle, now_);
-  if (c.better_than(cached_)) cached_ = c;
+  const Decision& c = candidate_[b];
+  const uint64_t cycle = std::max(c.cycle, now_);
+  if (cycle < cached_.cycle ||
+      (cycle == cached_.cycle &&
+       (c.rank < cached_.rank || (c.rank == cached_.rank && c.seq < cached_.seq)))) {
+    cached_ = c;
+    cached_.cycle = cycle;
+  }
 }
 
 bool ChannelController::next_write_mode() const {
@@ -82,10 +100,25 @@ bool ChannelController::update_write_mode() {
   return before != write_mode_;
 }
 
-ChannelController::Decision ChannelController::bank_candidate(uint32_t b) const {
-  const std::vector<Request>& list = bank_queue_[write_mode_ ? 1 : 0][b];
-  Decision c;
-  if (list.empty()) return c;
+// Decisions are written field by field where they live (candidate_, cached_) rather than built on
+// the stack and copied: a copy read back right after its fields were stored one by one stalls on
+// store forwarding, and this runs once per DRAM command.
+void ChannelController::bank_candidate(uint32_t b, Decision& c) const {
+  const FrontErasingVector<Request>& list = bank_queue_[write_mode_ ? 1 : 0][b];
+  c.pos = 0;
+  c.pc = 0;
+  if (list.empty()) {
+    c.cycle = kNever;
+    c.rank = 3;
+    c.seq = kNever;
+    c.kind = Kind::kNone;
+    c.cmd = Command::kAct;
+    c.bank = 0;
+    c.row = 0;
+    c.own = 0;
+    c.cls = 0;
+    return;
+  }
   c.kind = Kind::kCommand;
   c.bank = b;
   c.rank = 2;
@@ -112,87 +145,90 @@ ChannelController::Decision ChannelController::bank_candidate(uint32_t b) const 
   c.cls = ChannelTiming::timing_class(c.cmd);
   c.own = std::max(timing_.bank_bound(c.cls, b), r->ready);
   c.cycle = std::max(c.own, timing_.shared_bound(c.cls, b));
-  return c;
 }
 
 void ChannelController::refresh_candidates(Decision& best, bool due_events) const {
   if (!refresh_) return;
+  // Takes the candidate if it wins (Decision::better_than), writing only the fields it sets.
+  auto offer = [&best](uint64_t cycle, int rank, uint64_t seq, Kind kind, Command cmd,
+                       uint32_t bank, uint32_t row, uint32_t pc) {
+    if (cycle > best.cycle) return;
+    if (cycle == best.cycle && (rank > best.rank || (rank == best.rank && seq >= best.seq))) return;
+    best.cycle = cycle;
+    best.rank = rank;
+    best.seq = seq;
+    best.kind = kind;
+    best.cmd = cmd;
+    best.bank = bank;
+    best.row = row;
+    best.pos = 0;
+    best.pc = pc;
+    best.own = 0;
+    best.cls = 0;
+  };
   const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
   for (uint32_t pc = 0; pc < refresh_pending_.size(); ++pc) {
-    Decision c;
-    c.kind = Kind::kCommand;
-    c.rank = 0;
     if (refresh_pending_[pc]) {
       const uint32_t first = pc * per_pc;
       if (timing_.open_banks_in_pseudo_channel(pc) > 0) {
-        c.cmd = Command::kPre;
         for (uint32_t b = first; b < first + per_pc; ++b) {
           if (!timing_.is_open(b)) continue;
-          c.bank = b;
-          c.row = timing_.open_row(b);
-          c.seq = b;
-          c.cycle = std::max(timing_.earliest(Command::kPre, b), now_);
-          if (c.better_than(best)) best = c;
+          offer(std::max(timing_.earliest(Command::kPre, b), now_), 0, b, Kind::kCommand,
+                Command::kPre, b, timing_.open_row(b), 0);
         }
       } else {
-        c.cmd = Command::kRefresh;
-        c.bank = first;
-        c.seq = pc;
-        c.cycle = std::max(timing_.earliest(Command::kRefresh, first), now_);
-        if (c.better_than(best)) best = c;
+        offer(std::max(timing_.earliest(Command::kRefresh, first), now_), 0, pc, Kind::kCommand,
+              Command::kRefresh, first, 0, 0);
       }
     } else if (due_events) {
-      c.kind = Kind::kRefreshDue;
-      c.pc = pc;
-      c.rank = -1;
-      c.seq = pc;
-      c.cycle = std::max(refresh_due_[pc], now_);
-      if (c.better_than(best)) best = c;
+      offer(std::max(refresh_due_[pc], now_), -1, pc, Kind::kRefreshDue, Command::kAct, 0, 0, pc);
     }
   }
 }
 
-ChannelController::Decision ChannelController::select() {
+void ChannelController::select() {
   if (update_write_mode()) dirty_ = ~uint64_t{0};
   const uint64_t active = nonempty_[write_mode_ ? 1 : 0] & ~pending_mask_;
   for (uint64_t m = dirty_ & active; m != 0; m &= m - 1) {
     const uint32_t b = uint32_t(std::countr_zero(m));
-    candidate_[b] = bank_candidate(b);
+    bank_candidate(b, candidate_[b]);
   }
   dirty_ &= ~active;
-  Decision best;
-  refresh_candidates(best, true);
   // Two passes keep the hot loop free of unpredictable branches: the earliest cycle first, then
   // the tie-break among the (few) banks legal at that cycle.
   uint64_t cycles[kMaxBanksPerChannel];
-  uint64_t min_cycle = best.cycle;
+  uint64_t bank_min = kNever;
   for (uint64_t m = active; m != 0; m &= m - 1) {
     const uint32_t b = uint32_t(std::countr_zero(m));
     const Decision& c = candidate_[b];
     const uint64_t cycle = std::max({c.own, timing_.shared_bound(c.cls, b), now_});
     cycles[b] = cycle;
-    min_cycle = std::min(min_cycle, cycle);
+    bank_min = std::min(bank_min, cycle);
   }
-  if (min_cycle < best.cycle) best = Decision();
+  Decision& best = cached_;
+  best.cycle = kNever;
+  best.rank = 3;
+  best.seq = kNever;
+  best.kind = Kind::kNone;
+  refresh_candidates(best, true);
+  // Refresh work outranks every request, so it wins at equal cycles.
+  if (best.kind != Kind::kNone && best.cycle <= bank_min) return;
+  if (active == 0) {
+    best = Decision();
+    return;
+  }
+  uint32_t winner = kMaxBanksPerChannel;
   for (uint64_t m = active; m != 0; m &= m - 1) {
     const uint32_t b = uint32_t(std::countr_zero(m));
-    if (cycles[b] != min_cycle) continue;
+    if (cycles[b] != bank_min) continue;
     const Decision& c = candidate_[b];
-    if (best.kind == Kind::kNone || c.rank < best.rank ||
-        (c.rank == best.rank && c.seq < best.seq)) {
-      best = c;
+    if (winner == kMaxBanksPerChannel || c.rank < candidate_[winner].rank ||
+        (c.rank == candidate_[winner].rank && c.seq < candidate_[winner].seq)) {
+      winner = b;
     }
   }
-  best.cycle = min_cycle;
-  return best;
-}
-
-const ChannelController::Decision& ChannelController::decision() {
-  if (!cached_valid_) {
-    cached_ = select();
-    cached_valid_ = true;
-  }
-  return cached_;
+  best = candidate_[winner];
+  best.cycle = bank_min;
 }
 
 ChannelController::Decision ChannelController::decide_at(uint64_t cycle) {
@@ -203,7 +239,8 @@ ChannelController::Decision ChannelController::decide_at(uint64_t cycle) {
   const int q = write_mode_ ? 1 : 0;
   for (uint32_t b = 0; b < uint32_t(timing_.banks()); ++b) {
     if ((pending_mask_ & bit(b)) != 0) continue;
-    Decision c = bank_candidate(b);
+    Decision c;
+    bank_candidate(b, c);
     if (c.kind == Kind::kNone) continue;
     const Request& r = bank_queue_[q][b][c.pos];
     if (r.ready > cycle || !timing_.can_issue(c.cmd, b, c.row, cycle)) continue;
@@ -267,13 +304,13 @@ void ChannelController::execute(const Decision& d) {
     case Command::kWrite:
     case Command::kWriteAp: {
       const bool is_write = d.cmd == Command::kWrite || d.cmd == Command::kWriteAp;
-      std::vector<Request>& list = bank_queue_[is_write ? 1 : 0][d.bank];
+      FrontErasingVector<Request>& list = bank_queue_[is_write ? 1 : 0][d.bank];
       NPUSIM_CHECK(d.pos < list.size() && list[d.pos].seq == d.seq,
                    "dram channel: {} at cycle {} lost its request", command_name(d.cmd), t);
       const Request r = list[d.pos];
       if (timing_.row_accesses(d.bank) > 0) ++stats_.row_hits;
       timing_.issue(d.cmd, d.bank, d.row, t);
-      list.erase(list.begin() + d.pos);
+      list.erase(d.pos);
       --queued_[is_write ? 1 : 0];
       if (list.empty()) nonempty_[is_write ? 1 : 0] &= ~bit(d.bank);
       if (is_write) {
@@ -303,9 +340,9 @@ void ChannelController::deliver(uint64_t before, const Callback& on_complete) {
     const bool r = !read_done_.empty() && read_done_.front().cycle < before;
     const bool w = !write_done_.empty() && write_done_.front().cycle < before;
     if (!r && !w) return;
-    std::deque<Completion>& q = (r && (!w || read_done_.front().cycle <= write_done_.front().cycle))
-                                    ? read_done_
-                                    : write_done_;
+    RingQueue<Completion>& q = (r && (!w || read_done_.front().cycle <= write_done_.front().cycle))
+                                   ? read_done_
+                                   : write_done_;
     const Completion c = q.front();
     q.pop_front();
     if (on_complete) on_complete(c.id, c.cycle);
@@ -322,9 +359,32 @@ uint64_t ChannelController::next_event_cycle() {
   return std::min(next, decision().cycle);
 }
 
+uint64_t ChannelController::next_completion_bound() {
+  if (cfg_.controller.clock_by_clock) return next_event_cycle();
+  uint64_t next = kNever;
+  if (!read_done_.empty()) next = read_done_.front().cycle;
+  if (!write_done_.empty()) next = std::min(next, write_done_.front().cycle);
+  if (queued_[0] + queued_[1] > 0) {
+    next = std::min(next, decision().cycle + uint64_t(std::min(read_latency_, write_latency_)));
+  }
+  return next;
+}
+
+void ChannelController::admit_waiting(uint64_t cycle) {
+  now_ = cycle;
+  while (!waiting_.empty() && will_accept(waiting_.front().is_write)) {
+    const Waiting& w = waiting_.front();
+    add(w.address, w.is_write, w.id, cycle);
+    waiting_.pop_front();
+    if (waiting_.empty()) drained_at_ = cycle;
+  }
+}
+
 void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) {
   NPUSIM_CHECK(cycle >= now_, "dram channel: advance_to({}) is before the current cycle {}", cycle,
                now_);
+  // A waiting request enters at the cycle after the column command that freed its slot, once
+  // every command of that cycle has issued.
   if (cfg_.controller.clock_by_clock) {
     for (uint64_t c = now_; c < cycle; ++c) {
       now_ = c;
@@ -337,13 +397,21 @@ void ChannelController::advance_to(uint64_t cycle, const Callback& on_complete) 
         execute(d);
       }
       deliver(c + 1, on_complete);
+      if (!waiting_.empty() && will_accept(waiting_.front().is_write)) admit_waiting(c + 1);
     }
   } else {
+    uint64_t admit_after = kNever;  // the cycle of a command that freed a slot for a waiting one
     while (true) {
       const Decision& d = decision();
+      if (admit_after != kNever && d.cycle > admit_after) {
+        admit_waiting(admit_after + 1);
+        admit_after = kNever;
+        continue;
+      }
       if (d.cycle >= cycle) break;
-      const Decision copy = d;
-      execute(copy);
+      const uint64_t t = d.cycle;
+      execute(d);  // reads the cached decision, which it only marks stale
+      if (!waiting_.empty() && will_accept(waiting_.front().is_write)) admit_after = t;
     }
     deliver(cycle, on_complete);
   }

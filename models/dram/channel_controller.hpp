@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -31,6 +30,7 @@
 #include "arch/dram/address_mapping.hpp"
 #include "arch/dram/dram_config.hpp"
 #include "models/dram/dram_timing.hpp"
+#include "models/dram/queues.hpp"
 
 namespace npusim::dram {
 
@@ -67,16 +67,37 @@ class ChannelController {
   }
   // Enqueues at cycle `now` (== the last advance_to target); requires will_accept().
   void add(const DramAddress& a, bool is_write, uint64_t id, uint64_t now);
+  // add() if the queue accepts the request and none waits before it; else the request waits, in
+  // order, and enters at the cycle after the command that freed a slot for it (advance_to()).
+  // Returns false when it waits.
+  bool add_or_wait(const DramAddress& a, bool is_write, uint64_t id, uint64_t now) {
+    if (waiting_.empty() && will_accept(is_write)) {
+      add(a, is_write, id, now);
+      return true;
+    }
+    waiting_.push_back({a, id, is_write});
+    return false;
+  }
+  // Requests waiting for a queue slot, and the cycle the last of them entered the queue (valid
+  // once none waits).
+  size_t waiting() const { return waiting_.size(); }
+  uint64_t waiting_drained_at() const { return drained_at_; }
   // The first cycle >= now at which a command issues or a request completes; kNever if none.
   uint64_t next_event_cycle();
   // Issues every command of the cycles before `cycle` and reports every completion before it.
   void advance_to(uint64_t cycle, const Callback& on_complete);
+  // advance_to(cycle) for a channel whose next_event_cycle() is >= cycle: only the clock moves.
+  void skip_to(uint64_t cycle) {
+    if (cycle > now_) now_ = cycle;
+  }
+  // A lower bound of the first completion at or after now (see MemorySystem).
+  uint64_t next_completion_bound();
 
   const ChannelStats& stats() const { return stats_; }
   // Standby cycles over [0, cycle): some bank open (active) or none (precharged).
   void background_cycles(uint64_t cycle, uint64_t* active, uint64_t* precharged) const;
   size_t outstanding() const {
-    return queued_[0] + queued_[1] + read_done_.size() + write_done_.size();
+    return waiting_.size() + queued_[0] + queued_[1] + read_done_.size() + write_done_.size();
   }
   const ChannelTiming& timing() const { return timing_; }
   void set_command_observer(CommandObserver observer) { observer_ = std::move(observer); }
@@ -93,6 +114,11 @@ class ChannelController {
   struct Completion {
     uint64_t id;
     uint64_t cycle;
+  };
+  struct Waiting {
+    DramAddress address;
+    uint64_t id;
+    bool is_write;
   };
   enum class Kind : uint8_t { kNone, kRefreshDue, kCommand };
   // rank: -1 refresh due, 0 refresh PRE/REF, 1 row hit, 2 ACT/PRE of a request; lower wins a
@@ -117,10 +143,18 @@ class ChannelController {
   };
 
   // Event mode: the cached best decision, recomputed lazily.
-  const Decision& decision();
-  Decision select();
-  // The candidate of bank `b` from the active queue (kind kNone if the bank has no request).
-  Decision bank_candidate(uint32_t b) const;
+  const Decision& decision() {
+    if (!cached_valid_) {
+      select();
+      cached_valid_ = true;
+    }
+    return cached_;
+  }
+  // Computes the best decision into cached_.
+  void select();
+  // The candidate of bank `b` from the active queue (kind kNone if the bank has no request), into
+  // `c` (every field).
+  void bank_candidate(uint32_t b, Decision& c) const;
   void refresh_candidates(Decision& best, bool due_events) const;
   // Clock-by-clock mode: the best command legal exactly at `cycle`, by scanning every request.
   Decision decide_at(uint64_t cycle);
@@ -131,6 +165,8 @@ class ChannelController {
   void deliver(uint64_t before, const Callback& on_complete);
   void track_background(uint64_t cycle);
   void set_refresh_pending(uint32_t pc);
+  // Moves waiting requests into the queue at `cycle` while it accepts them.
+  void admit_waiting(uint64_t cycle);
   uint64_t blocked_banks() const { return pending_mask_; }
 
   const MemoryConfig& cfg_;
@@ -144,12 +180,14 @@ class ChannelController {
   uint64_t next_seq_ = 0;
 
   // Per queue (0 reads, 1 writes) and flat bank, requests in arrival order.
-  std::vector<std::vector<Request>> bank_queue_[2];
+  std::vector<FrontErasingVector<Request>> bank_queue_[2];
   size_t queued_[2] = {0, 0};
   uint64_t nonempty_[2] = {0, 0};  // banks with a queued request
   bool write_mode_ = false;
-  std::deque<Completion> read_done_;   // completion cycles are non-decreasing
-  std::deque<Completion> write_done_;  // likewise
+  RingQueue<Completion> read_done_;   // completion cycles are non-decreasing
+  RingQueue<Completion> write_done_;  // likewise
+  RingQueue<Waiting> waiting_;        // requests that found their queue full, in order
+  uint64_t drained_at_ = 0;
 
   std::vector<uint64_t> refresh_due_;  // per pseudo-channel
   std::vector<uint8_t> refresh_pending_;

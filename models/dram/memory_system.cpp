@@ -13,22 +13,42 @@ MemorySystem::MemorySystem(MemoryConfig config, Callback on_complete)
   for (int c = 0; c < cfg_.org.channels; ++c) {
     channels_.push_back(std::make_unique<ChannelController>(cfg_));
   }
+  next_.assign(channels_.size(), kUnknown);
 }
 
 void MemorySystem::add_request(uint64_t addr, bool is_write, uint64_t id) {
   const DramAddress a = mapper_.map(addr);
-  channels_[a.channel]->add(a, is_write, id, now_);
+  enqueue(a.channel, a, is_write, id);
 }
 
 uint64_t MemorySystem::next_event_cycle() {
   uint64_t next = kNever;
-  for (auto& ch : channels_) next = std::min(next, ch->next_event_cycle());
+  for (size_t ch = 0; ch < channels_.size(); ++ch) next = std::min(next, channel_next(ch));
+  return next;
+}
+
+uint64_t MemorySystem::next_completion_bound() {
+  uint64_t next = kNever;
+  for (auto& ch : channels_) next = std::min(next, ch->next_completion_bound());
   return next;
 }
 
 void MemorySystem::advance_to(uint64_t cycle) {
   NPUSIM_CHECK(cycle >= now_, "dram: advance_to({}) is before the current cycle {}", cycle, now_);
-  for (auto& ch : channels_) ch->advance_to(cycle, on_complete_);
+  const bool waited = waiting_ > 0;
+  uint64_t drained = 0;
+  for (size_t ch = 0; ch < channels_.size(); ++ch) {
+    if (channel_next(ch) >= cycle) continue;  // nothing happens there before `cycle`
+    ChannelController& c = *channels_[ch];
+    const size_t before = c.waiting();
+    c.advance_to(cycle, on_complete_);
+    next_[ch] = kUnknown;
+    if (before > 0) {
+      waiting_ -= before - c.waiting();
+      if (c.waiting() == 0) drained = std::max(drained, c.waiting_drained_at());
+    }
+  }
+  waiting_ended_at_ = !waited ? 0 : waiting_ > 0 ? kNever : drained;
   now_ = cycle;
 }
 

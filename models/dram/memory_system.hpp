@@ -59,17 +59,35 @@ class MemorySystem {
   void add_request(uint64_t addr, bool is_write, uint64_t id);
   // The same for an address decoded by mapper() already.
   void add_request(const DramAddress& a, bool is_write, uint64_t id) {
-    channels_[a.channel]->add(a, is_write, id, now_);
+    enqueue(a.channel, a, is_write, id);
   }
   // will_accept() and add_request() in one address decode; false (and nothing queued) when full.
   bool try_add_request(uint64_t addr, bool is_write, uint64_t id) {
     const DramAddress a = mapper_.map(addr);
     ChannelController& ch = *channels_[a.channel];
     if (!ch.will_accept(is_write)) return false;
-    ch.add(a, is_write, id, now_);
+    enqueue(a.channel, a, is_write, id);
     return true;
   }
+  // Enqueues at now(), or, if the channel's queue is full, lets the request wait there in order
+  // until a column command frees a slot; it enters at the cycle after that command.
+  void add_or_wait(const DramAddress& a, bool is_write, uint64_t id) {
+    ChannelController& c = *channels_[a.channel];
+    c.skip_to(now_);
+    if (!c.add_or_wait(a, is_write, id, now_)) ++waiting_;
+    next_[a.channel] = kUnknown;
+  }
+  // Requests waiting for a queue slot (add_or_wait()).
+  size_t waiting() const { return waiting_; }
+  // Of the last advance_to(): 0 if no request waited at its start; else the cycle at which the
+  // last waiting request entered its queue, or kNever if some still wait.
+  uint64_t waiting_ended_at() const { return waiting_ended_at_; }
   uint64_t next_event_cycle();
+  // A cycle <= the first cycle >= now() at which a request completes (kNever if none is queued):
+  // the earliest completion queued, or the next command plus the shorter of the read and write
+  // latencies. Nothing is delivered before it, so a caller that only waits for completions may
+  // sleep until then.
+  uint64_t next_completion_bound();
   void advance_to(uint64_t cycle);
   void set_callback(Callback on_complete) { on_complete_ = std::move(on_complete); }
   // Observes the commands of channel `ch` (tracing; see ChannelController::CommandObserver).
@@ -89,9 +107,28 @@ class MemorySystem {
   int channels() const { return int(channels_.size()); }
 
  private:
+  void enqueue(uint32_t ch, const DramAddress& a, bool is_write, uint64_t id) {
+    ChannelController& c = *channels_[ch];
+    c.skip_to(now_);
+    c.add(a, is_write, id, now_);
+    next_[ch] = kUnknown;
+  }
+  uint64_t channel_next(size_t ch) {
+    if (next_[ch] == kUnknown) next_[ch] = channels_[ch]->next_event_cycle();
+    return next_[ch];
+  }
+
+  // Each channel's next_event_cycle(), kept while nothing is added to it and time does not pass
+  // it: a channel with nothing to do before a cycle is neither asked nor advanced (its clock
+  // catches up when a request comes).
+  static constexpr uint64_t kUnknown = kNever - 1;
+
   MemoryConfig cfg_;
   AddressMapper mapper_;
   std::vector<std::unique_ptr<ChannelController>> channels_;
+  std::vector<uint64_t> next_;
+  size_t waiting_ = 0;
+  uint64_t waiting_ended_at_ = 0;
   Callback on_complete_;
   uint64_t now_ = 0;
 };

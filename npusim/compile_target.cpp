@@ -121,7 +121,7 @@ TimingGraphCache& timing_graph_cache() {
 namespace {
 Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         Parallelism parallel, int micro_batch, bool int8, bool values,
-                        bool keep_real_weights);
+                        bool keep_real_weights, const LayerCores* cores = nullptr);
 }  // namespace
 
 namespace {
@@ -262,7 +262,8 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
 }
 
 Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> input,
-                       std::vector<float> input_real, const Target& t, bool values) {
+                       std::vector<float> input_real, const Target& t, bool values,
+                       const LayerCores* cores) {
   const std::optional<DataType> dtype = checked_dtype(t);
   const Parallelism parallel = checked_parallelism(t);
   const int micro_batch = checked_micro_batch(t, parallel);
@@ -288,7 +289,7 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
     quantize_graph_for_timing(c.graph);
   }
   return finish_compile(std::move(c), t, t.hw.empty() ? "hw" : t.hw, parallel, micro_batch, int8,
-                        values, false);
+                        values, false, cores);
 }
 
 namespace {
@@ -296,7 +297,7 @@ namespace {
 // Fusion and compilation for the hardware, from the quantized (or bf16) graph.
 Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         Parallelism parallel, int micro_batch, bool int8, bool values,
-                        bool keep_real_weights) {
+                        bool keep_real_weights, const LayerCores* cores) {
   // From here on the int8 or bf16 weights stand for the given float ones.
   if (!keep_real_weights) {
     for (Layer& l : c.graph.layers) std::vector<float>().swap(l.weights);
@@ -305,9 +306,13 @@ Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
   fuse_epilogues(c.graph, [&](const Layer& l) {
     // A layer pinned to the host stays a layer of its own, and nothing joins a host layer.
     if (l.on_host || (!l.epilogue.empty() && l.epilogue.back().on_host)) return false;
+    // A layer placed on a core joins a layer on the same core only.
+    if (cores && !l.epilogue.empty() && cores->core(l.epilogue.back().name) != cores->core(l.name))
+      return false;
     return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
   });
-  CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
+  CompileResult result = cores ? compile_placed(c.graph, c.hw, *cores)
+                               : compile_parallel(c.graph, c.hw, parallel, micro_batch);
   if (!result.ok) throw UserError(fmt::format("{} on {}: {}", t.workload, hw_spec, result.reason));
   c.program = std::move(result.program);
   // The program holds the int8 weights now; only the reference reads the graph's copy, and it

@@ -231,6 +231,13 @@ GenerateResult generate(const GenerateOptions& o) {
     shards = decoder_shards(cfg, hw.cores);
   }
   const bool split = shards.size() > 1;
+  const std::string megatron =
+      split ? fmt::format(
+                  "tensor parallel (Megatron, {}): attention by heads and the FFN by columns then "
+                  "rows over {} cores, two all-reduces per layer over the interconnect, the output "
+                  "projection by vocabulary columns",
+                  o.parallel, shards.size())
+            : "";
   const int element_bytes = dtype == DataType::kBf16 ? 2 : 1;
   KvCache cache;
   if (o.values) {
@@ -286,9 +293,10 @@ GenerateResult generate(const GenerateOptions& o) {
           argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
     }
     const size_t per_head = size_t(positions) * size_t(d);
-    if (split && positions == 1) {
-      // A split decode step: each core's rows of its KV heads; a KV head shared by cores (fewer
-      // KV heads than cores) is the same row on each, taken from the first.
+    if (split) {
+      // A split program: each core's rows of its KV heads, [batch, its KV heads, positions, d];
+      // a KV head shared by cores (fewer KV heads than cores) is the same on each, taken from the
+      // first.
       for (int i = 0; i < cfg.layers; ++i) {
         for (const bool key : {true, false}) {
           auto& dst = key ? cache.keys[size_t(i)] : cache.values[size_t(i)];
@@ -304,8 +312,8 @@ GenerateResult generate(const GenerateOptions& o) {
                 taken[bh] = true;
                 const auto from =
                     t.values.begin() +
-                    long((size_t(b) * size_t(kvc) + size_t(g - sh.kv_begin)) * size_t(d));
-                dst[bh].insert(dst[bh].end(), from, from + long(d));
+                    long((size_t(b) * size_t(kvc) + size_t(g - sh.kv_begin)) * per_head);
+                dst[bh].insert(dst[bh].end(), from, from + long(per_head));
               }
             }
           }
@@ -327,8 +335,12 @@ GenerateResult generate(const GenerateOptions& o) {
 
   // Prefill: the prompt, then the first new token of each sequence.
   {
-    Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype);
-    StepOutcome s = run_step(hw, std::move(g), result.prompt, o, fidelity, batch);
+    LayerCores placed;
+    Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype, split ? &shards : nullptr,
+                                  split ? &placed.core_of : nullptr);
+    placed.summary = megatron;
+    StepOutcome s =
+        run_step(hw, std::move(g), result.prompt, o, fidelity, batch, split ? &placed : nullptr);
     if (o.values) take_values(s, prompt);
     for (int b = 0; b < batch; ++b)
       result.tokens[size_t(b) * size_t(o.new_tokens)] = next[size_t(b)];
@@ -346,13 +358,7 @@ GenerateResult generate(const GenerateOptions& o) {
     LayerCores placed;
     Graph g = build_decode_graph(cfg, w, o.values ? &cache : nullptr, L, batch,
                                  split ? &shards : nullptr, split ? &placed.core_of : nullptr);
-    if (split) {
-      placed.summary = fmt::format(
-          "tensor parallel (Megatron, {}): attention by heads and the FFN by columns then rows "
-          "over {} cores, two all-reduces per layer over the interconnect, the output projection "
-          "by vocabulary columns",
-          o.parallel, shards.size());
-    }
+    placed.summary = megatron;
     StepOutcome s = run_step(hw, std::move(g), next, o, fidelity, batch, split ? &placed : nullptr);
     if (o.values) {
       take_values(s, 1);

@@ -262,12 +262,22 @@ void start(Builder& b, const DecoderConfig& c, const std::string& phase, int ids
 }  // namespace
 
 Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P, int batch,
-                          DataType dtype) {
+                          DataType dtype, const std::vector<DecoderShard>* shards,
+                          std::map<std::string, int>* core_of) {
+  const std::vector<DecoderShard> whole{DecoderShard{0, c.heads, 0, c.kv_heads, 0, c.ffn}};
+  const std::vector<DecoderShard>& parts = shards ? *shards : whole;
+  const int N = int(parts.size());
+  NPUSIM_CHECK(N == 1 || core_of, "a prefill split over {} cores needs its placement", N);
   Builder b(c, w);
   start(b, c, "prefill", P);
   b.graph().batch = batch;
-  const int h = c.hidden, d = c.head_dim(), H = c.heads, KV = c.kv_heads, G = c.group();
+  const int h = c.hidden, d = c.head_dim(), H = c.heads, G = c.group();
   const float scale = 1.0f / std::sqrt(float(d));
+  auto place = [&](size_t first, int core) {
+    if (!core_of) return;
+    for (size_t i = first; i < b.graph().layers.size(); ++i)
+      (*core_of)[b.graph().layers[i].name] = core;
+  };
   std::string x = "embed";
   if (!c.rotary) {
     std::vector<float> pos = b.param("wpe");
@@ -284,65 +294,87 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
       shift[size_t(i * P + j)] = j <= i ? 0.0f : fill;
     }
   std::vector<std::string> outputs{"logits"};
-  auto to_heads = [&](const std::string& name, const std::string& src, int n, int rep) {
-    // [P, (n / rep) * d] -> [n, P, d], head hh reading source head hh / rep.
-    const int width = n / rep * d;
+  auto to_heads = [&](const std::string& name, const std::string& src, int n) {
+    // [P, n * d] -> [n, P, d].
+    const int width = n * d;
     return b.move(name, {src}, {n, P, d}, "Transpose", [&](uint64_t o) {
       const uint64_t j = o % uint64_t(d), p = o / uint64_t(d) % uint64_t(P),
                      hh = o / uint64_t(d * P);
-      return MoveSource{0, int32_t(p * uint64_t(width) + hh / uint64_t(rep) * uint64_t(d) + j)};
+      return MoveSource{0, int32_t(p * uint64_t(width) + hh * uint64_t(d) + j)};
     });
   };
   auto position = [](int r) { return r; };
   for (int i = 0; i < c.layers; ++i) {
     const std::string p = fmt::format("h{}.", i);
-    const std::string n1 = b.norm(p + "norm1", x, P, p + "ln1");
-    const std::string q = b.dense(p + "query", n1, p + "q", H * d, scale);
-    const std::string k = b.dense(p + "key", n1, p + "k", KV * d);
-    const std::string v = b.dense(p + "value", n1, p + "v", KV * d);
-    std::string qh = to_heads(p + "query_heads", q, H, 1);
-    const std::string kname = fmt::format("k{}", i);
-    std::string kh = to_heads(c.rotary ? p + "key_heads" : kname, k, KV, 1);
-    const std::string vh = to_heads(fmt::format("v{}", i), v, KV, 1);
-    if (c.rotary) {
-      qh = b.rope(p + "query_rotary", qh, {H, P, d}, P, d, position);
-      kh = b.rope(kname, kh, {KV, P, d}, P, d, position);
+    std::vector<std::string> partials;
+    for (int core = 0; core < N; ++core) {
+      const DecoderShard& sh = parts[size_t(core)];
+      const size_t first = b.graph().layers.size();
+      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+      const std::string suffix = N == 1 ? "" : fmt::format(".c{}", core);
+      const int Hc = sh.q_end - sh.q_begin, KVc = sh.kv_end - sh.kv_begin;
+      const std::string n1 = b.norm(pc + "norm1", x, P, p + "ln1");
+      const std::string q =
+          b.dense_part(pc + "query", n1, p + "q", H * d, sh.q_begin * d, sh.q_end * d, scale);
+      const std::string k =
+          b.dense_part(pc + "key", n1, p + "k", c.kv_heads * d, sh.kv_begin * d, sh.kv_end * d);
+      const std::string v =
+          b.dense_part(pc + "value", n1, p + "v", c.kv_heads * d, sh.kv_begin * d, sh.kv_end * d);
+      std::string qh = to_heads(pc + "query_heads", q, Hc);
+      const std::string kname = fmt::format("k{}{}", i, suffix);
+      std::string kh = to_heads(c.rotary ? pc + "key_heads" : kname, k, KVc);
+      const std::string vh = to_heads(fmt::format("v{}{}", i, suffix), v, KVc);
+      if (c.rotary) {
+        qh = b.rope(pc + "query_rotary", qh, {Hc, P, d}, P, d, position);
+        kh = b.rope(kname, kh, {KVc, P, d}, P, d, position);
+      }
+      outputs.push_back(kh);
+      outputs.push_back(vh);
+      std::string ke = kh, ve = vh;
+      if (G > 1) {
+        // Query head hh of this core reads KV head (q_begin + hh) / G, local to the core.
+        auto repeat = [&](const std::string& name, const std::string& src) {
+          return b.move(name, {src}, {Hc, P, d}, "Expand", [&](uint64_t o) {
+            const uint64_t per_head = uint64_t(P) * uint64_t(d), hh = o / per_head;
+            const uint64_t g = (uint64_t(sh.q_begin) + hh) / uint64_t(G) - uint64_t(sh.kv_begin);
+            return MoveSource{0, int32_t(g * per_head + o % per_head)};
+          });
+        };
+        ke = repeat(pc + "key_groups", kh);
+        ve = repeat(pc + "value_groups", vh);
+      }
+      Layer& sc = b.add(OpKind::kMatMul, pc + "scores", {qh, ke});
+      sc.transpose_b = true;
+      const std::string masked = b.affine(pc + "causal", pc + "scores", {Hc, P, P}, keep, shift);
+      b.add(OpKind::kSoftmax, pc + "probs", {masked});
+      b.add(OpKind::kMatMul, pc + "context_heads", {pc + "probs", ve});
+      b.move(pc + "context", {pc + "context_heads"}, {P, Hc * d}, "Transpose", [&](uint64_t o) {
+        const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(Hc),
+                       pp = o / uint64_t(Hc * d);
+        return MoveSource{0, int32_t((hh * uint64_t(P) + pp) * uint64_t(d) + j)};
+      });
+      partials.push_back(b.dense_rows(pc + "attn_out", pc + "context", p + "o", h, sh.q_begin * d,
+                                      sh.q_end * d, H * d, core == 0));
+      place(first, core);
     }
-    outputs.push_back(kh);
-    outputs.push_back(vh);
-    std::string ke = kh, ve = vh;
-    if (G > 1) {
-      auto repeat = [&](const std::string& name, const std::string& src) {
-        return b.move(name, {src}, {H, P, d}, "Expand", [&](uint64_t o) {
-          const uint64_t per_head = uint64_t(P) * uint64_t(d);
-          return MoveSource{0, int32_t(o / per_head / uint64_t(G) * per_head + o % per_head)};
-        });
-      };
-      ke = repeat(p + "key_groups", kh);
-      ve = repeat(p + "value_groups", vh);
+    const std::string attn = b.reduce(p + "attn_residual", x, partials);
+    partials.clear();
+    for (int core = 0; core < N; ++core) {
+      const DecoderShard& sh = parts[size_t(core)];
+      const size_t first = b.graph().layers.size();
+      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+      const std::string n2 = b.norm(pc + "norm2", attn, P, p + "ln2");
+      partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
+      place(first, core);
     }
-    Layer& s = b.add(OpKind::kMatMul, p + "scores", {qh, ke});
-    s.transpose_b = true;
-    const std::string masked = b.affine(p + "causal", p + "scores", {H, P, P}, keep, shift);
-    b.add(OpKind::kSoftmax, p + "probs", {masked});
-    b.add(OpKind::kMatMul, p + "context_heads", {p + "probs", ve});
-    b.move(p + "context", {p + "context_heads"}, {P, H * d}, "Transpose", [&](uint64_t o) {
-      const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(H),
-                     pp = o / uint64_t(H * d);
-      return MoveSource{0, int32_t((hh * uint64_t(P) + pp) * uint64_t(d) + j)};
-    });
-    const std::string o = b.dense(p + "attn_out", p + "context", p + "o", h);
-    b.add(OpKind::kAdd, p + "attn_residual", {x, o});
-    const std::string n2 = b.norm(p + "norm2", p + "attn_residual", P, p + "ln2");
-    const std::string f = b.ffn(p, p, n2, 0, c.ffn, true);
-    b.add(OpKind::kAdd, p + "ffn_residual", {p + "attn_residual", f});
-    x = p + "ffn_residual";
+    x = b.reduce(p + "ffn_residual", attn, partials);
   }
   b.move("last", {x}, {1, h}, "Slice", [&](uint64_t o) {
     return MoveSource{0, int32_t(uint64_t(P - 1) * uint64_t(h) + o)};
   });
   const std::string nf = b.norm("norm_final", "last", 1, "lnf");
   b.dense_with("logits", nf, c.vocab, b.lm_head());
+  if (core_of && N > 1) (*core_of)["logits"] = -1;  // split by vocabulary columns over all cores
   b.finish(outputs);
   return std::move(b.graph());
 }

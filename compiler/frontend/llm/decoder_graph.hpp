@@ -38,8 +38,7 @@ struct KvCache {
 
 // `weights` null: timing only; the parameters (and the cache) are drawn by materialize_parameters
 // instead (none of them changes a cycle). `dtype` chooses the causal mask's fill.
-Graph build_prefill_graph(const DecoderConfig& config, const DecoderWeights* weights, int prompt,
-                          int batch, DataType dtype);
+
 // Megatron-style tensor parallelism of a decode step (docs/llm.md "Tensor parallelism"): core c
 // owns query heads [q_begin, q_end), the KV heads they read [kv_begin, kv_end) (whole KV groups
 // when there are at least as many KV heads as cores; else each core computes, and caches, the KV
@@ -59,6 +58,12 @@ std::vector<DecoderShard> decoder_shards(const DecoderConfig& config, int cores)
 // step, each core's layers named "h{i}.c{core}.*", its cache rows output as "k{i}.c{core}" and
 // "v{i}.c{core}" [B, (kv_end - kv_begin) * head_dim]; `core_of` gets each layer's core
 // (-1: the output projection, split over every core by its columns).
+// The prefill split the same way: each core's cache "k{i}.c{core}", "v{i}.c{core}" [kv_end -
+// kv_begin, P, head_dim] per sequence.
+Graph build_prefill_graph(const DecoderConfig& config, const DecoderWeights* weights, int prompt,
+                          int batch, DataType dtype,
+                          const std::vector<DecoderShard>* shards = nullptr,
+                          std::map<std::string, int>* core_of = nullptr);
 Graph build_decode_graph(const DecoderConfig& config, const DecoderWeights* weights,
                          const KvCache* cache, int past, int batch,
                          const std::vector<DecoderShard>* shards = nullptr,

@@ -21,7 +21,8 @@ Usage: bench/llm_figures.py [--npusim build/sim/npusim]
 - prefill: the time to first token for --prompts at batch 1 (one new token, no decode step).
 - bound: llama-7b-like, prompt 16, one decode step, batch 1, on each --bound-hw (tensor parallel
   across the chip's cores, `--parallel auto`): the step's time against (weight + KV-cache bytes) /
-  peak bandwidth, the bound docs/llm.md and issue 22 name.
+  peak bandwidth, the bound docs/llm.md and issue 22 name (the weights the step reads: all but the
+  untied token embedding, of which it reads one row).
 """
 import argparse
 import json
@@ -146,10 +147,13 @@ def bound_table(a, tmp):
         clock, bw, _ = preset(a.npusim, hw)
         s, cpu, gib = generate(a.npusim, tmp, hw, "llama-7b-like", 16, 2)
         g, step = s["generation"], s["steps"][1]
-        # Every parameter once (2 bytes in bf16) and the cache the step reads: layers x K and V x
-        # KV heads x 16 positions x head size.
-        weights = g["parameters"] * 2
-        kv = 32 * 2 * 32 * 16 * 128 * 2
+        # Every parameter the step reads once (2 bytes in bf16; of the untied token embedding only
+        # the step's row) and the cache it reads: layers x K and V x KV heads x 16 positions x
+        # head size.
+        with open(os.path.join(ROOT, "workloads", "llm", "llama-7b-like.json")) as f:
+            m = json.load(f)
+        weights = (g["parameters"] - m["vocab"] * m["hidden"]) * 2
+        kv = m["layers"] * 2 * m["kv_heads"] * 16 * (m["hidden"] // m["heads"]) * 2
         bound = (weights + kv) / bw
         traffic = step["dram_read_bytes"] + step["dram_write_bytes"]
         print(f"| {hw} | {g['decode_cores']} | {step['latency_s'] * 1e3:.3f} ms | "

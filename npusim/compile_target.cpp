@@ -149,7 +149,7 @@ TimingGraphCache& timing_graph_cache() {
 namespace {
 Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         Parallelism parallel, int micro_batch, bool int8, bool values,
-                        bool keep_real_weights);
+                        bool keep_real_weights, const LayerCores* cores = nullptr);
 }  // namespace
 
 namespace {
@@ -295,7 +295,8 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
 }
 
 Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> input,
-                       std::vector<float> input_real, const Target& t, bool values) {
+                       std::vector<float> input_real, const Target& t, bool values,
+                       const LayerCores* cores) {
   const std::optional<DataType> dtype = checked_dtype(t);
   const Parallelism parallel = checked_parallelism(t);
   const int micro_batch = checked_micro_batch(t, parallel);
@@ -319,7 +320,8 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
     c.weight_dtype = "int4";
   }
   if (!int8) {
-    prepare_bf16(c.graph);
+    // Timing only: the matrix layers' weights stay undrawn (llama-7b-like's are 13.5 GB in bf16).
+    prepare_bf16(c.graph, /*weights=*/values);
   } else if (values) {
     const CalibrationOptions options;
     quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,
@@ -331,7 +333,7 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
     quantize_graph_for_timing(c.graph);
   }
   return finish_compile(std::move(c), t, t.hw.empty() ? "hw" : t.hw, parallel, micro_batch, int8,
-                        values, false);
+                        values, false, cores);
 }
 
 namespace {
@@ -339,7 +341,7 @@ namespace {
 // Fusion and compilation for the hardware, from the quantized (or bf16) graph.
 Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
                         Parallelism parallel, int micro_batch, bool int8, bool values,
-                        bool keep_real_weights) {
+                        bool keep_real_weights, const LayerCores* cores) {
   // From here on the int8 or bf16 weights stand for the given float ones; an N:M sparse matrix
   // unit's compiler still reads which layers have the structure from them (has_nm_structure).
   if (!keep_real_weights) {
@@ -353,9 +355,13 @@ Compiled finish_compile(Compiled c, const Target& t, const std::string& hw_spec,
   fuse_epilogues(c.graph, [&](const Layer& l) {
     // A layer pinned to the host stays a layer of its own, and nothing joins a host layer.
     if (l.on_host || (!l.epilogue.empty() && l.epilogue.back().on_host)) return false;
+    // A layer placed on a core joins a layer on the same core only.
+    if (cores && !l.epilogue.empty() && cores->core(l.epilogue.back().name) != cores->core(l.name))
+      return false;
     return matrix_layer_fits(c.hw, l, c.graph.batch, element_bytes);
   });
-  CompileResult result = compile_parallel(c.graph, c.hw, parallel, micro_batch);
+  CompileResult result = cores ? compile_placed(c.graph, c.hw, *cores)
+                               : compile_parallel(c.graph, c.hw, parallel, micro_batch);
   if (!result.ok) throw UserError(fmt::format("{} on {}: {}", t.workload, hw_spec, result.reason));
   c.program = std::move(result.program);
   // The program holds the int8 weights now; only the reference reads the graph's copy, and it

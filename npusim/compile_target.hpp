@@ -11,6 +11,7 @@
 #include "arch/hw_config.hpp"
 #include "arch/program.hpp"
 #include "compiler/ir/graph.hpp"
+#include "compiler/lowering/tensor_parallel.hpp"
 #include "compiler/passes/pruning.hpp"
 #include "compiler/passes/quantize.hpp"
 #include "npusim/npusim.hpp"
@@ -45,9 +46,11 @@ Compiled load_and_compile(const Target& target, bool keep_real_weights = false, 
 // load_and_compile compiles a loaded workload: parameters it lacks drawn from target.seed (on
 // demand), its input given, quantized on that input (int8 with values), prepared for bf16, or
 // quantized for timing; fused and compiled with target.parallel. The dtype is target.dtype or
-// the hardware's.
+// the hardware's. `cores`: the builder placed the layers on cores (compile_placed; no fusion
+// across cores) instead of target.parallel.
 Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> input,
-                       std::vector<float> input_real, const Target& target, bool values);
+                       std::vector<float> input_real, const Target& target, bool values,
+                       const LayerCores* cores = nullptr);
 
 // The hardware of a target: its file or preset, or its description.
 HwConfig target_hardware(const Target& target);

@@ -40,6 +40,20 @@ double stat(const nlohmann::json& stats, const std::string& path) {
   return j->get<double>();
 }
 
+// A figure of stats.json, or 0 when the run has none (interconnect.* on a chip of one core).
+double stat_or_zero(const nlohmann::json& stats, const std::string& path) {
+  const nlohmann::json* j = &stats;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    const size_t end = std::min(path.find('.', begin), path.size());
+    const std::string key = path.substr(begin, end - begin);
+    if (!j->is_object() || !j->contains(key)) return 0.0;
+    j = &(*j)[key];
+    begin = end + 1;
+  }
+  return j->get<double>();
+}
+
 // The first index of the largest value (numpy.argmax).
 int32_t argmax(const float* v, size_t n) { return int32_t(std::max_element(v, v + n) - v); }
 
@@ -53,12 +67,13 @@ struct StepOutcome {
 // Compiles and simulates one program; `ids` is its input (one sample of the graph's batch after
 // another).
 StepOutcome run_step(const HwConfig& hw, Graph graph, const std::vector<int32_t>& ids,
-                     const GenerateOptions& o, systolic::Fidelity fidelity, int sequences) {
+                     const GenerateOptions& o, systolic::Fidelity fidelity, int sequences,
+                     const LayerCores* cores = nullptr) {
   std::vector<uint8_t> bytes(ids.size() * 4);
   std::memcpy(bytes.data(), ids.data(), bytes.size());
   const std::string name = graph.name;
   Compiled c = compile_graph(hw, std::move(graph), std::move(bytes),
-                             std::vector<float>(ids.begin(), ids.end()), o, o.values);
+                             std::vector<float>(ids.begin(), ids.end()), o, o.values, cores);
   RunDescription run{c.hw.name, name, o.fidelity, o.seed, o.values};
   run.calibration = c.calibration;
   run.calibration_samples = c.calibration_samples;
@@ -212,6 +227,20 @@ GenerateResult generate(const GenerateOptions& o) {
   result.tokens.assign(size_t(batch) * size_t(o.new_tokens), 0);
 
   const int d = cfg.head_dim(), KV = cfg.kv_heads;
+  // Tensor parallelism of the decode steps (decoder_graph.hpp, DecoderShard): on a chip of
+  // several cores with --parallel tensor or auto.
+  std::vector<DecoderShard> shards;
+  if (hw.cores > 1 && (o.parallel == "tensor" || o.parallel == "auto")) {
+    shards = decoder_shards(cfg, hw.cores);
+  }
+  const bool split = shards.size() > 1;
+  const std::string megatron =
+      split ? fmt::format(
+                  "tensor parallel (Megatron, {}): attention by heads and the FFN by columns then "
+                  "rows over {} cores, two all-reduces per layer over the interconnect, the output "
+                  "projection by vocabulary columns",
+                  o.parallel, shards.size())
+            : "";
   const int element_bytes = dtype == DataType::kBf16 ? 2 : 1;
   KvCache cache;
   if (o.values) {
@@ -222,7 +251,7 @@ GenerateResult generate(const GenerateOptions& o) {
   std::vector<double> decode_seconds;
   uint64_t prefill_cycles = 0, decode_cycles = 0;
   double prefill_s = 0, decode_s = 0, prefill_j = 0, decode_j = 0;
-  double prefill_bytes = 0, decode_bytes = 0;
+  double prefill_bytes = 0, decode_bytes = 0, decode_link_bytes = 0;
   bool ids_match = true;
   nlohmann::json prefill_stats;
   std::vector<int32_t> next(size_t(batch), 0);
@@ -239,6 +268,9 @@ GenerateResult generate(const GenerateOptions& o) {
     r["dram_read_bytes"] = stat(st, "dram.read_bytes");
     r["dram_write_bytes"] = stat(st, "dram.write_bytes");
     r["energy_j"] = stat(st, "energy.total_j");
+    r["link_bytes"] = stat_or_zero(st, "interconnect.bytes");
+    if (st.contains("chip") && st.at("chip").contains("parallel"))
+      r["parallel"] = st.at("chip").at("parallel");
     // The cache this program's attention read from off-chip memory (decode), or wrote (prefill).
     r["kv_cache_bytes"] = uint64_t(cfg.layers) * 2 * uint64_t(batch) * uint64_t(KV) *
                           uint64_t(phase == "prefill" ? prompt : context - 1) * uint64_t(d) *
@@ -264,6 +296,34 @@ GenerateResult generate(const GenerateOptions& o) {
           argmax(logits.values.data() + size_t(b) * size_t(cfg.vocab), size_t(cfg.vocab));
     }
     const size_t per_head = size_t(positions) * size_t(d);
+    if (split) {
+      // A split program: each core's rows of its KV heads, [batch, its KV heads, positions, d];
+      // a KV head shared by cores (fewer KV heads than cores) is the same on each, taken from the
+      // first.
+      for (int i = 0; i < cfg.layers; ++i) {
+        for (const bool key : {true, false}) {
+          auto& dst = key ? cache.keys[size_t(i)] : cache.values[size_t(i)];
+          std::vector<bool> taken(size_t(batch * KV), false);
+          for (size_t c = 0; c < shards.size(); ++c) {
+            const DecoderShard& sh = shards[c];
+            const int kvc = sh.kv_end - sh.kv_begin;
+            const Tensor& t = s.outputs.at(fmt::format("{}{}.c{}", key ? 'k' : 'v', i, c));
+            for (int b = 0; b < batch; ++b) {
+              for (int g = sh.kv_begin; g < sh.kv_end; ++g) {
+                const size_t bh = size_t(b * KV + g);
+                if (taken[bh]) continue;
+                taken[bh] = true;
+                const auto from =
+                    t.values.begin() +
+                    long((size_t(b) * size_t(kvc) + size_t(g - sh.kv_begin)) * per_head);
+                dst[bh].insert(dst[bh].end(), from, from + long(per_head));
+              }
+            }
+          }
+        }
+      }
+      return;
+    }
     for (int i = 0; i < cfg.layers; ++i) {
       for (const bool key : {true, false}) {
         const Tensor& t = s.outputs.at(fmt::format("{}{}", key ? 'k' : 'v', i));
@@ -278,8 +338,12 @@ GenerateResult generate(const GenerateOptions& o) {
 
   // Prefill: the prompt, then the first new token of each sequence.
   {
-    Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype);
-    StepOutcome s = run_step(hw, std::move(g), result.prompt, o, fidelity, batch);
+    LayerCores placed;
+    Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype, split ? &shards : nullptr,
+                                  split ? &placed.core_of : nullptr);
+    placed.summary = megatron;
+    StepOutcome s =
+        run_step(hw, std::move(g), result.prompt, o, fidelity, batch, split ? &placed : nullptr);
     if (o.values) take_values(s, prompt);
     for (int b = 0; b < batch; ++b)
       result.tokens[size_t(b) * size_t(o.new_tokens)] = next[size_t(b)];
@@ -294,8 +358,11 @@ GenerateResult generate(const GenerateOptions& o) {
   // Decode steps: the last sampled id of each sequence at position L = the cache's length.
   for (int t = 1; t < o.new_tokens; ++t) {
     const int L = prompt + t - 1;
-    Graph g = build_decode_graph(cfg, w, o.values ? &cache : nullptr, L, batch);
-    StepOutcome s = run_step(hw, std::move(g), next, o, fidelity, batch);
+    LayerCores placed;
+    Graph g = build_decode_graph(cfg, w, o.values ? &cache : nullptr, L, batch,
+                                 split ? &shards : nullptr, split ? &placed.core_of : nullptr);
+    placed.summary = megatron;
+    StepOutcome s = run_step(hw, std::move(g), next, o, fidelity, batch, split ? &placed : nullptr);
     if (o.values) {
       take_values(s, 1);
       cache.length = L + 1;
@@ -309,6 +376,7 @@ GenerateResult generate(const GenerateOptions& o) {
     decode_s += decode_seconds.back();
     decode_j += stat(s.stats, "energy.total_j");
     decode_bytes += stat(s.stats, "dram.read_bytes") + stat(s.stats, "dram.write_bytes");
+    decode_link_bytes += stat_or_zero(s.stats, "interconnect.bytes");
   }
   if (result.mismatch.empty() && !ids_match) {
     result.mismatch =
@@ -346,6 +414,9 @@ GenerateResult generate(const GenerateOptions& o) {
       decode_seconds.empty() ? 0.0 : decode_j / (double(batch) * double(decode_seconds.size()));
   gen["prefill_dram_bytes_per_s"] = prefill_s > 0 ? prefill_bytes / prefill_s : 0.0;
   gen["decode_dram_bytes_per_s"] = decode_s > 0 ? decode_bytes / decode_s : 0.0;
+  gen["decode_link_bytes_per_step"] =
+      decode_seconds.empty() ? 0.0 : decode_link_bytes / double(decode_seconds.size());
+  gen["decode_cores"] = split ? int(shards.size()) : 1;
   gen["sampling"] = "greedy (argmax of the logits, computed by the driver: docs/llm.md)";
   if (o.values) gen["ids_equal_reference"] = ids_match;
   result.stats["npusim_stats_version"] = 1;
@@ -386,6 +457,11 @@ std::string GenerateResult::report() const {
       g.at("energy_j").get<double>(), g.at("energy_per_token_j").get<double>(),
       g.at("prefill_dram_bytes_per_s").get<double>() / 1e9,
       g.at("decode_dram_bytes_per_s").get<double>() / 1e9);
+  if (g.at("decode_cores").get<int>() > 1) {
+    out += fmt::format("  decode on {} cores     {:.6g} bytes over the interconnect per step\n",
+                       g.at("decode_cores").get<int>(),
+                       g.at("decode_link_bytes_per_step").get<double>());
+  }
   if (g.contains("ids_equal_reference")) {
     out += fmt::format("  generated ids         {} the reference's greedy ids\n",
                        g.at("ids_equal_reference").get<bool>() ? "equal" : "DIFFER FROM");

@@ -45,7 +45,10 @@ int command_generate(const std::vector<std::string>& args) {
       "prune", po::value<std::string>(),
       "prune the weights before quantization, as for npusim run (docs/compression.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
-      "how several cores share each program, as for npusim run (docs/multicore.md)")(
+      "how several cores share each program: on a chip of several cores, tensor or auto "
+      "(default) split the prefill and each decode step Megatron-style (attention by heads, the "
+      "FFN by columns then rows, all-reduces over the interconnect; docs/llm.md); data and "
+      "pipeline as for npusim run (docs/multicore.md)")(
       "fidelity", po::value<std::string>()->default_value("fast"),
       "matrix-unit model: fast (default) or pe")(
       "values", po::value<std::string>()->default_value("on"),

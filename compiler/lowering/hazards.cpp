@@ -16,7 +16,7 @@ std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
   std::map<int, uint32_t> latest_per_unit;
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    for (const Record& r : records(a.buffer, core)) {
+    for (const Record& r : records(a.buffer, a.core < 0 ? core : a.core)) {
       bool overlap = r.begin < a.end && a.begin < r.end;
       if (!overlap || r.unit_key == unit_key) continue;
       if (!r.write && !a.write) continue;  // read after read is no hazard
@@ -26,7 +26,7 @@ std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
   }
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    auto& list = records(a.buffer, core);
+    auto& list = records(a.buffer, a.core < 0 ? core : a.core);
     // A write orders everything it covers; a read supersedes the same unit's covered reads.
     std::erase_if(list, [&](const Record& r) {
       bool covered = a.begin <= r.begin && r.end <= a.end;

@@ -22,6 +22,7 @@ struct BufferAccess {
   uint64_t begin = 0;
   uint64_t end = 0;  // exclusive
   bool write = false;
+  int core = -1;  // an on-chip buffer's core; -1: the instruction's (a COPY touches two cores)
 };
 
 class HazardTracker {

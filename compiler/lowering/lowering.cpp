@@ -2,12 +2,36 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/ir/op_table.hpp"
 #include "compiler/lowering/lowering_context.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
 namespace lowering {
+
+void Lowering::copy_resident_inputs(const Layer& l) {
+  for (const std::string& input : l.inputs) {
+    if (!resident(input)) continue;
+    const std::string& root = root_.at(input);
+    const int from = tensor_core_.at(root);
+    if (from == core_ || !copied_.insert({root, core_}).second) continue;
+    const uint64_t begin = ub_addr(root);
+    const uint64_t bytes = graph_.shape_of(root).elements() * uint64_t(graph_.batch) * es_;
+    Instruction copy;
+    copy.id = static_cast<uint32_t>(program_.instructions.size());
+    copy.unit = UnitKind::kLink;
+    copy.layer = static_cast<uint32_t>(program_.layers.size() - 1);
+    copy.core = from;
+    copy.deps = hazards_.add(copy.id, unit_key(UnitKind::kLink, 0) + from * kUnitKeysPerCore,
+                             {{BufferId::kUnified, begin, begin + bytes, false, from},
+                              {BufferId::kUnified, begin, begin + bytes, true, core_}},
+                             from);
+    copy.op = CopyOp{core_, begin, begin, bytes};
+    program_.instructions.push_back(std::move(copy));
+  }
+}
 
 // The operator table says how each layer is lowered.
 bool Lowering::lower_layer(const Layer& l) {
@@ -49,6 +73,8 @@ CompileResult Lowering::run() {
   program_.dtype = graph_.dtype;
 
   if (!plan_memory()) return {false, {}, reason_};
+  root_[graph_.input_name] = graph_.input_name;
+  tensor_core_[graph_.input_name] = 0;
 
   for (const auto& l : graph_.layers) {
     layer_index_ = static_cast<int>(program_.layers.size());
@@ -80,7 +106,16 @@ CompileResult Lowering::run() {
     if (size_t(layer_index_) < splits_.size()) rec.parallel = splits_[layer_index_].choice;
     program_.layers.push_back(rec);
     current_ = &program_.layers.back();
-    if (!lower_layer(l)) {
+    core_ = rec.cores > 1 ? 0 : layer_core(size_t(layer_index_));
+    NPUSIM_CHECK(core_ >= 0 && core_ < std::max(1, hw_.cores), "layer {} placed on core {} of {}",
+                 l.name, core_, hw_.cores);
+    const bool free = op_info(l.kind).lowering == OpLowering::kFree;
+    root_[l.output] = free ? root_.at(l.inputs[0]) : l.output;
+    if (!free) tensor_core_[l.output] = core_;
+    if (!l.on_host && !free) copy_resident_inputs(l);
+    const bool ok = lower_layer(l);
+    core_ = 0;
+    if (!ok) {
       failed_layer_ = layer_index_;
       return {false, {}, reason_, failed_layer_};
     }

@@ -27,9 +27,13 @@ struct CompileResult {
 uint64_t layer_flops(const Layer& l, int batch);
 
 // How one layer is spread over the cores of the chip (compiler/lowering/tensor_parallel.hpp):
-// `cores` 1 runs it on core 0; more split a matrix layer's output channels over cores 0..cores-1.
+// `cores` 1 runs it on core `core` alone; more split a matrix layer's output channels over cores
+// 0..cores-1. A layer on core c that reads a tensor resident in another core's unified buffer gets
+// it by a COPY over the interconnect into the same range of core c's buffer (the plan reserves a
+// resident tensor's range on every core for its live range), once per tensor and core.
 struct LayerSplit {
   int cores = 1;
+  int core = 0;                   // with cores 1: the core the layer runs on
   std::string choice = "core 0";  // for LayerRecord::parallel
 };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,8 +100,12 @@ class Lowering {
   uint64_t ub_addr(const std::string& name) const { return ub_addr_.at(name); }
   uint64_t dram_addr(const std::string& name) const { return tensor_addr_.at(name); }
 
-  // The cores layer i of the graph runs on (tensor_parallel.hpp): 1 is core 0 alone.
+  // The cores layer i of the graph runs on (tensor_parallel.hpp): 1 is one core, layer_core(i).
   int layer_cores(size_t i) const { return i < splits_.size() ? splits_[i].cores : 1; }
+  int layer_core(size_t i) const { return i < splits_.size() ? splits_[i].core : 0; }
+  // Before layer l runs on core_: a COPY over the interconnect of each input resident in another
+  // core's unified buffer into the same range of core_'s (LayerSplit), once per tensor and core.
+  void copy_resident_inputs(const Layer& l);
   // Bytes per input element: 4 for int32 ids (Graph::input_ids), else es_.
   int input_element_bytes() const { return graph_.input_ids ? 4 : es_; }
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
@@ -134,6 +139,11 @@ class Lowering {
   std::map<std::string, uint64_t> ub_addr_;          // tensors resident in the unified buffer
   std::map<std::string, std::pair<int, int>> live_;  // per tensor: first and last layer
   std::vector<UbRange> scratch_;                     // per layer
+  // Per tensor: the core whose layer wrote it, and the tensor whose bytes it is (a free op's
+  // output is its input's); the (tensor, core) pairs a COPY brought to another core.
+  std::map<std::string, int> tensor_core_;
+  std::map<std::string, std::string> root_;
+  std::set<std::pair<std::string, int>> copied_;
   int layer_index_ = 0;
   struct Params {
     uint64_t weights = 0, bias = 0, norm = 0;

@@ -571,15 +571,15 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   // resident weights in the same half of its own weight buffer.
   const std::vector<ColumnRange> columns =
       split_columns(g.n, hw_.matrix_unit.cols, layer_cores(size_t(layer_index_)));
-  const int half = weight_half_;
+  const int half = weight_half_, base = core_;
   for (size_t c = 0; c < columns.size(); ++c) {
-    core_ = int(c);
+    core_ = base + int(c);
     weight_half_ = half;
     layer.set_columns(columns[c].begin, columns[c].end);
     layer.load_resident_weights();
     layer.emit_all_blocks();
   }
-  core_ = 0;
+  core_ = base;
   if (columns.size() > 1) {
     std::string where;
     for (size_t c = 0; c < columns.size(); ++c) {

@@ -208,6 +208,17 @@ TensorPlacement Lowering::placement(const std::string& name) const {
   if (ub_addr_.count(name)) {
     p.buffer = BufferId::kUnified;
     p.ub_addr = ub_addr_.at(name);
+    // Resident in another core's buffer (LayerSplit::core): one part, on that core.
+    const auto root = root_.find(name);
+    const int core = root == root_.end() ? 0 : tensor_core_.at(root->second);
+    if (core != 0) {
+      TensorPart part;
+      part.batch = graph_.batch;
+      part.core = core;
+      part.buffer = BufferId::kUnified;
+      part.ub_addr = p.ub_addr;
+      p.parts.push_back(part);
+    }
   } else {
     p.dram_addr = tensor_addr_.at(name);
   }

@@ -126,4 +126,31 @@ CompileResult compile_tensor_parallel(const Graph& graph, const HwConfig& hw, bo
   return r;
 }
 
+CompileResult compile_placed(const Graph& graph, const HwConfig& hw, const LayerCores& cores) {
+  const int es = graph.dtype == DataType::kBf16 ? 2 : 1;
+  std::vector<LayerSplit> plan;
+  int used = 1;
+  for (const Layer& l : graph.layers) {
+    LayerSplit s;
+    const int core = cores.core(l.name);
+    if (core == LayerCores::kAllCores && op_info(l.kind).lowering == OpLowering::kMatrix) {
+      const int n = conv_geometry(l, graph.batch, es).n;
+      s.cores = int(split_columns(n, hw.matrix_unit.cols, hw.cores).size());
+      s.choice = fmt::format("tensor over {} cores (its output channels)", s.cores);
+    } else {
+      NPUSIM_CHECK(core >= 0 && core < hw.cores, "layer {} placed on core {} of {}", l.name, core,
+                   hw.cores);
+      s.core = core;
+      s.choice = fmt::format("core {} (placed by the graph's builder)", core);
+    }
+    used = std::max({used, s.cores, s.core + 1});
+    plan.push_back(s);
+  }
+  CompileResult r = compile(graph, hw, plan);
+  if (!r.ok) return r;
+  r.program.cores = used;
+  r.program.parallel = cores.summary;
+  return r;
+}
+
 }  // namespace npusim

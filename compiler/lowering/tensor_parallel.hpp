@@ -16,6 +16,7 @@
 // boundary. The layer is split when it saves more than it costs; otherwise it runs on core 0.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,5 +40,20 @@ std::vector<LayerSplit> plan_tensor_parallel(const Graph& graph, const HwConfig&
 
 // Compiles `graph` with the plan above; Program::parallel says what was chosen.
 CompileResult compile_tensor_parallel(const Graph& graph, const HwConfig& hw, bool forced);
+
+// A graph whose layers its builder placed on cores (a decoder split Megatron-style by heads and
+// FFN columns, compiler/frontend/llm/decoder_graph.hpp): layer name -> core, kAllCores for a
+// matrix layer whose output channels split over every core as above; a layer not named runs on
+// core 0 (a fused layer on its matrix layer's core). `summary` is Program::parallel.
+struct LayerCores {
+  static constexpr int kAllCores = -1;
+  std::map<std::string, int> core_of;
+  std::string summary;
+  int core(const std::string& layer) const {
+    const auto it = core_of.find(layer);
+    return it == core_of.end() ? 0 : it->second;
+  }
+};
+CompileResult compile_placed(const Graph& graph, const HwConfig& hw, const LayerCores& cores);
 
 }  // namespace npusim

@@ -26,6 +26,38 @@ struct Placed {
   Item item;
 };
 
+// The placed items by time: each is listed in every block of kBlockSteps steps its live range
+// touches, so the items live at some step of a range are found among a few blocks' lists instead
+// of all the placed items (a decoder split over 32 cores has some 10^5 items).
+class PlacedByTime {
+ public:
+  static constexpr int kBlockSteps = 64;
+  void add(size_t index, const Item& it) {
+    const size_t last = size_t(std::max(it.last, it.first) / kBlockSteps);
+    if (blocks_.size() <= last) blocks_.resize(last + 1);
+    for (size_t b = size_t(it.first / kBlockSteps); b <= last; ++b) blocks_[b].push_back(index);
+    seen_.push_back(0);
+  }
+  // Calls f(index) once for each placed item listed in a block of [first, last].
+  template <class F>
+  void for_each_near(int first, int last, F f) {
+    ++query_;
+    const size_t end = std::min(blocks_.size(), size_t(std::max(first, last) / kBlockSteps) + 1);
+    for (size_t b = size_t(first / kBlockSteps); b < end; ++b) {
+      for (size_t i : blocks_[b]) {
+        if (seen_[i] == query_) continue;
+        seen_[i] = query_;
+        f(i);
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<size_t>> blocks_;
+  std::vector<uint64_t> seen_;
+  uint64_t query_ = 0;
+};
+
 // Greedy by size, lowest free offset; the index of the first item that does not fit, or -1.
 int place(uint64_t capacity, std::vector<Item>& items, std::vector<Placed>& placed,
           uint64_t alignment) {
@@ -33,12 +65,14 @@ int place(uint64_t capacity, std::vector<Item>& items, std::vector<Placed>& plac
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
   });
   placed.clear();
+  PlacedByTime by_time;
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
     std::vector<std::pair<uint64_t, uint64_t>> used;  // [begin, end) of overlapping items
-    for (const Placed& p : placed) {
+    by_time.for_each_near(it.first, it.last, [&](size_t k) {
+      const Placed& p = placed[k];
       if (overlaps_in_time(p.item, it)) used.emplace_back(p.offset, p.offset + p.item.bytes);
-    }
+    });
     std::sort(used.begin(), used.end());
     uint64_t offset = 0;
     for (const auto& [b, e] : used) {
@@ -47,18 +81,20 @@ int place(uint64_t capacity, std::vector<Item>& items, std::vector<Placed>& plac
     }
     if (offset + it.bytes > capacity) return static_cast<int>(i);
     placed.push_back({offset, it});
+    by_time.add(placed.size() - 1, it);
   }
   return -1;
 }
 
 // The largest range of [0, capacity) free of the buffers live at `step`.
 UbRange largest_free(uint64_t capacity, int step, const std::vector<Placed>& placed,
-                     uint64_t alignment) {
+                     PlacedByTime& by_time, uint64_t alignment) {
   std::vector<std::pair<uint64_t, uint64_t>> used;
-  for (const Placed& p : placed) {
+  by_time.for_each_near(step, step, [&](size_t k) {
+    const Placed& p = placed[k];
     if (p.item.buffer >= 0 && p.item.first <= step && step <= p.item.last)
       used.emplace_back(p.offset, p.offset + p.item.bytes);
-  }
+  });
   std::sort(used.begin(), used.end());
   UbRange best;
   uint64_t cursor = 0;
@@ -119,8 +155,10 @@ UbPlan plan_unified_buffer(uint64_t capacity, int steps, const std::vector<UbBuf
   for (const Placed& p : placed) {
     if (p.item.buffer >= 0) plan.offset[p.item.buffer] = p.offset;
   }
+  PlacedByTime by_time;
+  for (size_t k = 0; k < placed.size(); ++k) by_time.add(k, placed[k].item);
   for (int s = 0; s < steps; ++s)
-    plan.scratch.push_back(largest_free(capacity, s, placed, alignment));
+    plan.scratch.push_back(largest_free(capacity, s, placed, by_time, alignment));
   return plan;
 }
 

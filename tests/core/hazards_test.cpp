@@ -61,5 +61,23 @@ TEST(Hazards, OffChipIsSharedByTheCoresAndTheirBuffersAreNot) {
             (std::vector<uint32_t>{2, 3}));
 }
 
+// A core-to-core COPY (layers placed on cores, docs/multicore.md) reads the source core's buffer
+// and writes the destination core's: its accesses name their cores. The copy waits for the
+// source's writer on core 0 and the destination range's last reader on core 1; a reader on core 1
+// waits for the copy, a reader of the same bytes on core 0 only for their writer.
+TEST(Hazards, ACopyTouchesTwoCoresBuffers) {
+  HazardTracker h;
+  const int per_core = 4096, link = 6 * 256;
+  EXPECT_TRUE(h.add(0, kVpu, {{UB, 0, 64, true}}, 0).empty());
+  EXPECT_TRUE(h.add(1, kMxu + per_core, {{UB, 0, 64, false}}, 1).empty());
+  EXPECT_EQ(h.add(2, link, {{UB, 0, 64, false, 0}, {UB, 0, 64, true, 1}}, 0),
+            (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(h.add(3, kVpu + per_core, {{UB, 0, 64, false}}, 1), std::vector<uint32_t>{2});
+  EXPECT_EQ(h.add(4, kMxu, {{UB, 0, 64, false}}, 0), std::vector<uint32_t>{0})
+      << "core 0's reader waits for the writer, not for the copy";
+  EXPECT_EQ(h.add(5, kVpu, {{UB, 0, 64, true}}, 0), (std::vector<uint32_t>{2, 4}))
+      << "overwriting the source waits for the copy that reads it";
+}
+
 }  // namespace
 }  // namespace npusim

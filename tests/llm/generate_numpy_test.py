@@ -138,7 +138,8 @@ def llama_logits(t, ids, kv_heads):
     return rms(x, t["model.norm.weight"]) @ t["lm_head.weight"].T
 
 
-def run_case(npusim, work, flavour, dtype, kv_heads=HEADS):
+def run_case(npusim, work, flavour, dtype, kv_heads=HEADS, hw="tpu-v4-like-core", new=NEW):
+    """Runs npusim generate on `hw` and checks it against NumPy; returns its stats.json."""
     rng = np.random.default_rng(7 if flavour == "gpt2" else 11)
     if flavour == "gpt2":
         t = gpt2_weights(rng)
@@ -164,8 +165,8 @@ def run_case(npusim, work, flavour, dtype, kv_heads=HEADS):
     ids_file = os.path.join(work, f"{name}-prompt.npy")
     np.save(ids_file, prompt)
     out = os.path.join(work, f"{name}-{dtype}")
-    cmd = [npusim, "generate", "--hw", "tpu-v4-like-core", "--workload", model, "--weights",
-           weights, "--input", ids_file, "--new-tokens", str(NEW), "--dtype", dtype, "--out", out]
+    cmd = [npusim, "generate", "--hw", hw, "--workload", model, "--weights",
+           weights, "--input", ids_file, "--new-tokens", str(new), "--dtype", dtype, "--out", out]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         print(p.stdout, p.stderr)
@@ -176,7 +177,7 @@ def run_case(npusim, work, flavour, dtype, kv_heads=HEADS):
     assert stats["generation"]["ids_equal_reference"], "ids differ from npusim's reference"
     seq = list(prompt[0])
     worst, failures = 1.0, []
-    for step in range(NEW):
+    for step in range(new):
         ref = logits_of(np.array(seq))[-1]
         cos = float(ref @ logits[step] / (np.linalg.norm(ref) * np.linalg.norm(logits[step])))
         worst = min(worst, cos)
@@ -193,6 +194,7 @@ def run_case(npusim, work, flavour, dtype, kv_heads=HEADS):
         raise SystemExit(f"{name} {dtype}: " + "; ".join(failures))
     if dtype == "int8" and worst < bound:
         raise SystemExit(f"{name} {dtype}: " + "; ".join(failures))
+    return stats
 
 
 def main():

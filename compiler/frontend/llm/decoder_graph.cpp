@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "compiler/ir/shape_inference.hpp"
 #include "support/error.hpp"
@@ -47,6 +49,56 @@ class Builder {
     l.weights = param(key + ".w", scale);
     if (c_.bias) l.bias = param(key + ".b", scale);
     return name;
+  }
+
+  // Columns [begin, end) of dense `key` (W [in][units]); the whole layer when they are all.
+  std::string dense_part(const std::string& name, const std::string& x, const std::string& key,
+                         int units, int begin, int end, float scale = 1.0f,
+                         Activation act = Activation::kNone) {
+    if (begin == 0 && end == units) return dense(name, x, key, units, scale, act);
+    Layer& l = add(OpKind::kDense, name, {x});
+    l.filters = end - begin;
+    l.activation = act;
+    l.use_bias = c_.bias;
+    if (!w_) return name;
+    const std::vector<float> wt = param(key + ".w", scale);
+    const size_t in = wt.size() / size_t(units);
+    for (size_t r = 0; r < in; ++r)
+      l.weights.insert(l.weights.end(), wt.begin() + long(r * size_t(units) + size_t(begin)),
+                       wt.begin() + long(r * size_t(units) + size_t(end)));
+    if (c_.bias) {
+      const std::vector<float> bias = param(key + ".b", scale);
+      l.bias.assign(bias.begin() + begin, bias.begin() + end);
+    }
+    return name;
+  }
+
+  // Rows [begin, end) of dense `key` (its inputs [begin, end)): a partial sum of its output; the
+  // bias with `bias` only (one of the partials carries it).
+  std::string dense_rows(const std::string& name, const std::string& x, const std::string& key,
+                         int units, int begin, int end, int rows, bool bias) {
+    if (begin == 0 && end == rows && bias) return dense(name, x, key, units);
+    Layer& l = add(OpKind::kDense, name, {x});
+    l.filters = units;
+    l.use_bias = c_.bias && bias;
+    if (!w_) return name;
+    const std::vector<float> wt = param(key + ".w");
+    l.weights.assign(wt.begin() + long(size_t(begin) * size_t(units)),
+                     wt.begin() + long(size_t(end) * size_t(units)));
+    if (l.use_bias) l.bias = param(key + ".b");
+    return name;
+  }
+
+  // x + partials[0] + partials[1] + ..., one add after another; the last one named `name`.
+  std::string reduce(const std::string& name, const std::string& x,
+                     const std::vector<std::string>& partials) {
+    std::string sum = x;
+    for (size_t k = 0; k < partials.size(); ++k) {
+      const std::string to = k + 1 == partials.size() ? name : fmt::format("{}{}", name, k);
+      add(OpKind::kAdd, to, {sum, partials[k]});
+      sum = to;
+    }
+    return sum;
   }
 
   // A dense layer with weights given (the KV cache; the tied output projection), no bias.
@@ -149,18 +201,23 @@ class Builder {
     return name;
   }
 
-  // The FFN of layer `p` on x [rows, hidden].
-  std::string ffn(const std::string& p, const std::string& x) {
+  // The FFN of layer `p` on x [rows, hidden]: its hidden columns [begin, end) (all of them on
+  // one core), named with prefix `pc`; the down projection's bias with `bias`.
+  std::string ffn(const std::string& pc, const std::string& p, const std::string& x, int begin,
+                  int end, bool bias) {
+    const int f = c_.ffn;
     if (!c_.swiglu) {
-      const std::string up = dense(p + "ffn_up", x, p + "up", c_.ffn, 1.0f, Activation::kGelu);
-      return dense(p + "ffn_down", up, p + "down", c_.hidden);
+      const std::string up =
+          dense_part(pc + "ffn_up", x, p + "up", f, begin, end, 1.0f, Activation::kGelu);
+      return dense_rows(pc + "ffn_down", up, p + "down", c_.hidden, begin, end, f, bias);
     }
-    const std::string gate = dense(p + "ffn_gate", x, p + "gate", c_.ffn);
-    const std::string up = dense(p + "ffn_up", x, p + "up", c_.ffn);
-    add(OpKind::kActivation, p + "ffn_gate_sigmoid", {gate}).activation = Activation::kSigmoid;
-    add(OpKind::kMul, p + "ffn_silu", {gate, p + "ffn_gate_sigmoid"});
-    add(OpKind::kMul, p + "ffn_swiglu", {p + "ffn_silu", up});
-    return dense(p + "ffn_down", p + "ffn_swiglu", p + "down", c_.hidden);
+    const std::string gate = dense_part(pc + "ffn_gate", x, p + "gate", f, begin, end);
+    const std::string up = dense_part(pc + "ffn_up", x, p + "up", f, begin, end);
+    add(OpKind::kActivation, pc + "ffn_gate_sigmoid", {gate}).activation = Activation::kSigmoid;
+    add(OpKind::kMul, pc + "ffn_silu", {gate, pc + "ffn_gate_sigmoid"});
+    add(OpKind::kMul, pc + "ffn_swiglu", {pc + "ffn_silu", up});
+    return dense_rows(pc + "ffn_down", pc + "ffn_swiglu", p + "down", c_.hidden, begin, end, f,
+                      bias);
   }
 
   // The output projection: the token embedding transposed when tied.
@@ -205,12 +262,22 @@ void start(Builder& b, const DecoderConfig& c, const std::string& phase, int ids
 }  // namespace
 
 Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P, int batch,
-                          DataType dtype) {
+                          DataType dtype, const std::vector<DecoderShard>* shards,
+                          std::map<std::string, int>* core_of) {
+  const std::vector<DecoderShard> whole{DecoderShard{0, c.heads, 0, c.kv_heads, 0, c.ffn}};
+  const std::vector<DecoderShard>& parts = shards ? *shards : whole;
+  const int N = int(parts.size());
+  NPUSIM_CHECK(N == 1 || core_of, "a prefill split over {} cores needs its placement", N);
   Builder b(c, w);
   start(b, c, "prefill", P);
   b.graph().batch = batch;
-  const int h = c.hidden, d = c.head_dim(), H = c.heads, KV = c.kv_heads, G = c.group();
+  const int h = c.hidden, d = c.head_dim(), H = c.heads, G = c.group();
   const float scale = 1.0f / std::sqrt(float(d));
+  auto place = [&](size_t first, int core) {
+    if (!core_of) return;
+    for (size_t i = first; i < b.graph().layers.size(); ++i)
+      (*core_of)[b.graph().layers[i].name] = core;
+  };
   std::string x = "embed";
   if (!c.rotary) {
     std::vector<float> pos = b.param("wpe");
@@ -227,76 +294,136 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
       shift[size_t(i * P + j)] = j <= i ? 0.0f : fill;
     }
   std::vector<std::string> outputs{"logits"};
-  auto to_heads = [&](const std::string& name, const std::string& src, int n, int rep) {
-    // [P, (n / rep) * d] -> [n, P, d], head hh reading source head hh / rep.
-    const int width = n / rep * d;
+  auto to_heads = [&](const std::string& name, const std::string& src, int n) {
+    // [P, n * d] -> [n, P, d].
+    const int width = n * d;
     return b.move(name, {src}, {n, P, d}, "Transpose", [&](uint64_t o) {
       const uint64_t j = o % uint64_t(d), p = o / uint64_t(d) % uint64_t(P),
                      hh = o / uint64_t(d * P);
-      return MoveSource{0, int32_t(p * uint64_t(width) + hh / uint64_t(rep) * uint64_t(d) + j)};
+      return MoveSource{0, int32_t(p * uint64_t(width) + hh * uint64_t(d) + j)};
     });
   };
   auto position = [](int r) { return r; };
   for (int i = 0; i < c.layers; ++i) {
     const std::string p = fmt::format("h{}.", i);
-    const std::string n1 = b.norm(p + "norm1", x, P, p + "ln1");
-    const std::string q = b.dense(p + "query", n1, p + "q", H * d, scale);
-    const std::string k = b.dense(p + "key", n1, p + "k", KV * d);
-    const std::string v = b.dense(p + "value", n1, p + "v", KV * d);
-    std::string qh = to_heads(p + "query_heads", q, H, 1);
-    const std::string kname = fmt::format("k{}", i);
-    std::string kh = to_heads(c.rotary ? p + "key_heads" : kname, k, KV, 1);
-    const std::string vh = to_heads(fmt::format("v{}", i), v, KV, 1);
-    if (c.rotary) {
-      qh = b.rope(p + "query_rotary", qh, {H, P, d}, P, d, position);
-      kh = b.rope(kname, kh, {KV, P, d}, P, d, position);
+    std::vector<std::string> partials;
+    for (int core = 0; core < N; ++core) {
+      const DecoderShard& sh = parts[size_t(core)];
+      const size_t first = b.graph().layers.size();
+      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+      const std::string suffix = N == 1 ? "" : fmt::format(".c{}", core);
+      const int Hc = sh.q_end - sh.q_begin, KVc = sh.kv_end - sh.kv_begin;
+      const std::string n1 = b.norm(pc + "norm1", x, P, p + "ln1");
+      const std::string q =
+          b.dense_part(pc + "query", n1, p + "q", H * d, sh.q_begin * d, sh.q_end * d, scale);
+      const std::string k =
+          b.dense_part(pc + "key", n1, p + "k", c.kv_heads * d, sh.kv_begin * d, sh.kv_end * d);
+      const std::string v =
+          b.dense_part(pc + "value", n1, p + "v", c.kv_heads * d, sh.kv_begin * d, sh.kv_end * d);
+      std::string qh = to_heads(pc + "query_heads", q, Hc);
+      const std::string kname = fmt::format("k{}{}", i, suffix);
+      std::string kh = to_heads(c.rotary ? pc + "key_heads" : kname, k, KVc);
+      const std::string vh = to_heads(fmt::format("v{}{}", i, suffix), v, KVc);
+      if (c.rotary) {
+        qh = b.rope(pc + "query_rotary", qh, {Hc, P, d}, P, d, position);
+        kh = b.rope(kname, kh, {KVc, P, d}, P, d, position);
+      }
+      outputs.push_back(kh);
+      outputs.push_back(vh);
+      std::string ke = kh, ve = vh;
+      if (G > 1) {
+        // Query head hh of this core reads KV head (q_begin + hh) / G, local to the core.
+        auto repeat = [&](const std::string& name, const std::string& src) {
+          return b.move(name, {src}, {Hc, P, d}, "Expand", [&](uint64_t o) {
+            const uint64_t per_head = uint64_t(P) * uint64_t(d), hh = o / per_head;
+            const uint64_t g = (uint64_t(sh.q_begin) + hh) / uint64_t(G) - uint64_t(sh.kv_begin);
+            return MoveSource{0, int32_t(g * per_head + o % per_head)};
+          });
+        };
+        ke = repeat(pc + "key_groups", kh);
+        ve = repeat(pc + "value_groups", vh);
+      }
+      Layer& sc = b.add(OpKind::kMatMul, pc + "scores", {qh, ke});
+      sc.transpose_b = true;
+      const std::string masked = b.affine(pc + "causal", pc + "scores", {Hc, P, P}, keep, shift);
+      b.add(OpKind::kSoftmax, pc + "probs", {masked});
+      b.add(OpKind::kMatMul, pc + "context_heads", {pc + "probs", ve});
+      b.move(pc + "context", {pc + "context_heads"}, {P, Hc * d}, "Transpose", [&](uint64_t o) {
+        const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(Hc),
+                       pp = o / uint64_t(Hc * d);
+        return MoveSource{0, int32_t((hh * uint64_t(P) + pp) * uint64_t(d) + j)};
+      });
+      partials.push_back(b.dense_rows(pc + "attn_out", pc + "context", p + "o", h, sh.q_begin * d,
+                                      sh.q_end * d, H * d, core == 0));
+      place(first, core);
     }
-    outputs.push_back(kh);
-    outputs.push_back(vh);
-    std::string ke = kh, ve = vh;
-    if (G > 1) {
-      auto repeat = [&](const std::string& name, const std::string& src) {
-        return b.move(name, {src}, {H, P, d}, "Expand", [&](uint64_t o) {
-          const uint64_t per_head = uint64_t(P) * uint64_t(d);
-          return MoveSource{0, int32_t(o / per_head / uint64_t(G) * per_head + o % per_head)};
-        });
-      };
-      ke = repeat(p + "key_groups", kh);
-      ve = repeat(p + "value_groups", vh);
+    const std::string attn = b.reduce(p + "attn_residual", x, partials);
+    partials.clear();
+    for (int core = 0; core < N; ++core) {
+      const DecoderShard& sh = parts[size_t(core)];
+      const size_t first = b.graph().layers.size();
+      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+      const std::string n2 = b.norm(pc + "norm2", attn, P, p + "ln2");
+      partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
+      place(first, core);
     }
-    Layer& s = b.add(OpKind::kMatMul, p + "scores", {qh, ke});
-    s.transpose_b = true;
-    const std::string masked = b.affine(p + "causal", p + "scores", {H, P, P}, keep, shift);
-    b.add(OpKind::kSoftmax, p + "probs", {masked});
-    b.add(OpKind::kMatMul, p + "context_heads", {p + "probs", ve});
-    b.move(p + "context", {p + "context_heads"}, {P, H * d}, "Transpose", [&](uint64_t o) {
-      const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(H),
-                     pp = o / uint64_t(H * d);
-      return MoveSource{0, int32_t((hh * uint64_t(P) + pp) * uint64_t(d) + j)};
-    });
-    const std::string o = b.dense(p + "attn_out", p + "context", p + "o", h);
-    b.add(OpKind::kAdd, p + "attn_residual", {x, o});
-    const std::string n2 = b.norm(p + "norm2", p + "attn_residual", P, p + "ln2");
-    const std::string f = b.ffn(p, n2);
-    b.add(OpKind::kAdd, p + "ffn_residual", {p + "attn_residual", f});
-    x = p + "ffn_residual";
+    x = b.reduce(p + "ffn_residual", attn, partials);
   }
   b.move("last", {x}, {1, h}, "Slice", [&](uint64_t o) {
     return MoveSource{0, int32_t(uint64_t(P - 1) * uint64_t(h) + o)};
   });
   const std::string nf = b.norm("norm_final", "last", 1, "lnf");
   b.dense_with("logits", nf, c.vocab, b.lm_head());
+  if (core_of && N > 1) (*core_of)["logits"] = -1;  // split by vocabulary columns over all cores
   b.finish(outputs);
   return std::move(b.graph());
 }
 
+std::vector<DecoderShard> decoder_shards(const DecoderConfig& c, int cores) {
+  NPUSIM_CHECK(cores >= 1, "decoder split over {} cores", cores);
+  const int n = std::min(cores, c.heads), G = c.group();
+  // [0, total) in n ranges as even as they come, the first ones one longer.
+  auto range = [n](int total, int i) {
+    const int base = total / n, extra = total % n;
+    const int begin = i * base + std::min(i, extra);
+    return std::pair(begin, begin + base + (i < extra ? 1 : 0));
+  };
+  std::vector<DecoderShard> out;
+  for (int i = 0; i < n; ++i) {
+    DecoderShard s;
+    if (c.kv_heads >= n) {  // whole KV groups per core
+      std::tie(s.kv_begin, s.kv_end) = range(c.kv_heads, i);
+      s.q_begin = s.kv_begin * G;
+      s.q_end = s.kv_end * G;
+    } else {  // fewer KV heads than cores: each core computes the KV heads its queries read
+      std::tie(s.q_begin, s.q_end) = range(c.heads, i);
+      s.kv_begin = s.q_begin / G;
+      s.kv_end = (s.q_end - 1) / G + 1;
+    }
+    std::tie(s.ffn_begin, s.ffn_end) = range(c.ffn, i);
+    out.push_back(s);
+  }
+  return out;
+}
+
 Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const KvCache* cache,
-                         int L, int B) {
+                         int L, int B, const std::vector<DecoderShard>* shards,
+                         std::map<std::string, int>* core_of) {
   NPUSIM_CHECK(L >= 1, "decode step with an empty cache");
+  const std::vector<DecoderShard> whole{DecoderShard{0, c.heads, 0, c.kv_heads, 0, c.ffn}};
+  const std::vector<DecoderShard>& parts = shards ? *shards : whole;
+  const int N = int(parts.size());
+  NPUSIM_CHECK(N == 1 || core_of, "a decode step split over {} cores needs its placement", N);
   Builder b(c, w);
   start(b, c, fmt::format("decode{}", L), B);
   const int h = c.hidden, d = c.head_dim(), H = c.heads, KV = c.kv_heads, G = c.group();
   const float scale = 1.0f / std::sqrt(float(d));
+  // Layers added from `first` on run on core `core`.
+  auto place = [&](size_t first, int core) {
+    if (!core_of) return;
+    for (size_t i = first; i < b.graph().layers.size(); ++i)
+      (*core_of)[b.graph().layers[i].name] = core;
+  };
   std::string x = "embed";
   if (!c.rotary) {
     std::vector<float> pos;
@@ -312,81 +439,108 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
   std::vector<std::string> outputs{"logits"};
   for (int i = 0; i < c.layers; ++i) {
     const std::string p = fmt::format("h{}.", i);
-    const std::string n1 = b.norm(p + "norm1", x, B, p + "ln1");
-    std::string q = b.dense(p + "query", n1, p + "q", H * d, scale);
-    const std::string kname = fmt::format("k{}", i), vname = fmt::format("v{}", i);
-    if (c.rotary) {
-      b.dense(p + "key", n1, p + "k", KV * d);
-      q = b.rope(p + "query_rotary", q, {B, H * d}, 1, H * d, position);
-      b.rope(kname, p + "key", {B, KV * d}, 1, KV * d, position);
-    } else {
-      b.dense(kname, n1, p + "k", KV * d);
-    }
-    b.dense(vname, n1, p + "v", KV * d);
-    outputs.push_back(kname);
-    outputs.push_back(vname);
-    std::vector<std::string> contexts;
-    for (int s = 0; s < B; ++s) {
-      for (int g = 0; g < KV; ++g) {
-        const std::string a = fmt::format("{}attn{}_{}.", p, s, g);
-        const int cache_index = s * KV + g;
-        b.move(a + "query", {q}, {G, d}, "Slice", [&](uint64_t o) {
-          const uint64_t r = o / uint64_t(d), j = o % uint64_t(d);
-          return MoveSource{0, int32_t(uint64_t(s) * uint64_t(H * d) +
-                                       (uint64_t(g) * uint64_t(G) + r) * uint64_t(d) + j)};
-        });
-        for (const std::string& kv : {kname, vname}) {
-          b.move(a + (kv == kname ? "key_new" : "value_new"), {kv}, {1, d}, "Slice",
-                 [&](uint64_t o) {
-                   return MoveSource{
-                       0, int32_t(uint64_t(s) * uint64_t(KV * d) + uint64_t(g) * uint64_t(d) + o)};
-                 });
-        }
-        // q K^T over the cache: the cache's keys transposed are the weight operand [d][L].
-        std::vector<float> kt, vc;
-        if (cache) {
-          const std::vector<float>& keys = cache->keys[size_t(i)][size_t(cache_index)];
-          const std::vector<float>& values = cache->values[size_t(i)][size_t(cache_index)];
-          NPUSIM_CHECK(keys.size() == size_t(L) * size_t(d) && values.size() == keys.size(),
-                       "KV cache of layer {} head {}: {} values for length {}", i, cache_index,
-                       keys.size(), L);
-          kt.resize(keys.size());
-          for (int t = 0; t < L; ++t)
-            for (int j = 0; j < d; ++j) kt[size_t(j * L + t)] = keys[size_t(t * d + j)];
-          vc = values;
-        }
-        b.dense_with(a + "scores_cache", a + "query", L, std::move(kt));
-        b.add(OpKind::kMatMul, a + "score_new", {a + "query", a + "key_new"}).transpose_b = true;
-        b.add(OpKind::kConcat, a + "scores", {a + "scores_cache", a + "score_new"});
-        b.add(OpKind::kSoftmax, a + "probs", {a + "scores"});
-        b.move(a + "probs_cache", {a + "probs"}, {G, L}, "Slice", [&](uint64_t o) {
-          return MoveSource{0, int32_t(o / uint64_t(L) * uint64_t(L + 1) + o % uint64_t(L))};
-        });
-        b.move(a + "prob_new", {a + "probs"}, {G, 1}, "Slice", [&](uint64_t o) {
-          return MoveSource{0, int32_t(o * uint64_t(L + 1) + uint64_t(L))};
-        });
-        b.dense_with(a + "context_cache", a + "probs_cache", d, std::move(vc));
-        b.add(OpKind::kMatMul, a + "context_new", {a + "prob_new", a + "value_new"});
-        b.add(OpKind::kAdd, a + "context", {a + "context_cache", a + "context_new"});
-        contexts.push_back(a + "context");
+    std::vector<std::string> partials;
+    for (int core = 0; core < N; ++core) {
+      const DecoderShard& sh = parts[size_t(core)];
+      const size_t first = b.graph().layers.size();
+      // One core keeps the whole model's names; split, each core's layers carry its number.
+      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+      const std::string suffix = N == 1 ? "" : fmt::format(".c{}", core);
+      const int Hc = sh.q_end - sh.q_begin, KVc = sh.kv_end - sh.kv_begin;
+      const std::string n1 = b.norm(pc + "norm1", x, B, p + "ln1");
+      std::string q =
+          b.dense_part(pc + "query", n1, p + "q", H * d, sh.q_begin * d, sh.q_end * d, scale);
+      const std::string kname = fmt::format("k{}{}", i, suffix);
+      const std::string vname = fmt::format("v{}{}", i, suffix);
+      if (c.rotary) {
+        b.dense_part(pc + "key", n1, p + "k", KV * d, sh.kv_begin * d, sh.kv_end * d);
+        q = b.rope(pc + "query_rotary", q, {B, Hc * d}, 1, Hc * d, position);
+        b.rope(kname, pc + "key", {B, KVc * d}, 1, KVc * d, position);
+      } else {
+        b.dense_part(kname, n1, p + "k", KV * d, sh.kv_begin * d, sh.kv_end * d);
       }
+      b.dense_part(vname, n1, p + "v", KV * d, sh.kv_begin * d, sh.kv_end * d);
+      outputs.push_back(kname);
+      outputs.push_back(vname);
+      std::vector<std::string> contexts;
+      for (int s = 0; s < B; ++s) {
+        for (int g = sh.kv_begin; g < sh.kv_end; ++g) {
+          const std::string a = fmt::format("{}attn{}_{}.", pc, s, g);
+          const int cache_index = s * KV + g;
+          // The query heads of group g this core owns: [q0, q0 + Gc).
+          const int q0 = std::max(sh.q_begin, g * G), Gc = std::min(sh.q_end, (g + 1) * G) - q0;
+          b.move(a + "query", {q}, {Gc, d}, "Slice", [&](uint64_t o) {
+            const uint64_t r = o / uint64_t(d), j = o % uint64_t(d);
+            return MoveSource{0, int32_t(uint64_t(s) * uint64_t(Hc * d) +
+                                         (uint64_t(q0 - sh.q_begin) + r) * uint64_t(d) + j)};
+          });
+          for (const std::string& kv : {kname, vname}) {
+            b.move(a + (kv == kname ? "key_new" : "value_new"), {kv}, {1, d}, "Slice",
+                   [&](uint64_t o) {
+                     return MoveSource{0, int32_t(uint64_t(s) * uint64_t(KVc * d) +
+                                                  uint64_t(g - sh.kv_begin) * uint64_t(d) + o)};
+                   });
+          }
+          // q K^T over the cache: the cache's keys transposed are the weight operand [d][L].
+          std::vector<float> kt, vc;
+          if (cache) {
+            const std::vector<float>& keys = cache->keys[size_t(i)][size_t(cache_index)];
+            const std::vector<float>& values = cache->values[size_t(i)][size_t(cache_index)];
+            NPUSIM_CHECK(keys.size() == size_t(L) * size_t(d) && values.size() == keys.size(),
+                         "KV cache of layer {} head {}: {} values for length {}", i, cache_index,
+                         keys.size(), L);
+            kt.resize(keys.size());
+            for (int t = 0; t < L; ++t)
+              for (int j = 0; j < d; ++j) kt[size_t(j * L + t)] = keys[size_t(t * d + j)];
+            vc = values;
+          }
+          b.dense_with(a + "scores_cache", a + "query", L, std::move(kt));
+          b.add(OpKind::kMatMul, a + "score_new", {a + "query", a + "key_new"}).transpose_b = true;
+          b.add(OpKind::kConcat, a + "scores", {a + "scores_cache", a + "score_new"});
+          b.add(OpKind::kSoftmax, a + "probs", {a + "scores"});
+          b.move(a + "probs_cache", {a + "probs"}, {Gc, L}, "Slice", [&](uint64_t o) {
+            return MoveSource{0, int32_t(o / uint64_t(L) * uint64_t(L + 1) + o % uint64_t(L))};
+          });
+          b.move(a + "prob_new", {a + "probs"}, {Gc, 1}, "Slice", [&](uint64_t o) {
+            return MoveSource{0, int32_t(o * uint64_t(L + 1) + uint64_t(L))};
+          });
+          b.dense_with(a + "context_cache", a + "probs_cache", d, std::move(vc));
+          b.add(OpKind::kMatMul, a + "context_new", {a + "prob_new", a + "value_new"});
+          b.add(OpKind::kAdd, a + "context", {a + "context_cache", a + "context_new"});
+          contexts.push_back(a + "context");
+        }
+      }
+      // [B, Hc * d]: sequence s, head hh (of this core's), from context (s, hh / G) row hh - its
+      // group's first head on this core.
+      b.move(pc + "context", contexts, {B, Hc * d}, "Concat", [&](uint64_t o) {
+        const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(Hc) + sh.q_begin,
+                       s = o / uint64_t(Hc * d), g = hh / uint64_t(G);
+        const uint64_t q0 = std::max(uint64_t(sh.q_begin), g * uint64_t(G));
+        return MoveSource{int32_t(s * uint64_t(KVc) + g - uint64_t(sh.kv_begin)),
+                          int32_t((hh - q0) * uint64_t(d) + j)};
+      });
+      // This core's rows of the output projection: a partial sum of the whole; the bias once.
+      partials.push_back(b.dense_rows(pc + "attn_out", pc + "context", p + "o", h, sh.q_begin * d,
+                                      sh.q_end * d, H * d, core == 0));
+      place(first, core);
     }
-    // [B, H * d]: sequence s, head g * G + r, from context (s, g) row r.
-    b.move(p + "context", contexts, {B, H * d}, "Concat", [&](uint64_t o) {
-      const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(H),
-                     s = o / uint64_t(H * d);
-      return MoveSource{int32_t(s * uint64_t(KV) + hh / uint64_t(G)),
-                        int32_t(hh % uint64_t(G) * uint64_t(d) + j)};
-    });
-    const std::string o = b.dense(p + "attn_out", p + "context", p + "o", h);
-    b.add(OpKind::kAdd, p + "attn_residual", {x, o});
-    const std::string n2 = b.norm(p + "norm2", p + "attn_residual", B, p + "ln2");
-    const std::string f = b.ffn(p, n2);
-    b.add(OpKind::kAdd, p + "ffn_residual", {p + "attn_residual", f});
-    x = p + "ffn_residual";
+    // The all-reduce: core 0 adds the partials (each brought over the interconnect) to the
+    // residual; every core's next norm reads the sum (brought back over the interconnect).
+    const std::string attn = b.reduce(p + "attn_residual", x, partials);
+    partials.clear();
+    for (int core = 0; core < N; ++core) {
+      const DecoderShard& sh = parts[size_t(core)];
+      const size_t first = b.graph().layers.size();
+      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+      const std::string n2 = b.norm(pc + "norm2", attn, B, p + "ln2");
+      partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
+      place(first, core);
+    }
+    x = b.reduce(p + "ffn_residual", attn, partials);
   }
   const std::string nf = b.norm("norm_final", x, B, "lnf");
   b.dense_with("logits", nf, c.vocab, b.lm_head());
+  if (core_of && N > 1) (*core_of)["logits"] = -1;  // split by vocabulary columns over all cores
   b.finish(outputs);
   return std::move(b.graph());
 }

@@ -18,6 +18,8 @@
 // positions are x * cos + rotate_half(x) * sin with constant tables (affine layers) and a kMove.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "arch/types.hpp"
@@ -36,9 +38,35 @@ struct KvCache {
 
 // `weights` null: timing only; the parameters (and the cache) are drawn by materialize_parameters
 // instead (none of them changes a cycle). `dtype` chooses the causal mask's fill.
+
+// Megatron-style tensor parallelism of a decode step (docs/llm.md "Tensor parallelism"): core c
+// owns query heads [q_begin, q_end), the KV heads they read [kv_begin, kv_end) (whole KV groups
+// when there are at least as many KV heads as cores; else each core computes, and caches, the KV
+// heads of its queries, a KV head shared by cores computed on each) and FFN columns [ffn_begin,
+// ffn_end). It computes its heads' attention, its rows of the output projection (a partial sum),
+// its columns of the up / gate projections and its rows of the down projection (another partial
+// sum). Core 0 adds the partials to the residual (the all-reduce's reduction; a partial on another
+// core comes over the interconnect) and every core's norm reads the sum (the broadcast, over the
+// interconnect too). Norms run on every core; the output projection splits by vocabulary columns.
+struct DecoderShard {
+  int q_begin = 0, q_end = 0, kv_begin = 0, kv_end = 0, ffn_begin = 0, ffn_end = 0;
+};
+// min(cores, heads) shards, as even as the heads (or KV groups) and FFN columns allow.
+std::vector<DecoderShard> decoder_shards(const DecoderConfig& config, int cores);
+
+// `shards` null or one: one core, the layers as documented above. Several: the graph of the split
+// step, each core's layers named "h{i}.c{core}.*", its cache rows output as "k{i}.c{core}" and
+// "v{i}.c{core}" [B, (kv_end - kv_begin) * head_dim]; `core_of` gets each layer's core
+// (-1: the output projection, split over every core by its columns).
+// The prefill split the same way: each core's cache "k{i}.c{core}", "v{i}.c{core}" [kv_end -
+// kv_begin, P, head_dim] per sequence.
 Graph build_prefill_graph(const DecoderConfig& config, const DecoderWeights* weights, int prompt,
-                          int batch, DataType dtype);
+                          int batch, DataType dtype,
+                          const std::vector<DecoderShard>* shards = nullptr,
+                          std::map<std::string, int>* core_of = nullptr);
 Graph build_decode_graph(const DecoderConfig& config, const DecoderWeights* weights,
-                         const KvCache* cache, int past, int batch);
+                         const KvCache* cache, int past, int batch,
+                         const std::vector<DecoderShard>* shards = nullptr,
+                         std::map<std::string, int>* core_of = nullptr);
 
 }  // namespace npusim

@@ -259,6 +259,36 @@ void start(Builder& b, const DecoderConfig& c, const std::string& phase, int ids
   if (e.weights.empty()) e.weights.assign(size_t(c.vocab) * size_t(c.hidden), 0.0f);
 }
 
+// Marks the layers added since `first` as placed on `core` (no placement map: one core).
+void place_layers(Builder& b, std::map<std::string, int>* core_of, size_t first, int core) {
+  if (!core_of) return;
+  for (size_t i = first; i < b.graph().layers.size(); ++i) {
+    (*core_of)[b.graph().layers[i].name] = core;
+  }
+}
+
+// After attention's partial sums: their all-reduce into the residual `x`, then the FFN split by
+// columns (up / gate) and rows (down) over the shards, its partials all-reduced into the residual
+// again (core 0 adds each partial brought over the interconnect; every core reads the sum back).
+// `rows`: the positions each core's norm covers. Returns the layer's output.
+std::string ffn_after_attention(Builder& b, const std::vector<DecoderShard>& parts,
+                                const std::string& p, const std::string& x,
+                                std::vector<std::string>& partials, int rows,
+                                std::map<std::string, int>* core_of) {
+  const std::string attn = b.reduce(p + "attn_residual", x, partials);
+  partials.clear();
+  const int N = static_cast<int>(parts.size());
+  for (int core = 0; core < N; ++core) {
+    const DecoderShard& sh = parts[size_t(core)];
+    const size_t first = b.graph().layers.size();
+    const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
+    const std::string n2 = b.norm(pc + "norm2", attn, rows, p + "ln2");
+    partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
+    place_layers(b, core_of, first, core);
+  }
+  return b.reduce(p + "ffn_residual", attn, partials);
+}
+
 }  // namespace
 
 Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P, int batch,
@@ -273,11 +303,7 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
   b.graph().batch = batch;
   const int h = c.hidden, d = c.head_dim(), H = c.heads, G = c.group();
   const float scale = 1.0f / std::sqrt(float(d));
-  auto place = [&](size_t first, int core) {
-    if (!core_of) return;
-    for (size_t i = first; i < b.graph().layers.size(); ++i)
-      (*core_of)[b.graph().layers[i].name] = core;
-  };
+  auto place = [&](size_t first, int core) { place_layers(b, core_of, first, core); };
   std::string x = "embed";
   if (!c.rotary) {
     std::vector<float> pos = b.param("wpe");
@@ -357,17 +383,7 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
                                       sh.q_end * d, H * d, core == 0));
       place(first, core);
     }
-    const std::string attn = b.reduce(p + "attn_residual", x, partials);
-    partials.clear();
-    for (int core = 0; core < N; ++core) {
-      const DecoderShard& sh = parts[size_t(core)];
-      const size_t first = b.graph().layers.size();
-      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
-      const std::string n2 = b.norm(pc + "norm2", attn, P, p + "ln2");
-      partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
-      place(first, core);
-    }
-    x = b.reduce(p + "ffn_residual", attn, partials);
+    x = ffn_after_attention(b, parts, p, x, partials, P, core_of);
   }
   b.move("last", {x}, {1, h}, "Slice", [&](uint64_t o) {
     return MoveSource{0, int32_t(uint64_t(P - 1) * uint64_t(h) + o)};
@@ -419,11 +435,7 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
   const int h = c.hidden, d = c.head_dim(), H = c.heads, KV = c.kv_heads, G = c.group();
   const float scale = 1.0f / std::sqrt(float(d));
   // Layers added from `first` on run on core `core`.
-  auto place = [&](size_t first, int core) {
-    if (!core_of) return;
-    for (size_t i = first; i < b.graph().layers.size(); ++i)
-      (*core_of)[b.graph().layers[i].name] = core;
-  };
+  auto place = [&](size_t first, int core) { place_layers(b, core_of, first, core); };
   std::string x = "embed";
   if (!c.rotary) {
     std::vector<float> pos;
@@ -524,19 +536,7 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
                                       sh.q_end * d, H * d, core == 0));
       place(first, core);
     }
-    // The all-reduce: core 0 adds the partials (each brought over the interconnect) to the
-    // residual; every core's next norm reads the sum (brought back over the interconnect).
-    const std::string attn = b.reduce(p + "attn_residual", x, partials);
-    partials.clear();
-    for (int core = 0; core < N; ++core) {
-      const DecoderShard& sh = parts[size_t(core)];
-      const size_t first = b.graph().layers.size();
-      const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
-      const std::string n2 = b.norm(pc + "norm2", attn, B, p + "ln2");
-      partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
-      place(first, core);
-    }
-    x = b.reduce(p + "ffn_residual", attn, partials);
+    x = ffn_after_attention(b, parts, p, x, partials, B, core_of);
   }
   const std::string nf = b.norm("norm_final", x, B, "lnf");
   b.dense_with("logits", nf, c.vocab, b.lm_head());

@@ -34,12 +34,11 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def generate(npusim, tmp, hw, model, prompt, new, batch=1, extra=()):
-    out = os.path.join(tmp, f"{hw}-{model}-{prompt}-{new}-{batch}")
-    cmd = ["/usr/bin/time", "-f", "%U %S %M", npusim, "generate", "--hw", hw, "--workload", model,
-           "--prompt-tokens", str(prompt), "--new-tokens", str(new), "--batch", str(batch),
-           "--values", "off", "--out", out, *extra]
-    sys.stderr.write("llm_figures.py: " + " ".join(cmd[4:]) + "\n")
+def timed(args, out):
+    """Runs npusim with `args` (writing to `out`) under /usr/bin/time: (its stats.json, CPU
+    seconds, peak memory in GiB)."""
+    cmd = ["/usr/bin/time", "-f", "%U %S %M", *args]
+    sys.stderr.write("llm_figures.py: " + " ".join(args[1:]) + "\n")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stdout + p.stderr)
@@ -48,6 +47,13 @@ def generate(npusim, tmp, hw, model, prompt, new, batch=1, extra=()):
     with open(os.path.join(out, "stats.json")) as f:
         stats = json.load(f)
     return stats, float(user) + float(system), int(rss_kib) / 1024 / 1024
+
+
+def generate(npusim, tmp, hw, model, prompt, new, batch=1, extra=()):
+    out = os.path.join(tmp, f"{hw}-{model}-{prompt}-{new}-{batch}")
+    return timed([npusim, "generate", "--hw", hw, "--workload", model, "--prompt-tokens",
+                  str(prompt), "--new-tokens", str(new), "--batch", str(batch), "--values", "off",
+                  "--out", out, *extra], out)
 
 
 def preset(npusim, hw):
@@ -105,23 +111,15 @@ def matrices_table(a, tmp):
     print("|---|---|---|---|---|---|---|---|")
     for b in a.matrix_batches:
         out = os.path.join(tmp, f"matrices-{b}")
-        cmd = ["/usr/bin/time", "-f", "%U %S %M", a.npusim, "run", "--hw", a.hw, "--workload",
-               workload, "--batch", str(b), "--dtype", "bf16", "--values", "off", "--out", out]
-        sys.stderr.write("llm_figures.py: " + " ".join(cmd[4:]) + "\n")
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.stderr.write(p.stdout + p.stderr)
-            raise SystemExit(f"llm_figures.py: npusim exited {p.returncode}")
-        user, system, rss_kib = p.stderr.strip().splitlines()[-1].split()
-        with open(os.path.join(out, "stats.json")) as f:
-            st = json.load(f)
+        st, cpu, gib = timed([a.npusim, "run", "--hw", a.hw, "--workload", workload, "--batch",
+                              str(b), "--dtype", "bf16", "--values", "off", "--out", out], out)
         t = st["latency_s"]
         traffic = st["dram"]["read_bytes"] + st["dram"]["write_bytes"]
         mac_bound = st["macs"] / macs / clock
         print(f"| {b} | {t * 1e3:.3f} ms | {b / t:.0f} | {traffic / bw * 1e3:.3f} ms | "
               f"{mac_bound * 1e3:.3f} ms | {t / (traffic / bw):.2f} | "
               f"{100 * st['mxu_utilization']:.1f} % | "
-              f"{float(user) + float(system):.0f} s CPU, {int(rss_kib) / 1024 / 1024:.1f} GiB |",
+              f"{cpu:.0f} s CPU, {gib:.1f} GiB |",
               flush=True)
 
 

@@ -23,11 +23,13 @@ import sys
 import tempfile
 import time
 
+from . import serve_spec
+
 RECORDED_EXIT_CODES = (0, 1, 2)
 
 
-SERVE_OPTIONS = ("dtype", "seed", "fidelity", "max_batch", "kv_block_tokens", "max_step_tokens",
-                 "kv_cache_bytes", "slo_ttft", "slo_tpot", "grid_tokens", "max_simulated_batch")
+# npusim serve's options a task may carry: the run flags it shares, then its own (serve_spec).
+SERVE_OPTIONS = ("dtype", "seed", "fidelity") + tuple(serve_spec.SERVE_FLAGS)
 # What a run leaves that the sweep keeps, per command.
 FILES = {"run": ("stats.json", "config.resolved.json", "report.txt"),
          "serve": ("stats.json", "report.txt", "requests.csv")}
@@ -197,9 +199,8 @@ def execute_in_process(task):
 def _serve_in_process(task, hw_path, trace_path):
     kwargs = {k: task["flags"][k] for k in SERVE_OPTIONS if k in task["flags"]}
     r = _module.serve(hw=hw_path, workload=task["workload"], trace=trace_path, **kwargs)
-    files = {"stats.json": r.stats_json(), "report.txt": r.report(),
-             "requests.csv": r.requests_csv()}
-    return files
+    return {"stats.json": r.stats_json(), "report.txt": r.report(),
+            "requests.csv": r.requests_csv()}
 
 
 def _write(path, text):

@@ -50,6 +50,7 @@ constexpr OpSpec kOps[] = {
     {"sigmoid", OpKind::kActivation, Activation::kSigmoid},
     {"tanh", OpKind::kActivation, Activation::kTanh},
     {"gelu", OpKind::kActivation, Activation::kGelu},
+    {"gelu_tanh", OpKind::kActivation, Activation::kGeluTanh},
     {"add", OpKind::kAdd, Activation::kNone},
     {"mul", OpKind::kMul, Activation::kNone},
     {"concat", OpKind::kConcat, Activation::kNone},
@@ -68,10 +69,10 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous,
   Layer l;
   l.name = r.string("name", fmt::format("layer{}", index));
   const auto op = r.choice_required(
-      "op", {"conv2d",         "conv3d",    "dense",     "matmul",   "maxpool", "avgpool",
-             "global_avgpool", "relu",      "relu6",     "clip",     "sigmoid", "tanh",
-             "gelu",           "add",       "mul",       "concat",   "flatten", "reshape",
-             "softmax",        "layernorm", "batchnorm", "transpose"});
+      "op", {"conv2d",         "conv3d",    "dense",     "matmul",    "maxpool",  "avgpool",
+             "global_avgpool", "relu",      "relu6",     "clip",      "sigmoid",  "tanh",
+             "gelu",           "add",       "mul",       "concat",    "flatten",  "reshape",
+             "softmax",        "layernorm", "batchnorm", "transpose", "gelu_tanh"});
   l.inputs = r.string_list("inputs", false);
   l.output = r.string("output", l.name);
   l.fixed_output_scale = static_cast<float>(r.number("output_scale", 0.0, 0.0, 1e12));
@@ -112,8 +113,8 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous,
     }
   };
   auto read_activation = [&] {
-    l.activation = *parse_activation(
-        r.choice("activation", "none", {"none", "relu", "relu6", "sigmoid", "tanh", "gelu"}));
+    l.activation = *parse_activation(r.choice(
+        "activation", "none", {"none", "relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh"}));
   };
   switch (l.kind) {
     case OpKind::kConv:

@@ -57,6 +57,7 @@ double activation_moment(Activation a, double m) {
     case Activation::kTanh:
       return m / (1 + m);
     case Activation::kGelu:
+    case Activation::kGeluTanh:
       return 0.4 * m;
     case Activation::kErf:  // erf(x) ~ 2x / sqrt(pi) near 0, bounded by 1
       return (4 * m / std::numbers::pi) / (1 + 4 * m / std::numbers::pi);

@@ -32,6 +32,8 @@ double slope(Activation a) {
       return 1.0;
     case Activation::kGelu:
       return 1.13;  // max of GELU' = 1.1289 at x = 2^(1/2)
+    case Activation::kGeluTanh:
+      return 1.13;  // its tanh approximation's: 1.1295 near x = 1.5
     case Activation::kHardSwish:
       return 1.5;  // (2x + 3) / 6 at x = 3
     case Activation::kHardSigmoid:

@@ -350,14 +350,14 @@ void OnnxImporter::import_neg(int i) {
   import_affine(i, *x, std::vector<float>(elements, -1.0f), std::vector<float>(elements, 0.0f));
 }
 
-// The erf form only; the tanh approximation is a different function.
+// The erf form ("none") or the tanh approximation ("tanh", opset 20; torch 2.x writes it for
+// F.gelu(approximate="tanh"), Hugging Face's GPT-2 for its "gelu_new").
 void OnnxImporter::import_gelu(int i) {
-  const Node& n = g_.node(i);
-  if (attr_string(n, "approximate", "none") != "none") {
-    return fail(i, fmt::format("approximate '{}' is not supported (only the erf form, 'none')",
-                               attr_string(n, "approximate", "none")));
+  const std::string form = attr_string(g_.node(i), "approximate", "none");
+  if (form != "none" && form != "tanh") {
+    return fail(i, fmt::format("approximate '{}', expected 'none' (erf) or 'tanh'", form));
   }
-  import_activation(i, Activation::kGelu);
+  import_activation(i, form == "tanh" ? Activation::kGeluTanh : Activation::kGelu);
 }
 
 }  // namespace npusim::onnx_frontend

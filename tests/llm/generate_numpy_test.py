@@ -18,7 +18,6 @@ import subprocess
 import sys
 
 import numpy as np
-from scipy.special import erf
 
 LAYERS, HIDDEN, HEADS, FFN, VOCAB, CONTEXT = 2, 64, 4, 128, 256, 64
 PROMPT, NEW = 8, 6
@@ -93,7 +92,7 @@ def attention(q, k, v):
 
 
 def gpt2_logits(t, ids):
-    """Logits of every position of `ids` (GPT-2, GELU in its erf form as npusim's)."""
+    """Logits of every position of `ids` (GPT-2, GELU in its tanh approximation, "gelu_new")."""
     T, d = len(ids), HIDDEN // HEADS
     ln = lambda x, g, b: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
     x = t["wte.weight"][ids] + t["wpe.weight"][:T]
@@ -107,7 +106,7 @@ def gpt2_logits(t, ids):
         x = x + a @ t[p + "attn.c_proj.weight"] + t[p + "attn.c_proj.bias"]
         h = ln(x, t[p + "ln_2.weight"], t[p + "ln_2.bias"])
         f = h @ t[p + "mlp.c_fc.weight"] + t[p + "mlp.c_fc.bias"]
-        f = 0.5 * f * (1 + erf(f / math.sqrt(2)))
+        f = 0.5 * f * (1 + np.tanh(math.sqrt(2 / math.pi) * (f + 0.044715 * f ** 3)))
         x = x + f @ t[p + "mlp.c_proj.weight"] + t[p + "mlp.c_proj.bias"]
     return ln(x, t["ln_f.weight"], t["ln_f.bias"]) @ t["wte.weight"].T
 
@@ -143,7 +142,7 @@ def run_case(npusim, work, flavour, dtype, kv_heads=HEADS, hw="tpu-v4-like-core"
     rng = np.random.default_rng(7 if flavour == "gpt2" else 11)
     if flavour == "gpt2":
         t = gpt2_weights(rng)
-        cfg = {"norm": "layer", "activation": "gelu", "positions": "learned", "bias": True,
+        cfg = {"norm": "layer", "activation": "gelu_tanh", "positions": "learned", "bias": True,
                "tied_embeddings": True}
         logits_of = lambda ids: gpt2_logits(t, ids)
     else:

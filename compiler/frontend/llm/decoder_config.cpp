@@ -45,7 +45,9 @@ DecoderConfig parse_decoder_config(const nlohmann::json& root, const std::string
   c.vocab = int(top.integer_required("vocab", 2, 1 << 22).value_or(0));
   c.max_context = int(top.integer_required("max_context", 1, 1 << 20).value_or(0));
   c.rms_norm = top.choice("norm", "layer", {"layer", "rms"}) == "rms";
-  c.swiglu = top.choice("activation", "gelu", {"gelu", "swiglu"}) == "swiglu";
+  const std::string activation = top.choice("activation", "gelu", {"gelu", "gelu_tanh", "swiglu"});
+  c.swiglu = activation == "swiglu";
+  c.gelu_tanh = activation == "gelu_tanh";
   c.rotary = top.choice("positions", "learned", {"learned", "rotary"}) == "rotary";
   c.bias = top.boolean("bias", !c.rms_norm);
   c.tied_embeddings = top.boolean("tied_embeddings", true);

@@ -15,6 +15,7 @@ struct DecoderConfig {
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_context = 0;
   bool rms_norm = false;        // RMSNorm (Llama) or LayerNorm (GPT-2)
   bool swiglu = false;          // SwiGLU FFN (Llama) or GELU FFN (GPT-2)
+  bool gelu_tanh = false;       // the GELU FFN's GELU in its tanh approximation (GPT-2's)
   bool rotary = false;          // rotary positions (Llama) or a learned position table (GPT-2)
   bool bias = true;             // projections with biases (GPT-2) or without (Llama)
   bool tied_embeddings = true;  // the output projection is the token embedding transposed

@@ -207,8 +207,8 @@ class Builder {
                   int end, bool bias) {
     const int f = c_.ffn;
     if (!c_.swiglu) {
-      const std::string up =
-          dense_part(pc + "ffn_up", x, p + "up", f, begin, end, 1.0f, Activation::kGelu);
+      const std::string up = dense_part(pc + "ffn_up", x, p + "up", f, begin, end, 1.0f,
+                                        c_.gelu_tanh ? Activation::kGeluTanh : Activation::kGelu);
       return dense_rows(pc + "ffn_down", up, p + "down", c_.hidden, begin, end, f, bias);
     }
     const std::string gate = dense_part(pc + "ffn_gate", x, p + "gate", f, begin, end);

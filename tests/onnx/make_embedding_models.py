@@ -78,8 +78,28 @@ def embedding_bad(out_dir):
     onnx.save(model, os.path.join(out_dir, b.name + ".onnx"))
 
 
+def embedding_reshape_bad(out_dir):
+    """Token ids flattened by a Reshape before the lookup: a shape npusim does not look ids up
+    in, an import error (a Reshape that keeps [batch, sequence] is followed; the torch 2.x
+    fixture hf_gpt2_tiny has one)."""
+    b = Builder("embedding_reshape_bad", 63)
+    table = b.weight("table", [VOCAB, HIDDEN], scale=1.0)
+    b.const("flat", np.array([-1], dtype=np.int64))
+    b.node("Reshape", ["input_ids", "flat"], ["ids_flat"], name="ids_flatten")
+    b.node("Gather", [table, "ids_flat"], ["emb"], axis=0)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [BATCH, SEQ])]
+    outputs = [helper.make_tensor_value_info("emb", TensorProto.FLOAT, [BATCH * SEQ, HIDDEN])]
+    inits = [onnx.numpy_helper.from_array(v, k) for k, v in b.inits.items()]
+    model = helper.make_model(helper.make_graph(b.nodes, b.name, inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out_dir, b.name + ".onnx"))
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     embedding(out)
     embedding_bad(out)
+    embedding_reshape_bad(out)

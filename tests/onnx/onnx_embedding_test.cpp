@@ -115,6 +115,16 @@ TEST(OnnxEmbedding, IdsFeedingOtherNodesExitTwo) {
       << r.err;
 }
 
+// A Reshape of the token ids is followed when it keeps their shape, refused when it changes it.
+TEST(OnnxEmbedding, IdsReshapedToAnotherShapeExitTwo) {
+  CommandResult r = run_npusim("run --hw edge --workload " + model_path("embedding_reshape_bad"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(model_path("embedding_reshape_bad") +
+                       ": node 'ids_flatten' (Reshape): reshapes the token ids [2, 8] to [16]"),
+            std::string::npos)
+      << r.err;
+}
+
 // Data parallel over the two cores of tpu-v4-like (2 + 1 samples): each core's indexed loads read
 // its own ids (relocated with its part of the input) and the shared table.
 TEST(OnnxEmbedding, DataParallelOnTwoCoresStaysBitExact) {

@@ -209,13 +209,20 @@ void OnnxImporter::read_input() {
 }
 
 // An integer graph input is token ids: every node reading it must be a Gather of an initializer's
-// rows by them (an embedding lookup), and the ids are [batch, sequence].
+// rows by them (an embedding lookup), or a Reshape (input 0) whose output is read so in turn; the
+// ids are [batch, sequence].
 void OnnxImporter::check_token_ids(const std::string& name, const std::string& where,
                                    const std::string& type) {
+  token_id_names_.insert(name);
   for (int i = 0; i < g_.node_size(); ++i) {
     const Node& n = g_.node(i);
     for (int k = 0; k < n.input_size(); ++k) {
       if (n.input(k) != name) continue;
+      if (n.op_type() == "Reshape" && k == 0 && n.output_size() == 1 &&
+          !token_id_names_.count(n.output(0))) {
+        check_token_ids(n.output(0), where, type);  // the Reshape itself: import_token_ids_reshape
+        continue;
+      }
       if (n.op_type() != "Gather" || k != 1 || !is_constant(n.input(0))) {
         diag_.error(where, fmt::format("element type {}: an integer graph input must be the "
                                        "indices of Gathers on an initializer (an embedding "

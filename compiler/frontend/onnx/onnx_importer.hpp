@@ -97,6 +97,7 @@ class OnnxImporter {
   void read_input();
   void count_consumers();
   void check_token_ids(const std::string& name, const std::string& where, const std::string& type);
+  void import_token_ids_reshape(int i);
   void import_embedding(int i);  // onnx_movement_ops.cpp
   void find_gelu_patterns();
   void import_node(int i);
@@ -214,6 +215,9 @@ class OnnxImporter {
   std::set<std::string> layer_names_;
   std::map<std::string, Constant> constants_;
   std::map<std::string, Value> values_;
+  // The token ids under the names they go by: the graph input and the outputs of Reshapes that
+  // keep its shape (Hugging Face's GPT-2 views the ids as [-1, sequence] before the lookup).
+  std::set<std::string> token_id_names_;
   std::set<std::string> poisoned_;  // outputs of nodes that failed: their consumers stay quiet
   std::map<std::string, int> consumers_;
   std::set<std::string> graph_outputs_;

@@ -121,7 +121,7 @@ void OnnxImporter::import_slice(int i) {
 // replaced by the indices' shape.
 void OnnxImporter::import_gather(int i) {
   const Node& n = g_.node(i);
-  if (graph_.input_ids && n.input_size() >= 2 && n.input(1) == graph_.input_name) {
+  if (graph_.input_ids && n.input_size() >= 2 && token_id_names_.count(n.input(1))) {
     return import_embedding(i);
   }
   std::vector<MoveOperand> ops;

@@ -128,8 +128,34 @@ std::string reshape_target(const std::vector<int64_t>& in, std::vector<int64_t> 
 
 }  // namespace
 
+// A Reshape of the token ids: allowed when it keeps their shape [batch, sequence] (then its
+// output is the ids under another name), refused otherwise.
+void OnnxImporter::import_token_ids_reshape(int i) {
+  const Node& n = g_.node(i);
+  const Value& ids = values_.at(graph_.input_name);
+  std::vector<int64_t> onnx_dims(ids.dims.size() + (ids.batched ? 1 : 0));
+  for (size_t d = 0; d < ids.dims.size(); ++d)
+    onnx_dims[onnx_dims.size() - 1 - d] = ids.dims[ids.dims.size() - 1 - d];
+  if (ids.batched) onnx_dims[0] = graph_.batch;
+  if (n.input_size() < 2 || !is_constant(n.input(1))) {
+    return fail(i, "the shape of a Reshape of the token ids must be a constant");
+  }
+  std::vector<int64_t> dims;
+  if (auto e = reshape_target(onnx_dims, constants_.at(n.input(1)).ints,
+                              attr_int(n, "allowzero", 0) != 0, dims);
+      !e.empty()) {
+    return fail(i, e);
+  }
+  if (dims != onnx_dims) {
+    return fail(i, fmt::format("reshapes the token ids {} to {}: npusim looks ids up in their "
+                               "own shape [batch, sequence] only",
+                               dims_text(onnx_dims), dims_text(dims)));
+  }
+}
+
 void OnnxImporter::import_reshape(int i) {
   const Node& n = g_.node(i);
+  if (graph_.input_ids && token_id_names_.count(n.input(0))) return import_token_ids_reshape(i);
   const bool allow = attr_int(n, "allowzero", 0) != 0;
   if (is_activation(n.input(0)) && !values_.at(n.input(0)).batched && n.input_size() > 1 &&
       is_constant(n.input(1))) {

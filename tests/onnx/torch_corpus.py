@@ -46,7 +46,11 @@ SEQUENCE = ["transformer_encoder", "transformer_encoder_seq_first", "lstm", "gru
             "llama_decoder", "unet", "lstm_bidirectional", "gru_bidirectional"]
 # Exported with a symbolic batch (axis 0 of the input): npusim takes it from the --input file.
 SYMBOLIC_BATCH = {"gru_bidirectional"}
-MODELS = CLASSIFIERS + SEGMENTERS + SEQUENCE
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_corpus_small  # noqa: E402  (the torch 2.x fixtures' small models)
+
+SMALL = list(torch_corpus_small.BUILDERS)
+MODELS = CLASSIFIERS + SEGMENTERS + SEQUENCE + SMALL
 
 
 def torch_modules():
@@ -296,17 +300,24 @@ def UNet():
     return _define_modules()[3]()
 
 
-def export(name, out_dir, size):
+def export(name, out_dir, size, exporter="torchscript"):
+    """exporter: "torchscript" (torch 1.13, opset 17, the Debian corpus) or "dynamo" (torch 2.x's
+    default exporter, its default opset; the committed fixtures in tests/onnx/torch2/)."""
     torch = torch_modules()
     torch.manual_seed(SEED)
     np.random.seed(SEED)
-    model, shape = build(name, size)
+    if name in SMALL:
+        model, x = torch_corpus_small.build(name, SEED + 1)
+        shape = None
+    else:
+        model, shape = build(name, size)
     # BatchNorm statistics from the seed too (random-init models have mean 0, var 1).
     for m in model.modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
             m.running_mean.uniform_(-0.1, 0.1)
             m.running_var.uniform_(0.5, 1.5)
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(SEED + 1))
+    if shape is not None:
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(SEED + 1))
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     with torch.no_grad():
@@ -320,10 +331,15 @@ def export(name, out_dir, size):
     # With gradients on: under no_grad nn.MultiheadAttention takes its fused fast path, which
     # the exporter cannot write.
     dynamic = {"input": {0: "batch"}} if name in SYMBOLIC_BATCH else None
-    torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=17,
-                      input_names=["input"], output_names=names, do_constant_folding=True,
-                      dynamic_axes=dynamic)
-    np.save(os.path.join(d, "input.npy"), x.numpy().astype(np.float32))
+    path = os.path.join(d, "model.onnx")
+    if exporter == "dynamo":  # as a torch 2.x user calls it: the exporter's own defaults
+        torch.onnx.export(model, (x,), path, dynamo=True, external_data=False,
+                          input_names=["input"], output_names=names, dynamic_axes=dynamic)
+    else:
+        torch.onnx.export(model, (x,), path, opset_version=17, input_names=["input"],
+                          output_names=names, do_constant_folding=True, dynamic_axes=dynamic)
+    np.save(os.path.join(d, "input.npy"),
+            x.numpy() if x.dtype == torch.int64 else x.numpy().astype(np.float32))
     for n, t in zip(names, ys):
         np.save(os.path.join(d, f"expected_{n}.npy"), t.numpy().astype(np.float32))
 
@@ -345,10 +361,11 @@ def first_line(text):
     return lines[0] if lines else "(no message)"
 
 
-def check(npusim, model_dir, dtype, hw, timeout, torch_bound=True):
+def check(npusim, model_dir, dtype, hw, timeout, torch_bound=True, results=None):
     """(status, message, cycles): status pass / fail / refused. torch_bound: hold the cosine and
-    max error against torch to THRESHOLDS (npusim's own check is always held)."""
-    out = os.path.join(model_dir, "npusim-" + dtype)
+    max error against torch to THRESHOLDS (npusim's own check is always held). results: where
+    npusim's outputs go (default: beside the model)."""
+    out = os.path.join(results or model_dir, "npusim-" + dtype)
     shutil.rmtree(out, ignore_errors=True)
     cmd = [npusim, "run", "--hw", hw, "--workload", os.path.join(model_dir, "model.onnx"),
            "--dtype", dtype, "--input", os.path.join(model_dir, "input.npy"),
@@ -408,11 +425,18 @@ def main():
     ap.add_argument("--out", help="corpus directory")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--size", type=int, help="image side of the torchvision models")
+    ap.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
+                    help="export: torch 1.13's TorchScript exporter (opset 17) or torch 2.x's "
+                         "dynamo exporter (the fixtures in tests/onnx/torch2/)")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="export: a model the exporter fails on is reported and skipped")
     ap.add_argument("--npusim", help="the npusim binary (check)")
     ap.add_argument("--dtypes", default="int8,bf16")
     ap.add_argument("--hw", default="tpu-v1")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--markdown", help="check: also write the results as a markdown table")
+    ap.add_argument("--results", help="check: npusim's outputs go to RESULTS/<model>/ instead "
+                                      "of beside the model (for a read-only corpus)")
     ap.add_argument("--expect-refused", default="",
                     help="models whose refusal (exit 2 at import) is expected, not a failure")
     ap.add_argument("--int8-below-bound", default="",
@@ -429,7 +453,15 @@ def main():
         ap.error("--out is required")
     if args.command in ("export", "run"):
         for m in models:
-            export(m, args.out, args.size)
+            try:
+                export(m, args.out, args.size, args.exporter)
+            except Exception as e:  # noqa: BLE001 -- the exporter's own failure, reported
+                if not args.keep_going:
+                    raise
+                shutil.rmtree(os.path.join(args.out, m), ignore_errors=True)
+                print(f"export of {m} failed: {type(e).__name__}: {first_line(str(e))}",
+                      flush=True)
+                continue
             print(f"exported {m}", flush=True)
         if args.command == "export":
             return 0
@@ -445,7 +477,9 @@ def main():
         for dtype in dtypes:
             status, msg, cycles = check(args.npusim, os.path.join(args.out, m), dtype, args.hw,
                                         args.timeout,
-                                        torch_bound=not (dtype == "int8" and m in int8_below))
+                                        torch_bound=not (dtype == "int8" and m in int8_below),
+                                        results=os.path.join(args.results, m) if args.results
+                                        else None)
             row[dtype] = (status, msg, cycles)
             print(f"{m} {dtype} {status} cycles={cycles} {msg}", flush=True)
             if m in expect_refused:  # or runs right: another branch may add its operator

@@ -61,6 +61,16 @@ def embedding(out_dir):
     np.save(os.path.join(d, "init_table.npy"), i["table"])
 
 
+def save_bad(b, inputs, outputs, out_dir):
+    """A model that must be refused: written as built, with no inputs or expected outputs."""
+    inits = [onnx.numpy_helper.from_array(v, k) for k, v in b.inits.items()]
+    model = helper.make_model(helper.make_graph(b.nodes, b.name, inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out_dir, b.name + ".onnx"))
+
+
 def embedding_bad(out_dir):
     """Token ids that also feed a Cast: not an embedding lookup alone, an import error."""
     b = Builder("embedding_bad", 62)
@@ -70,12 +80,7 @@ def embedding_bad(out_dir):
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [BATCH, SEQ])]
     outputs = [helper.make_tensor_value_info("emb", TensorProto.FLOAT, [BATCH, SEQ, HIDDEN]),
                helper.make_tensor_value_info("ids_f", TensorProto.FLOAT, [BATCH, SEQ])]
-    inits = [onnx.numpy_helper.from_array(v, k) for k, v in b.inits.items()]
-    model = helper.make_model(helper.make_graph(b.nodes, b.name, inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(out_dir, b.name + ".onnx"))
+    save_bad(b, inputs, outputs, out_dir)
 
 
 def embedding_reshape_bad(out_dir):
@@ -89,12 +94,7 @@ def embedding_reshape_bad(out_dir):
     b.node("Gather", [table, "ids_flat"], ["emb"], axis=0)
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [BATCH, SEQ])]
     outputs = [helper.make_tensor_value_info("emb", TensorProto.FLOAT, [BATCH * SEQ, HIDDEN])]
-    inits = [onnx.numpy_helper.from_array(v, k) for k, v in b.inits.items()]
-    model = helper.make_model(helper.make_graph(b.nodes, b.name, inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(out_dir, b.name + ".onnx"))
+    save_bad(b, inputs, outputs, out_dir)
 
 
 if __name__ == "__main__":

@@ -173,7 +173,7 @@ Graph load_with_input_batch(const Target& t, std::optional<int> batch) {
   try {
     Graph g = load_workload(w, batch);
     const std::vector<int>& dims = g.input_shape.dims;
-    if (!g.io_without_batch || g.input_ids || dims.size() < 2 || dims[0] == *file_batch) return g;
+    if (!g.io_without_batch || dims.size() < 2 || dims[0] == *file_batch) return g;
   } catch (const UserError&) {
     first = std::current_exception();
   }

@@ -8,13 +8,14 @@
 # installed, as a check of the export itself (recorded in MANIFEST.json, not used by the tests).
 #
 #   scripts/export_torch2_fixtures.sh OUT_DIR [MODEL,...]
+# EXPORT_FLAGS=--dynamic-batch exports with a symbolic batch (tests/onnx/torch2_batch/).
 set -euo pipefail
 out=${1:?usage: scripts/export_torch2_fixtures.sh OUT_DIR [MODEL,...]}
 here=$(cd "$(dirname "$0")/.." && pwd)
 models=${2:-transformer_encoder,transformer_encoder_seq_first,lstm,gru,lstm_bidirectional,gru_bidirectional,gpt2_decoder,llama_decoder,unet,mobilenet_v3_small_w05,mobilenet_v2_w035,shufflenet_v2_x0_5,efficientnet_tiny,regnet_tiny,vit_tiny,swin_tiny,resnet_tiny,hf_gpt2_tiny,hf_llama_tiny}
 python=${PYTHON:-python3}
 mkdir -p "$out"
-"$python" "$here/tests/onnx/torch_corpus.py" export --exporter dynamo --keep-going \
+"$python" "$here/tests/onnx/torch_corpus.py" export --exporter dynamo --keep-going ${EXPORT_FLAGS:-} \
   --out "$out" --models "$models" 2>&1 | { grep -v -i -E "warn|^\s*$" || true; } | tee "$out/export.log"
 "$python" - "$out" <<'PY'
 import glob, json, os, sys, platform

@@ -300,14 +300,16 @@ def UNet():
     return _define_modules()[3]()
 
 
-def export(name, out_dir, size, exporter="torchscript"):
+def export(name, out_dir, size, exporter="torchscript", dynamic_batch=False):
     """exporter: "torchscript" (torch 1.13, opset 17, the Debian corpus) or "dynamo" (torch 2.x's
-    default exporter, its default opset; the committed fixtures in tests/onnx/torch2/)."""
+    default exporter, its default opset; the committed fixtures in tests/onnx/torch2/).
+    dynamic_batch: axis 0 of the input symbolic, as users export for serving (the example input
+    then has 2 samples: torch.export specializes a dimension of size 1)."""
     torch = torch_modules()
     torch.manual_seed(SEED)
     np.random.seed(SEED)
     if name in SMALL:
-        model, x = torch_corpus_small.build(name, SEED + 1)
+        model, x = torch_corpus_small.build(name, SEED + 1, 2 if dynamic_batch else 1)
         shape = None
     else:
         model, shape = build(name, size)
@@ -317,6 +319,8 @@ def export(name, out_dir, size, exporter="torchscript"):
             m.running_mean.uniform_(-0.1, 0.1)
             m.running_var.uniform_(0.5, 1.5)
     if shape is not None:
+        if dynamic_batch:
+            shape = (2,) + tuple(shape[1:])
         x = torch.randn(*shape, generator=torch.Generator().manual_seed(SEED + 1))
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
@@ -330,9 +334,13 @@ def export(name, out_dir, size, exporter="torchscript"):
         names, ys = ["output"], [y]
     # With gradients on: under no_grad nn.MultiheadAttention takes its fused fast path, which
     # the exporter cannot write.
-    dynamic = {"input": {0: "batch"}} if name in SYMBOLIC_BATCH else None
+    dynamic = {"input": {0: "batch"}} if name in SYMBOLIC_BATCH or dynamic_batch else None
     path = os.path.join(d, "model.onnx")
-    if exporter == "dynamo":  # as a torch 2.x user calls it: the exporter's own defaults
+    if exporter == "dynamo" and dynamic_batch:  # torch.export's own way to say it
+        torch.onnx.export(model, (x,), path, dynamo=True, external_data=False,
+                          input_names=["input"], output_names=names,
+                          dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=1024)},))
+    elif exporter == "dynamo":  # as a torch 2.x user calls it: the exporter's own defaults
         torch.onnx.export(model, (x,), path, dynamo=True, external_data=False,
                           input_names=["input"], output_names=names, dynamic_axes=dynamic)
     else:
@@ -428,6 +436,8 @@ def main():
     ap.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript",
                     help="export: torch 1.13's TorchScript exporter (opset 17) or torch 2.x's "
                          "dynamo exporter (the fixtures in tests/onnx/torch2/)")
+    ap.add_argument("--dynamic-batch", action="store_true",
+                    help="export: axis 0 of the input symbolic (an example batch of 2)")
     ap.add_argument("--keep-going", action="store_true",
                     help="export: a model the exporter fails on is reported and skipped")
     ap.add_argument("--npusim", help="the npusim binary (check)")
@@ -454,7 +464,7 @@ def main():
     if args.command in ("export", "run"):
         for m in models:
             try:
-                export(m, args.out, args.size, args.exporter)
+                export(m, args.out, args.size, args.exporter, args.dynamic_batch)
             except Exception as e:  # noqa: BLE001 -- the exporter's own failure, reported
                 if not args.keep_going:
                     raise

@@ -142,12 +142,12 @@ BUILDERS = {f.__name__: f for f in (mobilenet_v3_small_w05, mobilenet_v2_w035, s
                                      resnet_tiny, hf_gpt2_tiny, hf_llama_tiny)}
 
 
-def build(name, seed):
-    """(module in eval mode, input tensor)."""
+def build(name, seed, batch=1):
+    """(module in eval mode, input tensor of `batch` samples)."""
     torch = _torch()
     model, shape = BUILDERS[name]()
     if shape == "ids":
-        x = torch.randint(0, 256, (1, 16), generator=torch.Generator().manual_seed(seed))
+        x = torch.randint(0, 256, (batch, 16), generator=torch.Generator().manual_seed(seed))
     else:
-        x = _image(shape, seed)
+        x = _image((batch,) + tuple(shape[1:]), seed)
     return model.eval(), x

@@ -377,6 +377,41 @@ std::string fold_trilu(Args& a) {
   return "";
 }
 
+// CumSum along one axis (a scalar input), `exclusive` and `reverse` as the ONNX specification
+// defines them (Hugging Face's position ids and masks: a cumulative sum of a mask of ones).
+std::string fold_cumsum(Args& a) {
+  if (auto e = need_inputs(a, 2); !e.empty()) return e;
+  const Tensor& x = a.in[0];
+  if (a.in[1].v.size() != 1) return "axis must be a scalar";
+  const auto rank = int64_t(x.dims.size());
+  int64_t axis = int64_t(a.in[1].v[0]);
+  if (axis < -rank || axis >= rank) return fmt::format("axis {} is out of range", axis);
+  if (axis < 0) axis += rank;
+  const bool exclusive = attr_int(a.n, "exclusive", 0) != 0;
+  const bool reverse = attr_int(a.n, "reverse", 0) != 0;
+  const int64_t len = x.dims[size_t(axis)];
+  const int64_t inner = product(x.dims, size_t(axis) + 1);
+  const int64_t outer = len == 0 ? 0 : x.size() / (len * inner);
+  a.out[0] = x;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      double sum = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t k = reverse ? len - 1 - j : j;
+        const auto e = size_t((o * len + k) * inner + in);
+        if (exclusive) {
+          a.out[0].v[e] = sum;
+          sum += x.v[e];
+        } else {
+          sum += x.v[e];
+          a.out[0].v[e] = sum;
+        }
+      }
+    }
+  }
+  return "";
+}
+
 std::vector<int64_t> reduce_axes(Args& a, size_t rank, std::string& error) {
   std::vector<int64_t> axes;
   if (a.present.size() > 1 && a.present[1]) {
@@ -581,6 +616,7 @@ const std::vector<FoldEntry>& fold_table() {
       {"Expand", fold_expand},
       {"Tile", fold_tile},
       {"Trilu", fold_trilu},
+      {"CumSum", fold_cumsum},
       {"Where", fold_where},
       {"Einsum", fold_einsum},
       {"MatMul", fold_matmul},

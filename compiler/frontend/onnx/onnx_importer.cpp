@@ -209,8 +209,8 @@ void OnnxImporter::read_input() {
 }
 
 // An integer graph input is token ids: every node reading it must be a Gather of an initializer's
-// rows by them (an embedding lookup), or a Reshape (input 0) whose output is read so in turn; the
-// ids are [batch, sequence].
+// rows by them (an embedding lookup), a Shape, or a Reshape (input 0) whose output is read so in
+// turn; the ids are [batch, sequence].
 void OnnxImporter::check_token_ids(const std::string& name, const std::string& where,
                                    const std::string& type) {
   token_id_names_.insert(name);
@@ -223,6 +223,7 @@ void OnnxImporter::check_token_ids(const std::string& name, const std::string& w
         check_token_ids(n.output(0), where, type);  // the Reshape itself: import_token_ids_reshape
         continue;
       }
+      if (n.op_type() == "Shape" && k == 0) continue;  // shape arithmetic (a symbolic batch)
       if (n.op_type() != "Gather" || k != 1 || !is_constant(n.input(0))) {
         diag_.error(where, fmt::format("element type {}: an integer graph input must be the "
                                        "indices of Gathers on an initializer (an embedding "

@@ -155,6 +155,7 @@ class OnnxImporter {
   bool read_axes(int i, int input_from_opset, std::vector<int64_t>& axes, bool& given);
   // Operands 0 .. count-1 (all when count < 0) of a data-movement node; false after reporting.
   bool move_operands(int i, std::vector<MoveOperand>& ops, int count = -1);
+  void per_sample_constants(int i, std::vector<MoveOperand>& ops);
   // The node's output `out` as the map `spec` over `ops`: a constant when every operand is one,
   // otherwise a move layer (a free reshape when the map keeps the IR's element order).
   void emit_move(int i, const std::string& out, const char* op, const std::vector<MoveOperand>& ops,

@@ -60,7 +60,49 @@ bool OnnxImporter::move_operands(int i, std::vector<MoveOperand>& ops, int count
     }
     ops.push_back(op);
   }
+  per_sample_constants(i, ops);
   return true;
+}
+
+// With a symbolic batch, exporters expand a per-sample constant to the batch by shape arithmetic
+// (torch 2.x writes ViT's class token as Expand(token, [Shape(x)[0], 1, hidden])); folded at
+// import with the run's batch, it is a constant of `batch` equal slices along axis 0. Beside a
+// batched run-time operand such a constant is the same for every sample: its first slice is used.
+// Constants that really differ along axis 0 stay as they are (the operator then needs axis 0).
+void OnnxImporter::per_sample_constants(int i, std::vector<MoveOperand>& ops) {
+  const auto batched = std::find_if(ops.begin(), ops.end(), [](const MoveOperand& o) {
+    return o.value != nullptr && o.value->batched;
+  });
+  if (batched == ops.end() || graph_.batch <= 1) return;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    MoveOperand& o = ops[k];
+    if (!o.constant || o.dims.size() != batched->dims.size() || o.dims.empty() ||
+        o.dims[0] != graph_.batch) {
+      continue;
+    }
+    const Constant& c = *o.constant;
+    const uint64_t slice = c.elements() / uint64_t(c.dims[0]);
+    bool same = true;
+    for (uint64_t e = slice; e < c.elements() && same; ++e) {
+      same = c.is_int ? c.ints[e] == c.ints[e % slice] : c.values[e] == c.values[e % slice];
+    }
+    if (!same) continue;
+    const std::string name = g_.node(i).input(int(k)) + "/per_sample";
+    if (!constants_.count(name)) {
+      Constant one;
+      one.dims = c.dims;
+      one.dims[0] = 1;
+      one.is_int = c.is_int;
+      if (c.is_int) {
+        one.ints.assign(c.ints.begin(), c.ints.begin() + int64_t(slice));
+      } else {
+        one.values.assign(c.values.begin(), c.values.begin() + int64_t(slice));
+      }
+      constants_[name] = std::move(one);
+    }
+    o.constant = &constants_.at(name);
+    o.dims = o.constant->dims;
+  }
 }
 
 void OnnxImporter::emit_move(int i, const std::string& out, const char* op,

@@ -151,6 +151,7 @@ void OnnxImporter::import_token_ids_reshape(int i) {
                                "own shape [batch, sequence] only",
                                dims_text(onnx_dims), dims_text(dims)));
   }
+  values_[n.output(0)] = ids;  // the same ids (a Shape of them folds as of the input)
 }
 
 void OnnxImporter::import_reshape(int i) {

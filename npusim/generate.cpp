@@ -253,7 +253,7 @@ GenerateResult generate(const GenerateOptions& o) {
   double prefill_s = 0, decode_s = 0, prefill_j = 0, decode_j = 0;
   double prefill_bytes = 0, decode_bytes = 0, decode_link_bytes = 0;
   bool ids_match = true;
-  nlohmann::json prefill_stats;
+  nlohmann::json prefill_stats, last_decode_stats;
   std::vector<int32_t> next(size_t(batch), 0);
 
   auto record = [&](const StepOutcome& s, const std::string& phase, int position, int context,
@@ -377,6 +377,7 @@ GenerateResult generate(const GenerateOptions& o) {
     decode_j += stat(s.stats, "energy.total_j");
     decode_bytes += stat(s.stats, "dram.read_bytes") + stat(s.stats, "dram.write_bytes");
     decode_link_bytes += stat_or_zero(s.stats, "interconnect.bytes");
+    last_decode_stats = std::move(s.stats);
   }
   if (result.mismatch.empty() && !ids_match) {
     result.mismatch =
@@ -430,6 +431,8 @@ GenerateResult generate(const GenerateOptions& o) {
   result.stats["generation"] = gen;
   result.stats["steps"] = steps;
   result.stats["prefill"] = std::move(prefill_stats);
+  // The last decode step's per-layer figures: where a step's time goes (docs/llm.md).
+  if (!last_decode_stats.is_null()) result.stats["decode"] = std::move(last_decode_stats);
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

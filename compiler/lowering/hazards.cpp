@@ -1,14 +1,37 @@
 #include "compiler/lowering/hazards.hpp"
 
 #include <algorithm>
-#include <map>
+#include <bit>
 
 namespace npusim {
 
-std::vector<HazardTracker::Record>& HazardTracker::records(BufferId buffer, int core) {
-  const size_t space = buffer == BufferId::kDram ? 0 : 1 + size_t(core) * 3 + size_t(buffer) - 1;
-  if (records_.size() <= space) records_.resize(space + 1);
-  return records_[space];
+namespace {
+
+// The length class of a record: the least k with 2^k >= its length (the last class takes the rest).
+int length_class(uint64_t length) { return std::min(int(std::bit_width(length - 1)), 63); }
+
+}  // namespace
+
+HazardTracker::Space& HazardTracker::space(BufferId buffer, int core) {
+  const size_t index = buffer == BufferId::kDram ? 0 : 1 + size_t(core) * 3 + size_t(buffer) - 1;
+  if (spaces_.size() <= index) spaces_.resize(index + 1);
+  return spaces_[index];
+}
+
+template <class F>
+void HazardTracker::for_each_overlapping(Space& s, uint64_t begin, uint64_t end, F f) {
+  for (uint64_t used = s.used; used != 0; used &= used - 1) {
+    const int k = std::countr_zero(used);
+    auto& records = s.by_class[size_t(k)];
+    // A record of class k is at most 2^k bytes long: one that reaches past `begin` starts after
+    // begin - 2^k.
+    const uint64_t reach = k == 63 ? UINT64_MAX : (uint64_t(1) << k) - 1;
+    auto it = records.lower_bound(begin > reach ? begin - reach : 0);
+    while (it != records.end() && it->first < end) {
+      it = it->second.end > begin ? f(records, it) : std::next(it);
+    }
+    if (records.empty()) s.used &= ~(uint64_t(1) << k);
+  }
 }
 
 std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
@@ -16,23 +39,30 @@ std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
   std::map<int, uint32_t> latest_per_unit;
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    for (const Record& r : records(a.buffer, a.core < 0 ? core : a.core)) {
-      bool overlap = r.begin < a.end && a.begin < r.end;
-      if (!overlap || r.unit_key == unit_key) continue;
-      if (!r.write && !a.write) continue;  // read after read is no hazard
-      auto [it, inserted] = latest_per_unit.emplace(r.unit_key, r.id);
-      if (!inserted) it->second = std::max(it->second, r.id);
-    }
+    for_each_overlapping(space(a.buffer, a.core < 0 ? core : a.core), a.begin, a.end,
+                         [&](auto&, auto it) {
+                           const Record& r = it->second;
+                           // Read after read is no hazard.
+                           if (r.unit_key != unit_key && (r.write || a.write)) {
+                             auto [u, inserted] = latest_per_unit.emplace(r.unit_key, r.id);
+                             if (!inserted) u->second = std::max(u->second, r.id);
+                           }
+                           return std::next(it);
+                         });
   }
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    auto& list = records(a.buffer, a.core < 0 ? core : a.core);
+    Space& s = space(a.buffer, a.core < 0 ? core : a.core);
     // A write orders everything it covers; a read supersedes the same unit's covered reads.
-    std::erase_if(list, [&](const Record& r) {
-      bool covered = a.begin <= r.begin && r.end <= a.end;
-      return covered && (a.write || (!r.write && r.unit_key == unit_key));
+    for_each_overlapping(s, a.begin, a.end, [&](auto& records, auto it) {
+      const Record& r = it->second;
+      const bool covered = a.begin <= it->first && r.end <= a.end;
+      return covered && (a.write || (!r.write && r.unit_key == unit_key)) ? records.erase(it)
+                                                                          : std::next(it);
     });
-    list.push_back({a.begin, a.end, id, unit_key, a.write});
+    const int k = length_class(a.end - a.begin);
+    s.by_class[size_t(k)].emplace(a.begin, Record{a.end, id, unit_key, a.write});
+    s.used |= uint64_t(1) << k;
   }
   std::vector<uint32_t> deps;
   for (const auto& [unit, dep] : latest_per_unit) deps.push_back(dep);

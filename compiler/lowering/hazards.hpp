@@ -8,9 +8,17 @@
 // memory is one space and each core's on-chip buffers are spaces of their own; a unit key names
 // the core too (a core reading what another stored off chip waits for that store: the token
 // crosses cores).
+//
+// Each space keeps its live records by length class (class k: lengths in (2^(k-1), 2^k]), each
+// class ordered by start address: the records overlapping [b, e) of class k start in
+// [b - 2^k + 1, e), so a query visits those ranges instead of every record of the space (a
+// decoder's weights are read once each and never overwritten: their records only accumulate).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <vector>
 
 #include "arch/isa.hpp"
@@ -34,14 +42,23 @@ class HazardTracker {
 
  private:
   struct Record {
-    uint64_t begin, end;
+    uint64_t end;
     uint32_t id;
     int unit_key;
     bool write;
   };
-  std::vector<Record>& records(BufferId buffer, int core);
+  // One buffer space's live records: by length class, then by start address.
+  struct Space {
+    std::array<std::multimap<uint64_t, Record>, 64> by_class;
+    uint64_t used = 0;  // bit k: class k holds records
+  };
+  Space& space(BufferId buffer, int core);
+  // Calls f(class map, iterator) for each record of `s` overlapping [begin, end); f may erase the
+  // record and returns the iterator to continue from.
+  template <class F>
+  static void for_each_overlapping(Space& s, uint64_t begin, uint64_t end, F f);
   // Off-chip memory first, then per core its unified, weight and accumulator buffers.
-  std::vector<std::vector<Record>> records_;
+  std::deque<Space> spaces_;
 };
 
 }  // namespace npusim

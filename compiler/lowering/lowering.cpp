@@ -18,7 +18,7 @@ void Lowering::copy_resident_inputs(const Layer& l) {
     const int from = tensor_core_.at(root);
     if (from == core_ || !copied_.insert({root, core_}).second) continue;
     const uint64_t begin = ub_addr(root);
-    const uint64_t bytes = graph_.shape_of(root).elements() * uint64_t(graph_.batch) * es_;
+    const uint64_t bytes = shape_of(root).elements() * uint64_t(graph_.batch) * es_;
     Instruction copy;
     copy.id = static_cast<uint32_t>(program_.instructions.size());
     copy.unit = UnitKind::kLink;
@@ -71,6 +71,7 @@ CompileResult Lowering::run() {
   program_.total_macs = 0;  // the matrix units': a host layer's MACs are the host's
   for (const auto& l : graph_.layers) program_.total_macs += l.on_host ? 0 : l.macs(graph_.batch);
   program_.dtype = graph_.dtype;
+  for (const auto& l : graph_.layers) producer_.emplace(l.output, &l);
 
   if (!plan_memory()) return {false, {}, reason_};
   root_[graph_.input_name] = graph_.input_name;

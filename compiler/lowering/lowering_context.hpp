@@ -115,6 +115,16 @@ class Lowering {
   // How many of the fused residual operands of l's epilogue are resident.
   static int resident_residuals(const Layer& l, const std::function<bool(const std::string&)>& res);
   TensorPlacement placement(const std::string& name) const;
+  // The layer that writes `tensor`, or null for the graph input (Graph::producer without its scan
+  // of every layer: producer_ is built once per lowering).
+  const Layer* producer(const std::string& tensor) const {
+    const auto it = producer_.find(tensor);
+    return it == producer_.end() ? nullptr : it->second;
+  }
+  TensorShape shape_of(const std::string& tensor) const {
+    const Layer* p = producer(tensor);
+    return p ? p->last_stage().out_shape : graph_.input_shape;
+  }
   bool lower_layer(const Layer& l);
   class MatrixLayer;  // compiler/lowering/matrix_lowering.cpp
   bool lower_matrix(const Layer& l, LayerRecord& rec);
@@ -135,6 +145,7 @@ class Lowering {
   int core_ = 0;  // the core emit() puts instructions on
   LayerRecord* current_ = nullptr;
   uint64_t dram_top_ = 0;
+  std::map<std::string, const Layer*> producer_;     // per tensor: the layer writing it
   std::map<std::string, uint64_t> tensor_addr_;      // tensors off chip
   std::map<std::string, uint64_t> ub_addr_;          // tensors resident in the unified buffer
   std::map<std::string, std::pair<int, int>> live_;  // per tensor: first and last layer

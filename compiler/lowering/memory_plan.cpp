@@ -202,7 +202,8 @@ int Lowering::resident_residuals(const Layer& l,
 }
 
 TensorPlacement Lowering::placement(const std::string& name) const {
-  TensorShape s = graph_.shape_of(name);
+  const Layer* producer_layer = producer(name);
+  TensorShape s = producer_layer ? producer_layer->last_stage().out_shape : graph_.input_shape;
   TensorPlacement p;
   p.name = name;
   if (ub_addr_.count(name)) {
@@ -225,7 +226,7 @@ TensorPlacement Lowering::placement(const std::string& name) const {
   std::tie(p.first_layer, p.last_layer) = live_.at(name);
   p.batch = graph_.batch;
   p.dims = s.dims;
-  p.scale = graph_.scale_of(name);
+  p.scale = producer_layer ? producer_layer->last_stage().out_scale : graph_.input_scale;
   p.element_bytes = name == graph_.input_name ? input_element_bytes() : es_;
   return p;
 }

@@ -9,26 +9,12 @@
 #include "compiler/ir/op_table.hpp"
 #include "compiler/passes/move_folding.hpp"
 #include "compiler/passes/parameters.hpp"
+#include "compiler/passes/tensor_index.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
 
 namespace {
-
-int readers_of(const Graph& g, const std::string& tensor) {
-  int n = 0;
-  for (const auto& l : g.layers)
-    n += static_cast<int>(std::count(l.inputs.begin(), l.inputs.end(), tensor));
-  n += static_cast<int>(std::count(g.outputs.begin(), g.outputs.end(), tensor));
-  return n;
-}
-
-Layer* producer_of(Graph& g, const std::string& tensor) {
-  for (auto& l : g.layers) {
-    if (l.output == tensor) return &l;
-  }
-  return nullptr;
-}
 
 // y = gamma (x - mean) / sqrt(var + eps) + beta folded into the weights and bias of the producer.
 void fold_batch_norm(Layer& conv, const Layer& bn) {
@@ -40,14 +26,6 @@ void fold_batch_norm(Layer& conv, const Layer& bn) {
   }
   scale_weight_columns(conv, factor);
   conv.use_bias = true;
-}
-
-// Index in g.layers of the layer producing `tensor`, or -1 (the graph input).
-int producer_index(const Graph& g, const std::string& tensor) {
-  for (size_t i = 0; i < g.layers.size(); ++i) {
-    if (g.layers[i].output == tensor) return static_cast<int>(i);
-  }
-  return -1;
 }
 
 bool has_pool_stage(const Layer& l) {
@@ -71,7 +49,7 @@ bool pool_tiles_exactly(const Layer& pool) {
 
 // The operands (0 or 1) of `stage` whose producer could take it into its epilogue, the later
 // producer first.
-std::vector<int> fusable_operands(const Graph& g, const Layer& stage) {
+std::vector<int> fusable_operands(const Graph& g, const TensorIndex& index, const Layer& stage) {
   std::vector<std::pair<int, int>> candidates;  // (producer index, operand)
   const bool add = stage.kind == OpKind::kAdd;
   if (add && (stage.in_shapes[0] != stage.in_shapes[1] || stage.inputs[0] == stage.inputs[1])) {
@@ -79,8 +57,8 @@ std::vector<int> fusable_operands(const Graph& g, const Layer& stage) {
   }
   if (!add && !pool_tiles_exactly(stage)) return {};
   for (int j = 0; j < (add ? 2 : 1); ++j) {
-    const int p = producer_index(g, stage.inputs[j]);
-    if (p < 0 || readers_of(g, stage.inputs[j]) != 1) continue;
+    const int p = index.producer(stage.inputs[j]);
+    if (p < 0 || index.uses(stage.inputs[j]) != 1) continue;
     const Layer& host = g.layers[p];
     if (op_info(host.kind).lowering != OpLowering::kMatrix || has_pool_stage(host)) continue;
     if (!add && host.kind != OpKind::kConv) continue;
@@ -96,14 +74,17 @@ std::vector<int> fusable_operands(const Graph& g, const Layer& stage) {
 
 void fuse_epilogues(Graph& g, const std::function<bool(const Layer&)>& fits) {
   NPUSIM_CHECK(g.quantized, "graph {}: epilogues fuse after quantization", g.name);
+  TensorIndex index(g);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const OpKind kind = g.layers[i].kind;
     if (kind != OpKind::kAdd && kind != OpKind::kMaxPool && kind != OpKind::kAvgPool) continue;
-    for (int j : fusable_operands(g, g.layers[i])) {
+    for (int j : fusable_operands(g, index, g.layers[i])) {
       Layer& stage_layer = g.layers[i];
-      const int h = producer_index(g, stage_layer.inputs[j]);
-      Layer& host = g.layers[h];
+      const int h = index.producer(stage_layer.inputs[j]);
+      Layer& host = g.layers[size_t(h)];
       const size_t inputs_before = host.inputs.size();
+      index.forget_reads(stage_layer, int(i));
+      index.forget_reads(host, h);
       if (kind == OpKind::kAdd) {
         host.inputs.push_back(stage_layer.inputs[1 - j]);
         host.in_shapes.push_back(stage_layer.in_shapes[1 - j]);
@@ -119,30 +100,37 @@ void fuse_epilogues(Graph& g, const std::function<bool(const Layer&)>& fits) {
         host.in_shapes.resize(inputs_before);
         host.in_scales.resize(inputs_before);
         stage_layer.residual_input = -1;
+        index.enter_reads(host, h);
+        index.enter_reads(stage_layer, int(i));
         continue;
       }
       const Layer& stage = host.epilogue.back();
       host.fused.push_back(stage.name);
       host.fused.insert(host.fused.end(), stage.fused.begin(), stage.fused.end());
+      index.drop_producer(host.output);
       host.output = stage.output;
-      // The fused layer runs where the stage ran: every input of either is ready there.
+      // The fused layer runs where the stage ran: every input of either is ready there. The
+      // host's place is erased once all stages are fused (TensorIndex::erase_removed).
       g.layers[i] = std::move(host);
-      g.layers.erase(g.layers.begin() + h);
-      --i;
+      index.enter_reads(g.layers[i], int(i));
+      index.mark_removed(h);
       break;
     }
   }
+  index.erase_removed(g);
 }
 
 void optimize_graph(Graph& g) {
   fold_moves(g);
+  TensorIndex index(g);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     Layer& l = g.layers[i];
     const bool bn = l.kind == OpKind::kBatchNorm;
     const bool act = l.kind == OpKind::kActivation;
     if (!bn && !act) continue;
-    Layer* p = producer_of(g, l.inputs[0]);
-    if (p == nullptr || p->activation != Activation::kNone || readers_of(g, l.inputs[0]) != 1) {
+    const int pi = index.producer(l.inputs[0]);
+    Layer* p = pi < 0 ? nullptr : &g.layers[size_t(pi)];
+    if (p == nullptr || p->activation != Activation::kNone || index.uses(l.inputs[0]) != 1) {
       NPUSIM_CHECK(!bn, "batch norm {} cannot be folded (finalize_graph checks this)", l.name);
       continue;
     }
@@ -157,11 +145,13 @@ void optimize_graph(Graph& g) {
       p->fixed_output_scale = l.fixed_output_scale;
     }
     p->fused.push_back(l.name);
+    index.drop_producer(p->output);
     p->output = l.output;
     p->out_shape = l.out_shape;
-    g.layers.erase(g.layers.begin() + static_cast<long>(i));
-    --i;
+    index.remove(l, int(i));
+    index.set_producer(p->output, pi);
   }
+  index.erase_removed(g);
 }
 
 }  // namespace npusim

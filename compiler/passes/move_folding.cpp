@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "compiler/passes/tensor_index.hpp"
+
 namespace npusim {
 
 namespace {
@@ -83,21 +85,15 @@ bool swaps_last_two(const Layer& l) {
 }  // namespace
 
 void fold_moves(Graph& g) {
+  TensorIndex index(g);
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const Layer& m = g.layers[i];
-    if (m.kind != OpKind::kMove || std::count(g.outputs.begin(), g.outputs.end(), m.output) != 0) {
-      continue;
-    }
+    if (m.kind != OpKind::kMove || index.is_output(m.output)) continue;
     // Every reader, with the operand it reads the move's output as.
-    std::vector<std::pair<Layer*, size_t>> readers;
-    for (auto& l : g.layers) {
-      for (size_t k = 0; k < l.inputs.size(); ++k) {
-        if (l.inputs[k] == m.output) readers.push_back({&l, k});
-      }
-    }
+    const std::vector<TensorIndex::Reader> readers = index.readers(m.output);
     auto all_readers = [&](auto pred) {
       return !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](const auto& r) {
-        return pred(*r.first, r.second);
+        return pred(g.layers[size_t(r.first)], size_t(r.second));
       });
     };
     std::array<int, 3> begin{}, end{};
@@ -109,9 +105,12 @@ void fold_moves(Graph& g) {
       return l.kind == OpKind::kMatMul && k == 1 && !l.transpose_b;
     }) && swaps_last_two(m);
     if (!pad && !transpose) continue;
-    for (auto& [l, k] : readers) {
-      l->inputs[k] = m.inputs[0];
-      l->in_shapes[k] = m.in_shapes[0];
+    for (const auto& [position, k] : readers) {
+      Layer* l = &g.layers[size_t(position)];
+      index.forget_reads(*l, position);
+      l->inputs[size_t(k)] = m.inputs[0];
+      l->in_shapes[size_t(k)] = m.in_shapes[0];
+      index.enter_reads(*l, position);
       l->fused.push_back(m.name);
       if (transpose) l->transpose_b = true;
       for (int a = 0; pad && a < 3; ++a) {
@@ -119,9 +118,9 @@ void fold_moves(Graph& g) {
         l->pads_end[a] += end[a];
       }
     }
-    g.layers.erase(g.layers.begin() + long(i));
-    --i;
+    index.remove(m, int(i));
   }
+  index.erase_removed(g);
 }
 
 }  // namespace npusim

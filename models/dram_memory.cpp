@@ -17,7 +17,8 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, std::string
       preset_(std::move(preset)),
       memory_(std::move(config)),
       crossing_(clock.period().value() / sc_core::sc_time(1, sc_core::SC_PS).value(),
-                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))) {
+                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))),
+      burst_bytes_(uint64_t(memory_.config().org.access_bytes())) {
   NPUSIM_CHECK(crossing_.memory_period_ps() > 0, "{}: memory tCK rounds to 0 ps", name);
   memory_.set_callback([this](uint64_t id, uint64_t cycle) {
     completed_.push_back({static_cast<uint32_t>(id), cycle});
@@ -96,8 +97,8 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
                int(phase), initiator);
   const uint64_t addr = payload.get_address();
   const uint64_t len = payload.get_data_length();
-  const uint64_t burst = burst_bytes();
-  NPUSIM_CHECK(len > 0 && addr / burst == (addr + len - 1) / burst,
+  const uint64_t burst = burst_bytes_;
+  NPUSIM_CHECK(len > 0 && addr % burst + len <= burst,
                "{}: access [{:#x}, {:#x}) is not inside one {}-byte burst", name(), addr,
                addr + len, burst);
   move_bytes(payload);
@@ -117,7 +118,7 @@ void DramMemory::deliver(uint64_t c) {
       NPUSIM_CHECK(crossing_.seen_core_cycle(done.memory_cycle) == c,
                    "{}: completion at memory cycle {} delivered at core cycle {}", name(),
                    done.memory_cycle, c);
-      InFlight f = in_flight_[done.slot];
+      const InFlight& f = in_flight_[done.slot];  // stays put: nothing is admitted meanwhile
       free_slots_.push_back(done.slot);
       if (timeline_) {
         const uint64_t addr = f.payload->get_address();

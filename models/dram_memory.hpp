@@ -138,7 +138,7 @@ class DramMemory : public OffChipMemoryInterface {
              dram::MemoryConfig config, const CoreClock& clock);
 
   // Bytes of one DRAM burst: the DMA splits its rows at multiples of it.
-  uint64_t burst_bytes() const override { return uint64_t(memory_.config().org.access_bytes()); }
+  uint64_t burst_bytes() const override { return burst_bytes_; }
   const dram::MemorySystem& memory() const { return memory_; }
   const ClockCrossing& crossing() const { return crossing_; }
   // Brings the memory to core cycle `end_cycle` (refresh and background of the tail included) and
@@ -180,6 +180,7 @@ class DramMemory : public OffChipMemoryInterface {
   std::string preset_;
   dram::MemorySystem memory_;
   ClockCrossing crossing_;
+  uint64_t burst_bytes_;
   ArrivalQueues arrivals_;
   std::vector<InFlight> in_flight_;  // indexed by the id given to the MemorySystem
   std::vector<uint32_t> free_slots_;

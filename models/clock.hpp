@@ -11,14 +11,21 @@ namespace npusim {
 class CoreClock {
  public:
   explicit CoreClock(double clock_mhz)
-      : period_(static_cast<double>(std::llround(1e6 / clock_mhz)), sc_core::SC_PS) {}
-  sc_core::sc_time cycles(uint64_t n) const { return period_ * static_cast<double>(n); }
+      : period_(static_cast<double>(std::llround(1e6 / clock_mhz)), sc_core::SC_PS),
+        exact_cycles_(period_.value() == 0 ? 0 : (uint64_t{1} << 52) / period_.value()) {}
+  // In integers while the product is exact in a double (what sc_time's own arithmetic computes
+  // then), which is every delay of a run: no int-double conversion on the per-burst path.
+  sc_core::sc_time cycles(uint64_t n) const {
+    if (n < exact_cycles_) return sc_core::sc_time::from_value(period_.value() * n);
+    return period_ * static_cast<double>(n);
+  }
   uint64_t now() const { return sc_core::sc_time_stamp().value() / period_.value(); }
   uint64_t to_cycles(const sc_core::sc_time& t) const { return t.value() / period_.value(); }
   const sc_core::sc_time& period() const { return period_; }
 
  private:
   sc_core::sc_time period_;
+  uint64_t exact_cycles_;  // below it, period * n + 0.5 is exact in a double (sc_time rounds so)
 };
 
 }  // namespace npusim

@@ -19,7 +19,10 @@ std::vector<uint32_t> Core::stream_of(const Program& program, int core, UnitKind
 Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, const Program& program,
            Scoreboard& scoreboard, const CoreClock& clock, OffChipMemoryInterface& memory,
            systolic::Fidelity fidelity, bool compute_values)
-    : sc_module(name), index(core_index), buffers(hw), shadows(program, core_index) {
+    : sc_module(name),
+      index(core_index),
+      buffers(hw),
+      shadows(program, core_index, compute_values) {
   // A memory that completes every request at once (the simple one) never fills the window.
   const DmaParams dma{memory.burst_bytes(), hw.memory.max_outstanding_bursts, compute_values,
                       hw.memory.max_outstanding_transfers};

@@ -116,6 +116,7 @@ class DmaTransfer {
   uint64_t rows_;
   uint64_t next_row_ = 0, row_offset_ = 0;
   uint64_t row_cycle_ = 0;   // issue cycle of the row in progress
+  uint64_t row_addr_ = 0;    // and its first byte off chip
   uint64_t next_row_cycle_;  // earliest issue cycle of the next row
   uint64_t end_;             // latest burst completion
   uint64_t outstanding_ = 0;
@@ -132,10 +133,13 @@ void DmaTransfer::pump(uint64_t now, Send&& send) {
   }
   const uint64_t len = op_.count[0];
   while (next_row_ < rows_) {
-    const uint64_t i1 = next_row_ % op_.count[1], i2 = next_row_ / op_.count[1];
-    const uint64_t row = ids_ != nullptr ? uint64_t(ids_[i1]) : i1;
-    const uint64_t addr = op_.dram_addr + i2 * op_.dram_stride[1] + row * op_.dram_stride[0];
-    if (row_offset_ == 0) row_cycle_ = std::max(next_row_cycle_, now);
+    if (row_offset_ == 0) {  // a new row: its address (kept while the window holds it back)
+      const uint64_t i1 = next_row_ % op_.count[1], i2 = next_row_ / op_.count[1];
+      const uint64_t row = ids_ != nullptr ? uint64_t(ids_[i1]) : i1;
+      row_addr_ = op_.dram_addr + i2 * op_.dram_stride[1] + row * op_.dram_stride[0];
+      row_cycle_ = std::max(next_row_cycle_, now);
+    }
+    const uint64_t addr = row_addr_;
     const uint64_t issue = std::max(row_cycle_, now);
     while (row_offset_ < len) {
       if (window_full()) {

@@ -58,7 +58,7 @@ void DmaEngine::burst_done(Slot& s, const tlm::tlm_generic_payload& p, uint64_t 
   }
 }
 
-std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst) {
+std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst, uint64_t now) {
   Payload* p = take_payload();
   p->slot = &s;
   p->set_command(s.load ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
@@ -68,7 +68,6 @@ std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst) {
   p->set_streaming_width(static_cast<unsigned>(burst.bytes));
   p->set_byte_enable_ptr(nullptr);
   p->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  const uint64_t now = clock_.now();
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time delay = clock_.cycles(burst.issue_cycle - now);
   ++bursts_;
@@ -85,10 +84,10 @@ std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst) {
   return std::nullopt;
 }
 
-void DmaEngine::pump() {
+void DmaEngine::pump(uint64_t now) {
   if (issuing_ == nullptr) return;
   Slot& s = *issuing_;
-  s.transfer->pump(clock_.now(), [this, &s](const DmaBurst& burst) { return send(s, burst); });
+  s.transfer->pump(now, [this, &s, now](const DmaBurst& burst) { return send(s, burst, now); });
   if (s.transfer->all_issued()) {
     issuing_ = nullptr;
     issued_event_.notify(sc_core::SC_ZERO_TIME);
@@ -180,7 +179,7 @@ DmaEngine::Slot& DmaEngine::issue(std::unique_ptr<Slot> owned, const int32_t* id
   NPUSIM_CHECK(issuing_ == nullptr, "{}: instruction {} issued while the address generator is busy",
                name(), s.instr->id);
   issuing_ = &s;
-  pump();
+  pump(clock_.now());
   while (issuing_ == &s) wait(issued_event_);
   retire();
   // The address generator takes the next instruction from the cycle after this one's last row.
@@ -201,7 +200,7 @@ tlm::tlm_sync_enum DmaEngine::nb_transport_bw(tlm::tlm_generic_payload& payload,
   burst_done(s, p, now);
   p.slot = nullptr;
   free_.push_back(&p);
-  pump();  // the freed window slot goes to the transfer being issued
+  pump(now);  // the freed window slot goes to the transfer being issued
   retire();
   phase = tlm::END_RESP;
   return tlm::TLM_COMPLETED;

@@ -88,8 +88,9 @@ class DmaEngine : public ExecutionUnit {
   Slot& issue(std::unique_ptr<Slot> slot, const int32_t* ids);
   // Waits until the oldest transfer in flight has finished (or its completion cycle, if reported).
   void wait_for_oldest();
-  // Issues bursts of the transfer being issued until the window is full or its box is done.
-  void pump();
+  // Issues bursts of the transfer being issued, at core cycle `now`, until the window is full or
+  // its box is done.
+  void pump(uint64_t now);
   // Reports the completions of the finished transfers at the head of the queue, in order.
   void retire();
   // Drops the slots whose completion cycle has passed.
@@ -98,8 +99,9 @@ class DmaEngine : public ExecutionUnit {
   bool overlaps_in_flight(const DmaOp& op, bool load) const;
   // An indexed load's ids, read off chip with timing; checked against index_rows.
   void read_ids(const Instruction& instr, const DmaOp& op);
-  // Sends one burst of `slot`; its completion cycle if the memory completed it at once.
-  std::optional<uint64_t> send(Slot& slot, const DmaBurst& burst);
+  // Sends one burst of `slot` at core cycle `now`; its completion cycle if the memory completed it
+  // at once.
+  std::optional<uint64_t> send(Slot& slot, const DmaBurst& burst, uint64_t now);
   void burst_done(Slot& slot, const tlm::tlm_generic_payload& p, uint64_t cycle);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);

@@ -17,7 +17,8 @@ DramMemory::DramMemory(sc_core::sc_module_name name, uint64_t bytes, std::string
       preset_(std::move(preset)),
       memory_(std::move(config)),
       crossing_(clock.period().value() / sc_core::sc_time(1, sc_core::SC_PS).value(),
-                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))) {
+                static_cast<uint64_t>(std::llround(memory_.config().timing.tck_ns * 1000.0))),
+      burst_bytes_(uint64_t(memory_.config().org.access_bytes())) {
   NPUSIM_CHECK(crossing_.memory_period_ps() > 0, "{}: memory tCK rounds to 0 ps", name);
   memory_.set_callback([this](uint64_t id, uint64_t cycle) {
     completed_.push_back({static_cast<uint32_t>(id), cycle});
@@ -96,13 +97,13 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
                int(phase), initiator);
   const uint64_t addr = payload.get_address();
   const uint64_t len = payload.get_data_length();
-  const uint64_t burst = burst_bytes();
-  NPUSIM_CHECK(len > 0 && addr / burst == (addr + len - 1) / burst,
+  const uint64_t burst = burst_bytes_;
+  NPUSIM_CHECK(len > 0 && addr % burst + len <= burst,
                "{}: access [{:#x}, {:#x}) is not inside one {}-byte burst", name(), addr,
                addr + len, burst);
   move_bytes(payload);
   const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
-  arrivals_.push({arrival, next_seq_++, &payload, initiator});
+  arrivals_.push(initiator, arrival, &payload);
   // An earlier pending notification wins; step() re-derives the rest. A request sent from inside
   // step() (from a completion it delivers) needs none: step() looks at the arrivals before it
   // returns.
@@ -117,7 +118,7 @@ void DramMemory::deliver(uint64_t c) {
       NPUSIM_CHECK(crossing_.seen_core_cycle(done.memory_cycle) == c,
                    "{}: completion at memory cycle {} delivered at core cycle {}", name(),
                    done.memory_cycle, c);
-      InFlight f = in_flight_[done.slot];
+      const InFlight& f = in_flight_[done.slot];  // stays put: nothing is admitted meanwhile
       free_slots_.push_back(done.slot);
       if (timeline_) {
         const uint64_t addr = f.payload->get_address();
@@ -188,22 +189,27 @@ void DramMemory::order_completions(uint64_t waiting_ended_at) {
 }
 
 void DramMemory::admit_arrivals(uint64_t c) {
-  while (!arrivals_.empty() && arrivals_.top().cycle <= c) {
-    const Arrival a = arrivals_.top();
-    arrivals_.pop();
-    NPUSIM_CHECK(a.cycle == c, "{}: request arriving at core cycle {} seen at {}", name(), a.cycle,
-                 c);
-    uint32_t slot;
-    if (!free_slots_.empty()) {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    } else {
-      slot = static_cast<uint32_t>(in_flight_.size());
-      in_flight_.emplace_back();
+  for (int i = 0; i < arrivals_.initiators(); ++i) {
+    while (const ArrivalQueues::Arrival* a = arrivals_.front(i, c)) {
+      NPUSIM_CHECK(a->cycle == c, "{}: request arriving at core cycle {} seen at {}", name(),
+                   a->cycle, c);
+      tlm::tlm_generic_payload* payload = a->payload;
+      arrivals_.pop(i);
+      uint32_t slot;
+      if (!free_slots_.empty()) {
+        slot = free_slots_.back();
+        free_slots_.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(in_flight_.size());
+        in_flight_.emplace_back();
+      }
+      InFlight& f = in_flight_[slot];
+      f.payload = payload;
+      f.initiator = i;
+      f.address = memory_.mapper().map(payload->get_address());
+      f.is_write = payload->is_write();
+      memory_.add_or_wait(f.address, f.is_write, slot);
     }
-    const dram::DramAddress address = memory_.mapper().map(a.payload->get_address());
-    in_flight_[slot] = {a.payload, a.initiator, address, a.payload->is_write()};
-    memory_.add_or_wait(address, in_flight_[slot].is_write, slot);
   }
 }
 
@@ -212,10 +218,10 @@ void DramMemory::step() {
   in_step_ = true;
   advance(c);
   in_step_ = false;
-  NPUSIM_CHECK(arrivals_.empty() || arrivals_.top().cycle >= c,
+  NPUSIM_CHECK(arrivals_.empty() || arrivals_.earliest() >= c,
                "{}: request arriving at core cycle {} missed (now {})", name(),
-               arrivals_.top().cycle, c);
-  if (!arrivals_.empty() && arrivals_.top().cycle == c) {
+               arrivals_.earliest(), c);
+  if (!arrivals_.empty() && arrivals_.earliest() == c) {
     // Requests of cycle c may still come from processes that run later in this cycle (a queue
     // starting an instruction); admitting them all at once, by initiator, keeps the order of
     // simultaneous requests independent of the kernel's process order.
@@ -226,7 +232,7 @@ void DramMemory::step() {
     admit_arrivals(c);
   }
   uint64_t next = dram::kNever;
-  if (!arrivals_.empty()) next = arrivals_.top().cycle;
+  if (!arrivals_.empty()) next = arrivals_.earliest();
   // Requests in the controllers or waiting for them: every slot not free (advance() delivered
   // every completion seen by now), without asking each channel for its queues. Only completions
   // need the process awake (advance() issues the commands before them when it next runs), unless

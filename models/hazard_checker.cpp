@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <memory_resource>
 #include <variant>
 
 #include "support/error.hpp"
@@ -119,18 +120,66 @@ struct Pending {
   uint64_t until = 0;  // cycle the access is over: the instruction's completion
 };
 
+// The reads of a segment, at most one per unit: a few in place (the common case, one or two
+// units), more on the heap. Copying a segment (split) then allocates nothing.
+class PendingReads {
+ public:
+  PendingReads() = default;
+  explicit PendingReads(const Pending& p) { push_back(p); }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  const Pending& operator[](size_t i) const { return data()[i]; }
+  void push_back(const Pending& p) {
+    if (size_ < kInPlace && more_.empty()) {
+      in_place_[size_++] = p;
+      return;
+    }
+    if (more_.empty()) more_.assign(in_place_.begin(), in_place_.begin() + size_);
+    more_.push_back(p);
+    ++size_;
+  }
+  // Removes the reads for which `drop` holds, keeping the order of the others.
+  template <class Pred>
+  void erase_if(Pred drop) {
+    Pending* d = data();
+    size_t kept = 0;
+    for (size_t i = 0; i < size_; ++i) {
+      if (!drop(d[i])) d[kept++] = d[i];
+    }
+    size_ = kept;
+    if (!more_.empty()) {
+      more_.resize(kept);
+      if (kept <= kInPlace) {
+        std::copy(more_.begin(), more_.end(), in_place_.begin());
+        more_.clear();
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kInPlace = 3;
+  Pending* data() { return more_.empty() ? in_place_.data() : more_.data(); }
+  const Pending* data() const { return more_.empty() ? in_place_.data() : more_.data(); }
+  std::array<Pending, kInPlace> in_place_{};
+  size_t size_ = 0;
+  std::vector<Pending> more_;  // all of them, once there were more than kInPlace
+};
+
 // The pending accesses of bytes [begin, end): the last write (if any) and the reads since, at
 // most one per unit (a unit completes in order, so its latest read covers its earlier ones).
 struct Segment {
   uint64_t end = 0;
   bool written = false;
   Pending write;
-  std::vector<Pending> reads;
+  PendingReads reads;
 };
 
-// Disjoint segments of one address space, keyed by their first byte.
+// Disjoint segments of one address space, keyed by their first byte. The map's nodes come from
+// a pool shared by the spaces of one check (a segment is split and erased about once per access).
 class SegmentMap {
  public:
+  using Map = std::pmr::map<uint64_t, Segment>;
+  explicit SegmentMap(std::pmr::memory_resource* pool) : map_(pool) {}
   // Splits segments so that `pos` is a segment boundary (if a segment covers it).
   void split(uint64_t pos) {
     auto it = map_.upper_bound(pos);
@@ -143,26 +192,26 @@ class SegmentMap {
     }
   }
   // The segments overlapping [begin, end), after split(begin) and split(end).
-  std::map<uint64_t, Segment>::iterator first(uint64_t begin) {
+  Map::iterator first(uint64_t begin) {
     auto it = map_.upper_bound(begin);
     if (it != map_.begin() && std::prev(it)->second.end > begin) --it;
     return it;
   }
-  std::map<uint64_t, Segment>& map() { return map_; }
+  Map& map() { return map_; }
   // Forgets the pending accesses over by cycle `horizon`, and the segments left with none: no
   // instruction that starts at or after `horizon` can conflict with them.
   void forget_before(uint64_t horizon) {
     for (auto it = map_.begin(); it != map_.end();) {
       Segment& seg = it->second;
       if (seg.written && seg.write.until <= horizon) seg.written = false;
-      std::erase_if(seg.reads, [&](const Pending& p) { return p.until <= horizon; });
+      seg.reads.erase_if([&](const Pending& p) { return p.until <= horizon; });
       it = !seg.written && seg.reads.empty() ? map_.erase(it) : std::next(it);
     }
   }
   size_t size() const { return map_.size(); }
 
  private:
-  std::map<uint64_t, Segment> map_;
+  Map map_;
 };
 
 // Units are told apart per core: the same unit kind and index on two cores are two units.
@@ -189,6 +238,8 @@ std::vector<Access> accesses_of(const Instruction& instr, DataType dtype) {
 // start of every instruction still to come cannot conflict with any of them, so the maps are
 // pruned of such accesses whenever they have doubled since the last pruning: the answer is the
 // same, and the maps stay about as large as the accesses in flight instead of the whole program's.
+// The first pruning comes early (256 segments): a walk down a small map stays in the cache, and
+// each pruning costs one pass over what is left (about half of the threshold).
 
 std::optional<Hazard> find_hazard(const Program& program, const std::vector<Window>& windows) {
   int cores = 1;
@@ -196,7 +247,10 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
     cores = std::max(cores, instr.core + 1);
     if (const auto* c = std::get_if<CopyOp>(&instr.op)) cores = std::max(cores, c->dst_core + 1);
   }
-  std::vector<SegmentMap> spaces(size_t(cores) * 3 + 1);
+  std::pmr::unsynchronized_pool_resource pool;
+  std::vector<SegmentMap> spaces;  // built in place: a copy would take the default resource
+  spaces.reserve(size_t(cores) * 3 + 1);
+  for (size_t s = 0; s < size_t(cores) * 3 + 1; ++s) spaces.emplace_back(&pool);
   const size_t n = program.instructions.size();
   NPUSIM_CHECK(windows.size() >= n, "hazard check: {} windows for {} instructions", windows.size(),
                n);
@@ -204,7 +258,7 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
   for (size_t id = n; id-- > 0;) {
     earliest_start_from[id] = std::min(earliest_start_from[id + 1], windows[id].start);
   }
-  const size_t kFirstPruning = 4096;
+  const size_t kFirstPruning = 256;
   size_t prune_at = kFirstPruning;
   std::vector<Access> accesses;
   const int eb = program.dtype == DataType::kBf16 ? 2 : 1;
@@ -269,7 +323,7 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
         // wait for it, and it waited for those (or completes after them, on their unit).
         auto it = space.first(a.begin);
         while (it != map.end() && it->first < a.end) it = map.erase(it);
-        map.emplace(a.begin, Segment{a.end, true, me, {}});
+        map.emplace_hint(it, a.begin, Segment{a.end, true, me, {}});
         continue;
       }
       uint64_t pos = a.begin;
@@ -277,15 +331,13 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
       while (pos < a.end) {
         if (it == map.end() || it->first > pos) {  // a gap nobody touched yet
           const uint64_t gap_end = it == map.end() ? a.end : std::min(a.end, it->first);
-          it = map.emplace_hint(it, pos, Segment{gap_end, false, {}, {me}});
+          it = map.emplace_hint(it, pos, Segment{gap_end, false, {}, PendingReads(me)});
           pos = gap_end;
           ++it;
           continue;
         }
         auto& reads = it->second.reads;
-        reads.erase(std::remove_if(reads.begin(), reads.end(),
-                                   [&](const Pending& p) { return p.unit == unit; }),
-                    reads.end());
+        reads.erase_if([&](const Pending& p) { return p.unit == unit; });
         reads.push_back(me);
         pos = it->second.end;
         ++it;

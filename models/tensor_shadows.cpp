@@ -4,10 +4,14 @@
 #include <cstring>
 
 #include "models/hazard_checker.hpp"
+#include "support/error.hpp"
 
 namespace npusim {
 
-TensorShadows::TensorShadows(const Program& program, int core) : program_(program), core_(core) {
+TensorShadows::TensorShadows(const Program& program, int core, bool values)
+    : program_(program), core_(core), values_(values) {
+  by_layer_.resize(program.layers.size());
+  if (!values) return;
   // Tensors aliasing the same bytes (a reshape of a resident tensor) share one shadow; the bytes
   // of a tensor that is dead are reused by later ones, which get their own.
   std::map<std::pair<uint64_t, int>, size_t> by_range;
@@ -30,7 +34,6 @@ TensorShadows::TensorShadows(const Program& program, int core) : program_(progra
       of_part_[{i, p}] = it->second;
     }
   }
-  by_layer_.resize(program.layers.size());
   for (size_t k = 0; k < shadows_.size(); ++k) {
     if (shadows_[k].layer >= 0) by_layer_.at(shadows_[k].layer).push_back(k);
   }
@@ -51,6 +54,7 @@ void TensorShadows::capture(const Instruction& instr, const uint8_t* unified) {
 }
 
 const uint8_t* TensorShadows::bytes(size_t tensor, size_t part) const {
+  NPUSIM_CHECK(values_, "tensor shadows: core {} of a timing-only run captured no tensor", core_);
   auto it = of_part_.find({tensor, part});
   return it == of_part_.end() ? nullptr : shadows_[it->second].data.data();
 }

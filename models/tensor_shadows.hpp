@@ -6,7 +6,8 @@
 // shadow when it issues, which is when the vector unit computes its values. A byte written twice
 // keeps its later value, as in the buffer. Cheap: one copy of each written byte. Each core of a
 // chip has its own: on a data-parallel program a core's unified buffer holds its part of a tensor
-// (TensorPart, core c), captured from that core's instructions.
+// (TensorPart, core c), captured from that core's instructions. A timing-only run (no values)
+// computes nothing to capture: it has no shadows at all, and asking for one is an internal error.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,8 @@ namespace npusim {
 
 class TensorShadows {
  public:
-  TensorShadows(const Program& program, int core);
+  // `values`: false for a timing-only run (no shadows).
+  TensorShadows(const Program& program, int core, bool values);
 
   // After `instr` wrote its values into `unified` (the unified buffer's bytes).
   void capture(const Instruction& instr, const uint8_t* unified);
@@ -36,6 +38,7 @@ class TensorShadows {
   };
   const Program& program_;
   const int core_;
+  const bool values_;
   std::vector<Shadow> shadows_;
   // (program.tensors index, part index) -> shadows_ index
   std::map<std::pair<size_t, size_t>, size_t> of_part_;

@@ -171,20 +171,27 @@ double peak_power_w(const std::vector<TimedEvents>& intervals, const std::vector
                energy_pj.size());
   if (total == 0) return constant_w;
   window = std::min(std::max<uint64_t>(window, 1), total);
-  // Rate changes (pJ per cycle) at each interval's ends; an empty interval takes one cycle.
-  std::map<uint64_t, double> change;
+  // Rate changes (pJ per cycle) at each interval's ends; an empty interval takes one cycle. Sorted
+  // stably by cycle and summed per cycle in the order added, as a map from cycle to change would.
+  std::vector<std::pair<uint64_t, double>> changes;
+  changes.reserve(2 * intervals.size());
   for (size_t i = 0; i < intervals.size(); ++i) {
     if (energy_pj[i] == 0) continue;
     const uint64_t s = intervals[i].start;
     const uint64_t e = std::max(intervals[i].end, s + 1);
     const double rate = energy_pj[i] / double(e - s);
-    change[s] += rate;
-    change[e] -= rate;
+    changes.emplace_back(s, rate);
+    changes.emplace_back(e, -rate);
   }
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
   // Segments [pos[k], pos[k+1]) at rate[k]; cum[k] = energy before pos[k].
   std::vector<uint64_t> pos{0};
   std::vector<double> rate{0.0}, cum{0.0};
-  for (const auto& [p, d] : change) {
+  for (size_t k = 0; k < changes.size();) {
+    const uint64_t p = changes[k].first;
+    double d = 0;
+    for (; k < changes.size() && changes[k].first == p; ++k) d += changes[k].second;
     cum.push_back(cum.back() + rate.back() * double(p - pos.back()));
     pos.push_back(p);
     rate.push_back(rate.back() + d);

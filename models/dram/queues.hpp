@@ -56,7 +56,9 @@ class FrontErasingVector {
   const T& operator[](size_t i) const { return v_[head_ + i]; }
   const T& front() const { return (*this)[0]; }
   void push_back(T value) {
-    if (head_ > 0 && v_.size() == v_.capacity()) {  // reuse the erased front before growing
+    // Reuse the erased front before growing, once it is half the storage: compacting whenever the
+    // storage is full would move every element at each push of a queue that stays nearly full.
+    if (head_ > 0 && v_.size() == v_.capacity() && 2 * head_ >= v_.size()) {
       v_.erase(v_.begin(), v_.begin() + std::ptrdiff_t(head_));
       head_ = 0;
     }

@@ -156,5 +156,27 @@ TEST(HazardChecker, StridedBoxesTouchOnlyTheirRows) {
   EXPECT_EQ(accesses_of(i, DataType::kInt8).size(), 2u);
 }
 
+// Bytes read by more units than a segment keeps in place (three): every reader still counts.
+TEST(HazardChecker, ManyReadersOfTheSameBytes) {
+  std::vector<Instruction> instrs;
+  std::vector<Window> windows;
+  for (uint32_t u = 0; u < 5; ++u) {  // five vector units read [0, 10), until cycles 50..54
+    Instruction i = lut(u, 0, 100 + 16 * u, 10);
+    i.unit_index = int(u);
+    instrs.push_back(i);
+    windows.push_back({0, 50 + u});
+  }
+  instrs.push_back(load(5, 0, 0, 10));  // then a load writes [0, 10)
+  const Program p = program_of(instrs);
+  windows.push_back({54, 60});
+  EXPECT_FALSE(find_hazard(p, windows));  // every read is over
+  windows.back() = {52, 60};              // the readers until 53 and 54 are not
+  const auto h = find_hazard(p, windows);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->kind, "WAR");
+  EXPECT_EQ(h->earlier, 3u);
+  EXPECT_EQ(h->later, 5u);
+}
+
 }  // namespace
 }  // namespace npusim

@@ -71,6 +71,37 @@ TEST(MemsysClock, CrossingRoundsAsDocumented) {
   for (uint64_t c = 0; c < 5000; ++c) EXPECT_GT(x.seen_core_cycle(x.entry_memory_cycle(c)), c);
 }
 
+// The requests not yet admitted come out by cycle, then initiator, then the order sent, also when
+// an initiator sends a later cycle before an earlier one.
+TEST(MemsysArrivals, ComeOutByCycleThenInitiatorThenOrderSent) {
+  std::vector<tlm::tlm_generic_payload> p(6);
+  ArrivalQueues q;
+  q.push(1, 5, &p[0]);
+  q.push(0, 7, &p[1]);
+  q.push(0, 5, &p[2]);  // before initiator 0's cycle-7 request
+  q.push(1, 5, &p[3]);
+  q.push(0, 5, &p[4]);
+  q.push(1, 9, &p[5]);
+  EXPECT_EQ(q.size(), 6u);
+  EXPECT_EQ(q.earliest(), 5u);
+  std::vector<tlm::tlm_generic_payload*> order;
+  for (uint64_t c : {5, 7, 9}) {  // as DramMemory::admit_arrivals takes them, cycle by cycle
+    for (int i = 0; i < q.initiators(); ++i) {
+      while (const ArrivalQueues::Arrival* a = q.front(i, c)) {
+        EXPECT_EQ(a->cycle, c);
+        order.push_back(a->payload);
+        q.pop(i);
+      }
+    }
+    if (!q.empty()) {
+      EXPECT_GT(q.earliest(), c);
+    }
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(order,
+            (std::vector<tlm::tlm_generic_payload*>{&p[2], &p[4], &p[0], &p[3], &p[1], &p[5]}));
+}
+
 HwConfig parse(const std::string& memory) {
   return parse_hw_config(
       parse_json_text(R"({"schema_version": 1, "memory": )" + memory + "}", "hw.json"), "hw.json");

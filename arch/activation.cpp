@@ -35,6 +35,8 @@ const char* to_string(Activation a) {
       return "sqrt";
     case Activation::kReciprocal:
       return "reciprocal";
+    case Activation::kStep:
+      return "step";
   }
   return "?";
 }
@@ -43,7 +45,7 @@ std::optional<Activation> parse_activation(const std::string& text) {
   for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
                        Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf,
                        Activation::kRsqrt, Activation::kHardSwish, Activation::kHardSigmoid,
-                       Activation::kSqrt, Activation::kReciprocal}) {
+                       Activation::kSqrt, Activation::kReciprocal, Activation::kStep}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;
@@ -77,6 +79,8 @@ float apply_activation(Activation a, float x, float clip_min, float clip_max) {
       return x > 0.0f ? std::sqrt(x) : 0.0f;
     case Activation::kReciprocal:
       return 1.0f / x;
+    case Activation::kStep:
+      return x > 0.0f ? 1.0f : 0.0f;
   }
   return x;
 }

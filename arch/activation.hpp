@@ -21,6 +21,7 @@ enum class Activation {
   kHardSigmoid,  // relu6(x + 3) / 6 (torch.nn.Hardsigmoid, ONNX HardSigmoid alpha 1/6 beta 0.5)
   kSqrt,         // sqrt(x); 0 for x <= 0 (ONNX: NaN below 0)
   kReciprocal,   // 1 / x, +-inf at 0
+  kStep,         // 1 for x > 0, else 0: ReLU's derivative, the mask of its backward rule
 };
 const char* to_string(Activation activation);
 std::optional<Activation> parse_activation(const std::string& text);

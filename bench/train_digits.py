@@ -64,8 +64,9 @@ def main():
     print("step  loss npusim  loss numpy")
     for s in sorted({1, *range(a.eval_every, a.steps + 1, max(a.eval_every, 1)), a.steps}):
         print(f"{s:4d}  {sim_loss[s - 1]:11.4f}  {losses[s - 1]:10.4f}")
-    rel = max(abs(u - v) / abs(v) for u, v in zip(sim_loss, losses))
-    print(f"largest relative loss difference over all steps: {100 * rel:.2f} %")
+    rel = [abs(u - v) / abs(v) for u, v in zip(sim_loss, losses)]
+    for n in sorted({min(100, a.steps), a.steps}):
+        print(f"largest relative loss difference over steps 1-{n}: {100 * max(rel[:n]):.2f} %")
     print("step  held-out npusim  held-out numpy")
     for hs, hn in zip(t["heldout"], evals):
         print(f"{hs['step']:4d}  {100 * hs['accuracy']:14.1f} %  {100 * hn['accuracy']:13.1f} %")

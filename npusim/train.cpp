@@ -193,13 +193,18 @@ TrainResult train(const TrainOptions& o) {
     const Batch b = gather(data, order.next(batch));
     Graph g = fwd;
     set_layer_weights(g, params);
-    TrainingStep ts = build_training_step(g, batch, b.y);
+    TrainingStep ts;
+    try {
+      ts = build_training_step(g, batch, b.y);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("{}: {}", origin, e.what()));
+    }
     Simulated s = simulate_graph(hw, std::move(ts.graph), b, o, fidelity);
     if (result.mismatch.empty()) result.mismatch = s.mismatch;
     const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
     Parameters grads;
     for (const ParameterGradient& pg : ts.parameters) {
-      grads[pg.layer] = split_gradient(pg, s.outputs.at(pg.tensor).values);
+      grads[pg.layer] = split_gradient(pg, s.outputs.at(pg.tensor).values, params.at(pg.layer));
     }
     opt.step(params, grads);
 

@@ -19,16 +19,31 @@ float unit_uniform(std::mt19937_64& rng) { return float(rng() >> 40) * (1.0f / f
 
 }  // namespace
 
+size_t LayerParameters::index(int r, int o) const {
+  if (!conv) return size_t(o) * size_t(in) + size_t(r);
+  const int i = r / (kw * cin), j = (r / cin) % kw, ci = r % cin;
+  return ((size_t(o) * size_t(cin) + size_t(ci)) * size_t(kh) + size_t(i)) * size_t(kw) + size_t(j);
+}
+
 Parameters initial_parameters(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Parameters p;
   for (const Layer& l : g.layers) {
     if (!l.has_weights()) continue;
-    NPUSIM_CHECK(l.kind == OpKind::kDense, "training: no initializer for layer {}", l.name);
+    NPUSIM_CHECK(l.kind == OpKind::kDense || l.kind == OpKind::kConv,
+                 "training: no initializer for layer {}", l.name);
     LayerParameters& lp = p[l.name];
-    lp.in = l.in_shapes.at(0).last();
     lp.out = l.filters;
-    const float bound = std::sqrt(6.0f / float(lp.in + lp.out));
+    lp.in = int(l.reduction());
+    float fan_in = float(lp.in), fan_out = float(lp.out);
+    if (l.kind == OpKind::kConv) {
+      lp.conv = true;
+      lp.kh = l.kernel[1];
+      lp.kw = l.kernel[2];
+      lp.cin = l.input_channels_per_group();
+      fan_out *= float(lp.kh * lp.kw);
+    }
+    const float bound = std::sqrt(6.0f / (fan_in + fan_out));
     lp.weight.resize(size_t(lp.in) * lp.out);
     for (float& w : lp.weight) w = (2.0f * unit_uniform(rng) - 1.0f) * bound;
     if (l.use_bias) lp.bias.assign(size_t(lp.out), 0.0f);
@@ -42,10 +57,9 @@ void set_layer_weights(Graph& g, const Parameters& p) {
     if (it == p.end()) continue;
     const LayerParameters& lp = it->second;
     l.weights.resize(lp.weight.size());
-    for (int o = 0; o < lp.out; ++o) {
-      for (int i = 0; i < lp.in; ++i) {
-        l.weights[size_t(i) * lp.out + o] = lp.weight[size_t(o) * lp.in + i];
-      }
+    for (int r = 0; r < lp.in; ++r) {
+      for (int o = 0; o < lp.out; ++o)
+        l.weights[size_t(r) * lp.out + o] = lp.weight[lp.index(r, o)];
     }
     l.bias = lp.bias;
     l.weight_draw = {};
@@ -57,24 +71,30 @@ void save_parameters(const std::string& flag, const std::string& dir, const Para
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UserError(fmt::format("{} '{}': cannot create it: {}", flag, dir, ec.message()));
   for (const auto& [name, lp] : p) {
-    write_npy_float32(dir + "/" + name + ".weight.npy", {lp.out, lp.in}, lp.weight);
+    const std::vector<int64_t> shape = lp.conv ? std::vector<int64_t>{lp.out, lp.cin, lp.kh, lp.kw}
+                                               : std::vector<int64_t>{lp.out, lp.in};
+    write_npy_float32(dir + "/" + name + ".weight.npy", shape, lp.weight);
     if (!lp.bias.empty()) write_npy_float32(dir + "/" + name + ".bias.npy", {lp.out}, lp.bias);
   }
 }
 
-LayerParameters split_gradient(const ParameterGradient& g, const std::vector<float>& values) {
-  const int cols = g.in + (g.has_bias ? 1 : 0);
-  NPUSIM_CHECK(values.size() == size_t(g.out) * size_t(cols),
-               "training: gradient {} has {} values, expected {} x {}", g.tensor, values.size(),
-               g.out, cols);
-  LayerParameters d;
-  d.in = g.in;
-  d.out = g.out;
-  d.weight.resize(size_t(g.out) * g.in);
-  for (int o = 0; o < g.out; ++o) {
-    std::copy_n(values.begin() + ptrdiff_t(o) * cols, g.in, d.weight.begin() + ptrdiff_t(o) * g.in);
-    if (g.has_bias) d.bias.push_back(values[size_t(o) * cols + size_t(g.in)]);
+LayerParameters split_gradient(const ParameterGradient& g, const std::vector<float>& values,
+                               const LayerParameters& like) {
+  const int extra = g.has_bias ? 1 : 0;
+  NPUSIM_CHECK(
+      values.size() == size_t(g.out) * size_t(g.in + extra) && g.in == like.in && g.out == like.out,
+      "training: gradient {} has {} values for {} x {}", g.tensor, values.size(), g.in, g.out);
+  LayerParameters d = like;
+  d.bias.clear();
+  // values(r, o): row r of the forward weights, output o; r == in is the bias.
+  auto at = [&](int r, int o) {
+    return g.outputs_first ? values[size_t(o) * size_t(g.in + extra) + size_t(r)]
+                           : values[size_t(r) * size_t(g.out) + size_t(o)];
+  };
+  for (int r = 0; r < g.in; ++r) {
+    for (int o = 0; o < g.out; ++o) d.weight[like.index(r, o)] = at(r, o);
   }
+  for (int o = 0; g.has_bias && o < g.out; ++o) d.bias.push_back(at(g.in, o));
   return d;
 }
 

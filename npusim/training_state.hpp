@@ -15,23 +15,32 @@
 
 namespace npusim {
 
-// One layer's parameters in PyTorch's layout: weight [out, in], bias [out] (empty without one).
+// One layer's parameters in PyTorch's layout: dense weight [out, in], convolution weight [out,
+// cin, kh, kw] (in = cin x kh x kw), bias [out] (empty without one).
 struct LayerParameters {
   int in = 0, out = 0;
+  bool conv = false;
+  int cin = 0, kh = 1, kw = 1;  // conv
   std::vector<float> weight, bias;
+  // The index in `weight` of the forward weights' row r ([kh][kw][cin] for a convolution, the
+  // input for dense) and column o.
+  size_t index(int r, int o) const;
 };
 using Parameters = std::map<std::string, LayerParameters>;
 
-// Keras' defaults for every dense layer of `g`: Glorot-uniform weights (bound sqrt(6 / (in +
-// out))) drawn from `seed`, zero biases.
+// Keras' defaults for every dense and convolution layer of `g`: Glorot-uniform weights (bound
+// sqrt(6 / (fan_in + fan_out)), the fans times the kernel's size for a convolution) drawn from
+// `seed`, zero biases.
 Parameters initial_parameters(const Graph& g, uint64_t seed);
 // The parameters into the layers' real-valued weights ([in][out]) and biases.
 void set_layer_weights(Graph& g, const Parameters& p);
 // DIR/<layer>.weight.npy and .bias.npy, float32 (`flag` names the option in messages).
 void save_parameters(const std::string& flag, const std::string& dir, const Parameters& p);
 
-// The gradient tensor of the step graph ([out, in (+ 1)]) as a weight and a bias gradient.
-LayerParameters split_gradient(const ParameterGradient& g, const std::vector<float>& values);
+// The gradient tensor of the step graph (compiler/ir/backward_rules.hpp) as a weight and a bias
+// gradient shaped like `like`.
+LayerParameters split_gradient(const ParameterGradient& g, const std::vector<float>& values,
+                               const LayerParameters& like);
 
 // SGD; momentum (v = mu v + g, w -= lr v, as torch.optim.SGD); Adam with bias correction (eps
 // added to the square root of the corrected second moment). Keras' constants: mu 0.9, beta1 0.9,

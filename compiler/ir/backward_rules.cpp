@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 #include "compiler/ir/op_table.hpp"
 #include "support/error.hpp"
 
@@ -18,18 +20,31 @@ Layer make_layer(const std::string& name, OpKind kind, std::vector<std::string> 
   return l;
 }
 
+Layer binary(const std::string& name, OpKind kind, const std::string& a, const std::string& c) {
+  return make_layer(name, kind, {a, c});
+}
+
 // dL/dx = dL/dy * step(y) for y = relu(x): y > 0 exactly where x > 0.
 std::string relu_backward(BackwardBuilder& b, const std::string& prefix, const std::string& y,
                           const std::string& gy) {
   Layer mask = make_layer(prefix + ".relu_mask", OpKind::kActivation, {y});
   mask.activation = Activation::kStep;
   const std::string m = b.add(std::move(mask));
-  return b.add(make_layer(prefix + ".relu_grad", OpKind::kMul, {gy, m}));
+  return b.add(binary(prefix + ".relu_grad", OpKind::kMul, gy, m));
 }
 
 [[noreturn]] void no_rule(const Layer& l, const std::string& what) {
   throw UserError(fmt::format("layer '{}' ({}): training has no backward rule for {} yet", l.name,
                               to_string(l.kind), what));
+}
+
+// The gradient before a matrix layer's fused activation.
+std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const std::string& gy) {
+  if (l.activation == Activation::kRelu) return relu_backward(b, l.name, l.output, gy);
+  if (l.activation != Activation::kNone) {
+    no_rule(l, fmt::format("its fused activation '{}'", to_string(l.activation)));
+  }
+  return gy;
 }
 
 }  // namespace
@@ -55,7 +70,7 @@ void BackwardBuilder::accumulate(const std::string& tensor, const std::string& g
     gradient.emplace(tensor, g);
     return;
   }
-  it->second = add(make_layer(g + ".sum", OpKind::kAdd, {it->second, g}));
+  it->second = add(binary(g + ".sum", OpKind::kAdd, it->second, g));
 }
 
 Layer transpose_move(const std::string& name, const std::string& input, int rows, int cols) {
@@ -100,12 +115,7 @@ Layer constant_move(const std::string& name, const std::string& anchor, std::vec
 void backward_dense(BackwardBuilder& b, const Layer& l) {
   const auto gy = b.gradient.find(l.output);
   if (gy == b.gradient.end()) return;  // the loss does not depend on it
-  std::string gz = gy->second;
-  if (l.activation == Activation::kRelu) {
-    gz = relu_backward(b, l.name, l.output, gz);
-  } else if (l.activation != Activation::kNone) {
-    no_rule(l, fmt::format("its fused activation '{}'", to_string(l.activation)));
-  }
+  const std::string gz = through_fused_activation(b, l, gy->second);
   const TensorShape& x = l.in_shapes.at(0);
   const int in = x.last(), out = l.filters;
   const int rows = int(uint64_t(b.batch) * x.outer());
@@ -118,7 +128,7 @@ void backward_dense(BackwardBuilder& b, const Layer& l) {
     r.reshape_to = {rows, in};
     xa = b.add(std::move(r));
   }
-  const std::string gw = b.add(make_layer(l.name + ".grad_weight", OpKind::kMatMul, {gzt, xa}));
+  const std::string gw = b.add(binary(l.name + ".grad_weight", OpKind::kMatMul, gzt, xa));
   b.parameters.push_back({l.name, gw, in, out, l.use_bias});
   if (!b.wants_gradient(l.inputs[0])) return;
   NPUSIM_CHECK(l.weights.size() == size_t(in) * size_t(out), "training: layer {} has {} weights",
@@ -149,6 +159,138 @@ void backward_reshape(BackwardBuilder& b, const Layer& l) {
   Layer r = make_layer(l.name + ".grad_input", OpKind::kReshape, {gy->second});
   r.reshape_to = b.step_dims(l.inputs[0]);
   b.accumulate(l.inputs[0], b.add(std::move(r)));
+}
+
+// A 2-D convolution (groups 1) y = act(conv(x, W) + b), for the R = batch x OH x OW output
+// pixels at once: dL/dz as for dense, then
+//   [dW ; db] = [patches(x) | 1]^T dL/dz    on the matrix unit ([taps + 1, R] x [R, out])
+// where the move builds the transposed patches (im2col) directly from x: row (kh, kw, cin) is x
+// shifted by the kernel offset, so its runs are image rows. The result rows are in the forward
+// weights' order. The input gradient (a transposed convolution) is not built yet: only a
+// convolution that reads the graph input (or what needs no gradient) can be trained.
+void backward_conv(BackwardBuilder& b, const Layer& l) {
+  const auto gy = b.gradient.find(l.output);
+  if (gy == b.gradient.end()) return;
+  const TensorShape& x = l.in_shapes.at(0);
+  if (x.rank() != 3 || l.groups != 1) no_rule(l, "3-D or grouped convolutions");
+  if (b.wants_gradient(l.inputs[0])) {
+    no_rule(l, "a convolution's input gradient (only convolutions on the input train)");
+  }
+  const std::string gz = through_fused_activation(b, l, gy->second);
+  const int h = x.h(), w = x.w(), c = x.last();
+  const int oh = l.out_shape.h(), ow = l.out_shape.w(), out = l.filters;
+  const int kh = l.kernel[1], kw = l.kernel[2], taps = kh * kw * c;
+  const int pixels = b.batch * oh * ow;
+  Layer m = make_layer(l.name + ".input_patches_t", OpKind::kMove, {l.inputs[0]});
+  m.move_op = "im2col_transpose";
+  m.reshape_to = {taps + (l.use_bias ? 1 : 0), pixels};
+  m.move_constants = {0.0f, 1.0f};
+  m.move_from.reserve(size_t(m.reshape_to[0]) * size_t(pixels));
+  for (int r = 0; r < taps; ++r) {
+    const int ki = r / (kw * c), kj = (r / c) % kw, ci = r % c;
+    for (int n = 0; n < b.batch; ++n) {
+      for (int oy = 0; oy < oh; ++oy) {
+        const int iy = oy * l.strides[1] + ki * l.dilation[1] - l.pads_begin[1];
+        for (int ox = 0; ox < ow; ++ox) {
+          const int ix = ox * l.strides[2] + kj * l.dilation[2] - l.pads_begin[2];
+          const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+          m.move_from.push_back(inside ? MoveSource{0, ((n * h + iy) * w + ix) * c + ci}
+                                       : MoveSource{-1, 0});
+        }
+      }
+    }
+  }
+  for (int p = 0; l.use_bias && p < pixels; ++p) m.move_from.push_back({-1, 1});
+  const std::string patches = b.add(std::move(m));
+  Layer rows = make_layer(l.name + ".grad_rows", OpKind::kReshape, {gz});
+  rows.reshape_to = {pixels, out};
+  const std::string gr = b.add(std::move(rows));
+  const std::string gw = b.add(binary(l.name + ".grad_weight", OpKind::kMatMul, patches, gr));
+  b.parameters.push_back({l.name, gw, taps, out, l.use_bias, /*outputs_first=*/false});
+}
+
+// Max pooling with windows that tile the input (stride = window, no padding), the gradient of
+// each window going to its first maximum in row-major order, as the numpy reference and torch
+// do. With A_k the k-th element of every window (a move) and P the pooled maximum:
+//   n_k = step(P - A_k)           1 where A_k is not the maximum (exact: both are stored values)
+//   q_0 = dP, q_k+1 = q_k n_k     the gradient while no earlier element was the maximum
+//   dA_k = q_k - q_k+1            = q_k (1 - n_k): the first maximum takes it, the rest 0
+// and a move puts the dA_k back into the input's layout (0 where no window reaches).
+void backward_maxpool(BackwardBuilder& b, const Layer& l) {
+  const auto gy = b.gradient.find(l.output);
+  if (gy == b.gradient.end() || !b.wants_gradient(l.inputs[0])) return;
+  const TensorShape& x = l.in_shapes.at(0);
+  const int kh = l.kernel[1], kw = l.kernel[2];
+  if (x.rank() != 3 || l.strides[1] != kh || l.strides[2] != kw || l.dilation[1] != 1 ||
+      l.dilation[2] != 1 || l.pads_begin != std::array<int, 3>{0, 0, 0} ||
+      l.pads_end != std::array<int, 3>{0, 0, 0}) {
+    no_rule(l, "overlapping, dilated, padded or 3-D max-pool windows");
+  }
+  const int h = x.h(), w = x.w(), c = x.last(), ph = l.out_shape.h(), pw = l.out_shape.w();
+  const std::vector<int> pooled = b.step_dims(l.output);
+  const size_t count = size_t(b.batch) * size_t(ph) * size_t(pw) * size_t(c);
+  const std::string minus_one = b.add(constant_move(l.name + ".minus_one", l.output, pooled,
+                                                    {-1.0f}, std::vector<int32_t>(count, 0)));
+  const int window = kh * kw;
+  std::vector<std::string> not_max;
+  for (int k = 0; k < window; ++k) {
+    const int ki = k / kw, kj = k % kw;
+    Layer g = make_layer(fmt::format("{}.window{}", l.name, k), OpKind::kMove, {l.inputs[0]});
+    g.move_op = "window_element";
+    g.reshape_to = pooled;
+    g.move_from.reserve(count);
+    for (int n = 0; n < b.batch; ++n) {
+      for (int py = 0; py < ph; ++py) {
+        for (int px = 0; px < pw; ++px) {
+          const int base = ((n * h + py * kh + ki) * w + px * kw + kj) * c;
+          for (int ci = 0; ci < c; ++ci) g.move_from.push_back({0, base + ci});
+        }
+      }
+    }
+    const std::string a = b.add(std::move(g));
+    const std::string neg =
+        b.add(binary(fmt::format("{}.window{}_neg", l.name, k), OpKind::kMul, a, minus_one));
+    const std::string d =
+        b.add(binary(fmt::format("{}.window{}_gap", l.name, k), OpKind::kAdd, l.output, neg));
+    Layer step =
+        make_layer(fmt::format("{}.window{}_not_max", l.name, k), OpKind::kActivation, {d});
+    step.activation = Activation::kStep;
+    not_max.push_back(b.add(std::move(step)));
+  }
+  std::vector<std::string> q{gy->second};
+  for (int k = 0; k + 1 < window; ++k) {
+    q.push_back(b.add(binary(fmt::format("{}.carry{}", l.name, k + 1), OpKind::kMul, q.back(),
+                             not_max[size_t(k)])));
+  }
+  std::vector<std::string> share;
+  for (int k = 0; k < window; ++k) {
+    if (k + 1 == window) {
+      share.push_back(q[size_t(k)]);
+      continue;
+    }
+    const std::string neg = b.add(binary(fmt::format("{}.carry{}_neg", l.name, k + 1), OpKind::kMul,
+                                         q[size_t(k) + 1], minus_one));
+    share.push_back(
+        b.add(binary(fmt::format("{}.share{}", l.name, k), OpKind::kAdd, q[size_t(k)], neg)));
+  }
+  Layer back = make_layer(l.name + ".grad_input", OpKind::kMove, share);
+  back.move_op = "window_scatter";
+  back.reshape_to = b.step_dims(l.inputs[0]);
+  back.move_constants = {0.0f};
+  back.move_from.reserve(size_t(b.batch) * size_t(h) * size_t(w) * size_t(c));
+  for (int n = 0; n < b.batch; ++n) {
+    for (int iy = 0; iy < h; ++iy) {
+      for (int ix = 0; ix < w; ++ix) {
+        const bool inside = iy < ph * kh && ix < pw * kw;
+        const int k = (iy % kh) * kw + ix % kw;
+        const int base = ((n * ph + iy / kh) * pw + ix / kw) * c;
+        for (int ci = 0; ci < c; ++ci) {
+          back.move_from.push_back(inside ? MoveSource{k, base + ci} : MoveSource{-1, 0});
+        }
+      }
+    }
+  }
+  b.accumulate(l.inputs[0], b.add(std::move(back)));
 }
 
 }  // namespace npusim

@@ -19,14 +19,16 @@
 
 namespace npusim {
 
-// The gradient of one layer's parameters: tensor `tensor` of the step graph, [out, in + 1] with
-// the bias gradient in the last column ([out, in] without a bias): PyTorch's layout of a dense
-// weight, which is the forward weights [in][out] transposed.
+// The gradient of one layer's parameters: tensor `tensor` of the step graph. Dense layers
+// (outputs_first): [out, in + 1] with the bias gradient in the last column ([out, in] without a
+// bias), the forward weights [in][out] transposed. Convolutions: [in + 1, out], the rows in the
+// forward weights' order (kernel row, kernel column, input channel), the bias gradient last.
 struct ParameterGradient {
   std::string layer;   // the forward layer
   std::string tensor;  // in the step graph
   int in = 0, out = 0;
   bool has_bias = false;
+  bool outputs_first = true;
 };
 
 struct BackwardBuilder {
@@ -61,5 +63,7 @@ Layer constant_move(const std::string& name, const std::string& anchor, std::vec
 void backward_dense(BackwardBuilder& b, const Layer& l);
 void backward_activation(BackwardBuilder& b, const Layer& l);
 void backward_reshape(BackwardBuilder& b, const Layer& l);
+void backward_conv(BackwardBuilder& b, const Layer& l);
+void backward_maxpool(BackwardBuilder& b, const Layer& l);
 
 }  // namespace npusim

@@ -12,10 +12,11 @@ const std::vector<OpInfo>& op_table() {
   // kind, name, inputs (min, max), unit, lowering, has_weights, fuses_activation, shape rule,
   // backward rule
   static const std::vector<OpInfo> table = {
-      {K::kConv, "conv", 1, 1, U::kMatrix, Lo::kMatrix, true, true, infer_window, nullptr},
+      {K::kConv, "conv", 1, 1, U::kMatrix, Lo::kMatrix, true, true, infer_window, backward_conv},
       {K::kDense, "dense", 1, 1, U::kMatrix, Lo::kMatrix, true, true, infer_dense, backward_dense},
       {K::kMatMul, "matmul", 2, 2, U::kMatrix, Lo::kMatrix, false, true, infer_matmul, nullptr},
-      {K::kMaxPool, "maxpool", 1, 1, U::kVector, Lo::kPool, false, false, infer_window, nullptr},
+      {K::kMaxPool, "maxpool", 1, 1, U::kVector, Lo::kPool, false, false, infer_window,
+       backward_maxpool},
       {K::kAvgPool, "avgpool", 1, 1, U::kVector, Lo::kPool, false, false, infer_window, nullptr},
       {K::kActivation, "activation", 1, 1, U::kVector, Lo::kRows, false, false, infer_same_as_input,
        backward_activation},

@@ -1,6 +1,7 @@
-"""`npusim train` on the dense path (workloads/training/digits-mlp.json) against the independent
-numpy reference (numpy_mlp.py) from the same saved initial weights and the same batches of the
-bundled digits, batch 64: one SGD step moves every parameter the same way (cosine >= 0.999; the
+"""`npusim train` against the independent numpy references from the same saved initial weights and
+the same batches of the bundled digits: the zoo's mnist-cnn (Keras' MNIST CNN) against
+numpy_cnn.py, batch 16, one SGD step; workloads/training/digits-mlp.json against numpy_mlp.py,
+batch 64: one SGD step moves every parameter the same way (cosine >= 0.999; the
 difference is the bf16 rounding of the weights the step's matrix products read, about 0.9998 here)
 and a few Adam steps give the same losses (within 2 %). Bad input is refused with exit code 2."""
 
@@ -27,7 +28,12 @@ def digits(tmp_path_factory):
     out = tmp_path_factory.mktemp("digits")
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "digits_dataset.py"), str(out)],
                    check=True, stdout=subprocess.DEVNULL)
-    return str(out)
+    # The training part alone: no held-out evaluation after the last step (test time).
+    train_only = out / "train_only"
+    train_only.mkdir()
+    for name in ("x.npy", "y.npy"):
+        os.symlink(out / name, train_only / name)
+    return str(train_only)
 
 
 def train(tmp, data, *args):
@@ -40,6 +46,19 @@ def train(tmp, data, *args):
         stats = json.load(f)
     return stats, numpy_mlp.load_parameters(os.path.join(weights, "initial")), \
         numpy_mlp.load_parameters(os.path.join(weights, "final"))
+
+
+def train_cnn(tmp, data, *args):
+    """The zoo's mnist-cnn: the parameters in numpy_cnn.py's names."""
+    out, weights = os.path.join(tmp, "out"), os.path.join(tmp, "weights")
+    cmd = [NPUSIM, "train", "--hw", HW, "--workload", "mnist-cnn", "--data", data,
+           "--save-weights", weights, "--out", out, *args]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = json.load(f)
+    return stats, numpy_cnn.load_parameters(os.path.join(weights, "initial")), \
+        numpy_cnn.load_parameters(os.path.join(weights, "final"))
 
 
 def load_xy(data):
@@ -66,6 +85,19 @@ def test_one_sgd_step_moves_every_parameter_as_numpy(tmp_path, digits):
     assert first["checked"] and first["within_tolerance"]
 
 
+def test_one_sgd_step_of_the_keras_cnn_moves_every_parameter_as_numpy(tmp_path, digits):
+    stats, initial, final = train_cnn(str(tmp_path), digits, "--batch", "16", "--steps", "1",
+                                      "--optimizer", "sgd", "--lr", "0.1")
+    x, y = load_xy(digits)
+    loss, grads = numpy_cnn.loss_and_gradients(initial, x[:16], y[:16])
+    for name, g in grads.items():
+        change = final[name] - initial[name]
+        assert cosine(change, -0.1 * g) >= 0.999, name
+        assert np.linalg.norm(change) == pytest.approx(0.1 * np.linalg.norm(g), rel=0.01), name
+    assert stats["training"]["loss"][0] == pytest.approx(loss, rel=0.01)
+    assert stats["first_step"]["functional_check"]["within_tolerance"]
+
+
 def test_adam_steps_give_numpy_losses(tmp_path, digits):
     stats, initial, _ = train(str(tmp_path), digits, "--batch", "64", "--steps", "4",
                               "--optimizer", "adam", "--lr", "0.001")
@@ -81,8 +113,11 @@ def test_adam_steps_give_numpy_losses(tmp_path, digits):
 @pytest.mark.parametrize("args, message", [
     (["--dtype", "int8"], "--dtype int8: training runs bf16"),
     (["--optimizer", "rmsprop"], "--optimizer 'rmsprop': expected sgd, momentum or adam"),
-    (["--workload=mnist-cnn"],
-     "--workload 'mnist-cnn': layer 'conv1' (conv): training has no backward rule for conv"),
+    (["--workload=lenet5"],
+     "--workload 'lenet5': layer 'c1': training has no backward rule for its fused activation "
+     "'tanh'"),
+    (["--workload=alexnet"], "layer 'pool5' (maxpool): training has no backward rule for "
+     "overlapping, dilated, padded or 3-D max-pool windows"),
     (["--workload=mlp-1000"], "training needs a classifier whose one output is a final softmax"),
 ])
 def test_bad_input_exits_2(tmp_path, args, message):

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""`npusim train` of workloads/training/digits-mlp.json on the bundled digits against the numpy
-reference (tests/training/numpy_mlp.py) from the same initial weights (docs/training.md):
+"""`npusim train` of the zoo's mnist-cnn (Keras' MNIST CNN) or workloads/training/digits-mlp.json
+on the bundled digits against the numpy reference (tests/training/numpy_cnn.py, numpy_mlp.py)
+from the same initial weights (docs/training.md):
 
-  bench/train_digits.py [--npusim build/sim/npusim] [--hw tpu-v4-like-core] [--steps 200]
-                        [--batch 64] [--optimizer adam] [--lr 0.001] [--eval-every 50]
-                        [--work DIR]
+  bench/train_digits.py [--workload mnist-cnn|digits-mlp] [--npusim build/sim/npusim]
+                        [--hw tpu-v4-like-core] [--steps 200] [--batch 64] [--optimizer adam]
+                        [--lr 0.001] [--eval-every 50] [--work DIR]
 
 Writes the digits (scripts/digits_dataset.py), runs the simulated training with --save-weights,
 runs the numpy reference from DIR/weights/initial over the same batches, and prints the loss of
@@ -29,6 +30,7 @@ import numpy_mlp  # noqa: E402
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workload", default="mnist-cnn", choices=("mnist-cnn", "digits-mlp"))
     p.add_argument("--npusim", default=os.path.join(ROOT, "build", "sim", "npusim"))
     p.add_argument("--hw", default="tpu-v4-like-core")
     p.add_argument("--steps", type=int, default=200)
@@ -44,8 +46,10 @@ def main():
                    check=True, stdout=subprocess.DEVNULL)
     weights, out = os.path.join(work, "weights"), os.path.join(work, "out")
     start = time.time()
-    subprocess.run([a.npusim, "train", "--hw", a.hw, "--workload",
-                    os.path.join(ROOT, "workloads", "training", "digits-mlp.json"), "--data", data,
+    workload = a.workload if a.workload == "mnist-cnn" else os.path.join(
+        ROOT, "workloads", "training", "digits-mlp.json")
+    reference = numpy_cnn if a.workload == "mnist-cnn" else numpy_mlp
+    subprocess.run([a.npusim, "train", "--hw", a.hw, "--workload", workload, "--data", data,
                     "--batch", str(a.batch), "--steps", str(a.steps), "--optimizer", a.optimizer,
                     "--lr", str(a.lr), "--eval-every", str(a.eval_every), "--save-weights",
                     weights, "--out", out], check=True, stdout=subprocess.DEVNULL)
@@ -56,11 +60,13 @@ def main():
     y = np.load(os.path.join(data, "y.npy"))
     xh = np.load(os.path.join(data, "heldout", "x.npy"))
     yh = np.load(os.path.join(data, "heldout", "y.npy"))
-    params = numpy_mlp.load_parameters(os.path.join(weights, "initial"))
-    _, losses, evals = numpy_mlp.train(params, x, y, xh, yh, a.steps, a.batch,
+    params = reference.load_parameters(os.path.join(weights, "initial"))
+    start = time.time()
+    _, losses, evals = reference.train(params, x, y, xh, yh, a.steps, a.batch,
                                        numpy_cnn.Optimizer(a.optimizer, a.lr), a.eval_every)
     sim_loss = t["loss"]
-    print(f"{a.steps} steps of batch {a.batch}, {a.optimizer} lr {a.lr:g}, on {a.hw}")
+    numpy_wall = time.time() - start
+    print(f"{a.workload}: {a.steps} steps of batch {a.batch}, {a.optimizer} lr {a.lr:g}, on {a.hw}")
     print("step  loss npusim  loss numpy")
     for s in sorted({1, *range(a.eval_every, a.steps + 1, max(a.eval_every, 1)), a.steps}):
         print(f"{s:4d}  {sim_loss[s - 1]:11.4f}  {losses[s - 1]:10.4f}")
@@ -73,7 +79,7 @@ def main():
     print(f"step {t['step_cycles']:.0f} cycles (forward {t['forward_cycles']:.0f}, backward "
           f"{t['backward_cycles']:.0f}), {t['samples_per_s']:.0f} samples/s, "
           f"{t['energy_per_step_j']:.3g} J per step")
-    print(f"npusim train wall time {sim_wall:.1f} s")
+    print(f"npusim train wall time {sim_wall:.1f} s, numpy {numpy_wall:.1f} s")
 
 
 if __name__ == "__main__":

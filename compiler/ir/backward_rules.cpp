@@ -209,6 +209,39 @@ void backward_conv(BackwardBuilder& b, const Layer& l) {
   b.parameters.push_back({l.name, gw, taps, out, l.use_bias, /*outputs_first=*/false});
 }
 
+// Concatenation along the last dimension, or the one input itself.
+std::string concat_last(BackwardBuilder& b, const std::string& name,
+                        const std::vector<std::string>& inputs) {
+  if (inputs.size() == 1) return inputs[0];
+  return b.add(make_layer(name, OpKind::kConcat, inputs));
+}
+
+std::string reshaped(BackwardBuilder& b, const std::string& name, const std::string& input,
+                     std::vector<int> dims) {
+  Layer r = make_layer(name, OpKind::kReshape, {input});
+  r.reshape_to = std::move(dims);
+  return b.add(std::move(r));
+}
+
+// The window elements' shares [batch, ph, pw, c] (row-major over the window) back into the
+// layout of an input the windows tile exactly ([batch, ph kh, pw kw, c]): the input is
+// [batch, ph, kh, pw, kw, c] in memory, so concatenating the kw shares of a window row along
+// channels, then the kh rows along (pw kw c), builds it on the vector unit in long runs.
+std::string interleave_windows(BackwardBuilder& b, const Layer& l,
+                               const std::vector<std::string>& share) {
+  const int kh = l.kernel[1], kw = l.kernel[2], c = l.in_shapes[0].last();
+  const int ph = l.out_shape.h(), pw = l.out_shape.w();
+  std::vector<std::string> rows;
+  for (int ki = 0; ki < kh; ++ki) {
+    const std::vector<std::string> row(share.begin() + ki * kw, share.begin() + (ki + 1) * kw);
+    const std::string r = concat_last(b, fmt::format("{}.window_row{}", l.name, ki), row);
+    rows.push_back(reshaped(b, fmt::format("{}.window_row{}_flat", l.name, ki), r,
+                            {b.batch, ph, pw * kw * c}));
+  }
+  const std::string all = concat_last(b, l.name + ".window_rows", rows);
+  return reshaped(b, l.name + ".grad_input", all, b.step_dims(l.inputs[0]));
+}
+
 // Max pooling with windows that tile the input (stride = window, no padding), the gradient of
 // each window going to its first maximum in row-major order, as the numpy reference and torch
 // do. With A_k the k-th element of every window (a move) and P the pooled maximum:
@@ -272,6 +305,10 @@ void backward_maxpool(BackwardBuilder& b, const Layer& l) {
                                          q[size_t(k) + 1], minus_one));
     share.push_back(
         b.add(binary(fmt::format("{}.share{}", l.name, k), OpKind::kAdd, q[size_t(k)], neg)));
+  }
+  if (ph * kh == h && pw * kw == w) {
+    b.accumulate(l.inputs[0], interleave_windows(b, l, share));
+    return;
   }
   Layer back = make_layer(l.name + ".grad_input", OpKind::kMove, share);
   back.move_op = "window_scatter";

@@ -22,7 +22,7 @@ int command_train(const std::vector<std::string>& args) {
                   "hardware: a preset name (npusim presets) or a JSON file")(
       "workload", po::value<std::string>()->required(),
       "a classifier ending in a softmax: a zoo name or a JSON graph (docs/training.md lists the "
-      "operators training differentiates; workloads/training/digits-mlp.json is one)")(
+      "operators training differentiates): mnist-cnn, workloads/training/digits-mlp.json")(
       "batch", po::value<int>()->default_value(32), "samples per step")(
       "steps", po::value<int>()->default_value(1), "training steps")(
       "optimizer", po::value<std::string>()->default_value("sgd"),
@@ -36,10 +36,11 @@ int command_train(const std::vector<std::string>& args) {
       "eval-every", po::value<int>()->default_value(0),
       "held-out accuracy every K steps (always after the last step; needs --data DIR/heldout)")(
       "save-weights", po::value<std::string>(),
-      "write DIR/initial/ and DIR/final/: <layer>.weight.npy [out, in] and <layer>.bias.npy, "
-      "float32, PyTorch's layout")("seed", po::value<uint64_t>()->default_value(1),
-                                   "seed of the initial weights (Glorot uniform, zero biases), "
-                                   "the shuffle and the random data")(
+      "write DIR/initial/ and DIR/final/: <layer>.weight.npy (dense [out, in], conv [out, "
+      "in, kh, kw]) and <layer>.bias.npy, float32, PyTorch's layout")(
+      "seed", po::value<uint64_t>()->default_value(1),
+      "seed of the initial weights (Glorot uniform, zero biases), "
+      "the shuffle and the random data")(
       "dtype", po::value<std::string>(),
       "bf16 (the default and the only one: bf16 matrix inputs, fp32 accumulation and master "
       "weights); int8 is refused")("fidelity", po::value<std::string>()->default_value("fast"),

@@ -98,16 +98,19 @@ def test_one_sgd_step_of_the_keras_cnn_moves_every_parameter_as_numpy(tmp_path, 
     assert stats["first_step"]["functional_check"]["within_tolerance"]
 
 
-def test_adam_steps_give_numpy_losses(tmp_path, digits):
-    stats, initial, _ = train(str(tmp_path), digits, "--batch", "64", "--steps", "4",
-                              "--optimizer", "adam", "--lr", "0.001")
+@pytest.mark.parametrize("optimizer, lr, state", [("adam", 0.001, 2), ("momentum", 0.05, 1)])
+def test_optimizer_steps_give_numpy_losses(tmp_path, digits, optimizer, lr, state):
+    stats, initial, final = train(str(tmp_path), digits, "--batch", "64", "--steps", "4",
+                                  "--optimizer", optimizer, "--lr", str(lr))
     x, y = load_xy(digits)
-    _, losses, _ = numpy_mlp.train(initial, x, y, None, None, 4, 64,
-                                   numpy_cnn.Optimizer("adam", 0.001))
+    params, losses, _ = numpy_mlp.train(dict(initial), x, y, None, None, 4, 64,
+                                        numpy_cnn.Optimizer(optimizer, lr))
     assert stats["training"]["loss"] == pytest.approx(losses, rel=0.02)
+    for name in params:
+        assert cosine(final[name] - initial[name], params[name] - initial[name]) >= 0.99, name
     t = stats["training"]
     assert t["step_cycles"] == pytest.approx(t["forward_cycles"] + t["backward_cycles"])
-    assert t["offchip"]["optimizer_state_bytes"] == 2 * t["offchip"]["master_weight_bytes"]
+    assert t["offchip"]["optimizer_state_bytes"] == state * t["offchip"]["master_weight_bytes"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -37,15 +37,18 @@ const char* to_string(Activation a) {
       return "reciprocal";
     case Activation::kGeluTanh:
       return "gelu_tanh";
+    case Activation::kStep:
+      return "step";
   }
   return "?";
 }
 
 std::optional<Activation> parse_activation(const std::string& text) {
-  for (Activation a : {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
-                       Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf,
-                       Activation::kRsqrt, Activation::kHardSwish, Activation::kHardSigmoid,
-                       Activation::kSqrt, Activation::kReciprocal, Activation::kGeluTanh}) {
+  for (Activation a :
+       {Activation::kNone, Activation::kRelu, Activation::kRelu6, Activation::kClip,
+        Activation::kSigmoid, Activation::kTanh, Activation::kGelu, Activation::kErf,
+        Activation::kRsqrt, Activation::kHardSwish, Activation::kHardSigmoid, Activation::kSqrt,
+        Activation::kReciprocal, Activation::kGeluTanh, Activation::kStep}) {
     if (text == to_string(a)) return a;
   }
   return std::nullopt;
@@ -81,6 +84,8 @@ float apply_activation(Activation a, float x, float clip_min, float clip_max) {
       return 1.0f / x;
     case Activation::kGeluTanh:  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
       return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case Activation::kStep:
+      return x > 0.0f ? 1.0f : 0.0f;
   }
   return x;
 }

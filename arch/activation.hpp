@@ -22,6 +22,7 @@ enum class Activation {
   kSqrt,         // sqrt(x); 0 for x <= 0 (ONNX: NaN below 0)
   kReciprocal,   // 1 / x, +-inf at 0
   kGeluTanh,     // GELU's tanh approximation (GPT-2's "gelu_new", ONNX Gelu approximate "tanh")
+  kStep,         // 1 for x > 0, else 0: ReLU's derivative, the mask of its backward rule
 };
 const char* to_string(Activation activation);
 std::optional<Activation> parse_activation(const std::string& text);

@@ -210,6 +210,38 @@ struct ServeResult {
 };
 ServeResult serve(const ServeOptions& options);
 
+// Training (docs/training.md): `steps` steps of `batch` samples (RunOptions::batch, default 32)
+// of a classifier (a workload ending in a softmax; the layers it can differentiate are listed
+// there) against the mean softmax cross-entropy. Each step is one program compiled from the
+// differentiated graph (forward, loss gradient, backward) and simulated with values, checked
+// against the reference like any run; its gradients update fp32 master weights with the
+// optimizer. The run is bf16 (bf16 matrix inputs, fp32 accumulation); dtype int8 is refused.
+// Initial weights are Keras' (Glorot uniform from `seed`, zero biases).
+struct TrainOptions : RunOptions {
+  int steps = 1;
+  std::string optimizer = "sgd";  // sgd, momentum or adam
+  double lr = 0.01;
+  // DIR with x.npy (float [N, ...], the workload's input layout) and y.npy (integer labels [N]);
+  // DIR/heldout/ the same for the held-out accuracy. "": seeded random samples and labels.
+  std::string data;
+  bool shuffle = false;  // a fresh permutation (from `seed`) per pass, else file order
+  int eval_every = 0;    // held-out accuracy every K steps (0: after the last step only)
+  // DIR/initial/ and DIR/final/: <layer>.weight.npy ([out, in]) and <layer>.bias.npy, float32.
+  std::string save_weights;
+};
+
+struct TrainResult {
+  // stats.json: "training" (the figures of docs/training.md), "steps" (one record per step),
+  // "first_step" (the first step's own run stats.json).
+  nlohmann::json stats;
+  std::vector<double> loss;  // per step, from the simulated logits
+  double wall_seconds = 0.0;
+  // A step's functional check failed: the message the CLI prints (a bug in npusim), else empty.
+  std::string mismatch;
+  std::string report() const;  // report.txt
+};
+TrainResult train(const TrainOptions& options);
+
 struct DecoderEntry {
   std::string name, description;
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, max_context = 0;

@@ -112,6 +112,32 @@ py::dict serve(const py::dict& o) {
   return r;
 }
 
+// npusim train: stats as JSON text, the loss per step, the report.
+py::dict train(const py::dict& o) {
+  npusim::TrainOptions options;
+  static_cast<npusim::Target&>(options) = target(o);
+  options.fidelity = o["fidelity"].cast<std::string>();
+  options.steps = o["steps"].cast<int>();
+  options.optimizer = o["optimizer"].cast<std::string>();
+  options.lr = o["lr"].cast<double>();
+  options.data = o["data"].cast<std::string>();
+  options.shuffle = o["shuffle"].cast<bool>();
+  options.eval_every = o["eval_every"].cast<int>();
+  options.save_weights = o["save_weights"].cast<std::string>();
+  npusim::TrainResult result;
+  {
+    py::gil_scoped_release release;
+    result = npusim::train(options);
+  }
+  py::dict r;
+  r["stats"] = result.stats.dump(2) + "\n";
+  r["loss"] = result.loss;
+  r["report"] = result.report();
+  r["wall_seconds"] = result.wall_seconds;
+  r["mismatch"] = result.mismatch;
+  return r;
+}
+
 // npusim generate: stats as JSON text, the prompt and generated ids as int32 arrays
 // [batch, tokens], and the report.
 py::dict generate(const py::dict& o) {
@@ -215,6 +241,7 @@ PYBIND11_MODULE(_npusim, m) {
   m.def("resolved_hardware",
         [](const std::string& hw) { return npusim::resolved_hardware(hw).dump(); });
   m.def("generate", &generate);
+  m.def("train", &train);
   m.def("serve", &serve);
   m.def("decoders", [] {
     py::list out;

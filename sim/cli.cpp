@@ -16,6 +16,7 @@
 #include "sim/output_attempts.hpp"
 #include "sim/serve_command.hpp"
 #include "sim/trace_flags.hpp"
+#include "sim/train_command.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 #include "support/stats.hpp"
@@ -42,6 +43,7 @@ commands:
   presets    list the built-in hardware presets (--show NAME prints one as JSON)
   zoo        list the built-in networks
   generate   generate tokens with a decoder-only LLM: prefill, then decode steps (docs/llm.md)
+  train      training steps of a classifier: forward, backward, optimizer (docs/training.md)
   serve      replay a trace of LLM requests: continuous batching, paged KV cache (docs/serving.md)
   scalesim   run a SCALE-Sim v2 config and topology, writing SCALE-Sim's reports
   membench   drive the off-chip memory model alone with a traffic pattern
@@ -342,6 +344,7 @@ int cli_main(const std::vector<std::string>& args) {
     if (command == "zoo") return command_zoo(rest);
     if (command == "generate") return command_generate(rest);
     if (command == "serve") return command_serve(rest);
+    if (command == "train") return command_train(rest);
 #ifdef NPUSIM_HAVE_SCALESIM
     if (command == "scalesim") return scalesim::run_cli(rest);
 #endif

@@ -31,6 +31,11 @@ enum class OpLowering {
   kMove,     // strided boxes DRAM -> unified buffer -> DRAM (compiler/lowering/move_lowering.cpp)
 };
 
+struct BackwardBuilder;  // compiler/ir/backward_rules.hpp
+// Training: appends to the step graph the layers that turn the gradient of the layer's output
+// into the gradients of its inputs and parameters (compiler/ir/backward_rules.hpp).
+using BackwardRule = void (*)(BackwardBuilder& builder, const Layer& layer);
+
 struct OpInfo {
   OpKind kind;
   const char* name;  // as in messages, stats and `npusim compile`
@@ -41,6 +46,7 @@ struct OpInfo {
   bool has_weights;       // weights and biases of its own (conv, dense)
   bool fuses_activation;  // a following activation runs in its epilogue
   ShapeRule infer_shape;
+  BackwardRule backward;  // null: training cannot differentiate it yet (docs/training.md)
 };
 
 const OpInfo& op_info(OpKind kind);

@@ -71,6 +71,8 @@ double activation_moment(Activation a, double m) {
       return std::sqrt(m) * 0.8 / 2;
     case Activation::kReciprocal:
       return m > 0 ? 1 / m : 1.0;
+    case Activation::kStep:  // 1 on the positive half
+      return 0.5;
   }
   return m;
 }

@@ -49,6 +49,8 @@ double slope(Activation a) {
 // reference.
 float through_activation(const Layer& l, double e_pre, double mag, float y) {
   if (e_pre == 0.0) return 0.0f;
+  // A step flips wherever its input may cross 0: any difference of the input allows 1.
+  if (l.activation == Activation::kStep) return 1.0f;
   // 1/sqrt(x): |y'| = |y|^3 / 2, at the end of the interval nearer 0 (a slope bound of 1.1).
   // sqrt(x): |y'| = 1 / (2 |y|); 1/x: |y'| = y^2 (both with the 1.1 margin).
   const double ay = std::fabs(double(y));

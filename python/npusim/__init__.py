@@ -24,7 +24,7 @@ import numpy as np
 from . import _npusim
 from ._npusim import InputError, InternalError
 
-__all__ = ["run", "generate", "decoders", "GenerateResult", "serve", "ServeResult", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
+__all__ = ["run", "generate", "decoders", "GenerateResult", "train", "TrainResult", "serve", "ServeResult", "compile", "validate", "presets", "zoo", "resolved_hardware", "Result",
            "InputError", "InternalError"]
 
 
@@ -195,6 +195,42 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
                  new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "",
                  prune=prune or "", weight_dtype=weight_dtype or "")
         return GenerateResult(_npusim.generate(o))
+    finally:
+        tmp.close()
+
+
+class TrainResult:
+    """A training run's results: stats (dict, equal to stats.json; stats["training"] holds the
+    loss per step, held-out accuracy, step cycles, samples/s, energy, off-chip memory), loss (list
+    of floats, per step), report (report.txt), wall_seconds, mismatch ("" unless a step's check
+    failed: a bug in npusim)."""
+
+    def __init__(self, r):
+        self.stats = json.loads(r["stats"])
+        self.loss = list(r["loss"])
+        self.report = r["report"]
+        self.wall_seconds = r["wall_seconds"]
+        self.mismatch = r["mismatch"]
+
+
+def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=None,
+          shuffle=False, eval_every=0, save_weights=None, seed=1, dtype=None, fidelity="fast"):
+    """Training steps of a classifier on the simulated chip (npusim train, docs/training.md).
+
+    workload: a classifier ending in a softmax (workloads/training/digits-mlp.json).
+    optimizer: "sgd", "momentum" or "adam". data: a directory with x.npy / y.npy (and heldout/),
+    default random samples. save_weights: a directory for initial/ and final/ parameters.
+    Returns a TrainResult; raises InputError on bad input (dtype "int8" among it).
+    """
+    tmp = _TempDir()
+    try:
+        o = _target(tmp, hw, workload, None, batch, seed, dtype, "auto", None, None, None, "max",
+                    None)
+        o.update(fidelity=fidelity, steps=int(steps), optimizer=optimizer, lr=float(lr),
+                 data=os.fspath(data) if data else "", shuffle=bool(shuffle),
+                 eval_every=int(eval_every),
+                 save_weights=os.fspath(save_weights) if save_weights else "")
+        return TrainResult(_npusim.train(o))
     finally:
         tmp.close()
 

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""`npusim train` of the zoo's mnist-cnn (Keras' MNIST CNN) or workloads/training/digits-mlp.json
+on the bundled digits against the numpy reference (tests/training/numpy_cnn.py, numpy_mlp.py)
+from the same initial weights (docs/training.md):
+
+  bench/train_digits.py [--workload mnist-cnn|digits-mlp] [--npusim build/sim/npusim]
+                        [--hw tpu-v4-like-core] [--steps 200] [--batch 64] [--optimizer adam]
+                        [--lr 0.001] [--eval-every 50] [--work DIR]
+
+Writes the digits (scripts/digits_dataset.py), runs the simulated training with --save-weights,
+runs the numpy reference from DIR/weights/initial over the same batches, and prints the loss of
+both every --eval-every steps, the largest relative loss difference over all steps, the held-out
+accuracy of both, the simulated step's cycles, samples/s and energy, and the wall time.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "training"))
+import numpy_cnn  # noqa: E402
+import numpy_mlp  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workload", default="mnist-cnn", choices=("mnist-cnn", "digits-mlp"))
+    p.add_argument("--npusim", default=os.path.join(ROOT, "build", "sim", "npusim"))
+    p.add_argument("--hw", default="tpu-v4-like-core")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--optimizer", default="adam")
+    p.add_argument("--lr", type=float, default=0.001)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--work")
+    a = p.parse_args()
+    work = a.work or tempfile.mkdtemp(prefix="train_digits.")
+    data = os.path.join(work, "digits")
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "digits_dataset.py"), data],
+                   check=True, stdout=subprocess.DEVNULL)
+    weights, out = os.path.join(work, "weights"), os.path.join(work, "out")
+    start = time.time()
+    workload = a.workload if a.workload == "mnist-cnn" else os.path.join(
+        ROOT, "workloads", "training", "digits-mlp.json")
+    reference = numpy_cnn if a.workload == "mnist-cnn" else numpy_mlp
+    subprocess.run([a.npusim, "train", "--hw", a.hw, "--workload", workload, "--data", data,
+                    "--batch", str(a.batch), "--steps", str(a.steps), "--optimizer", a.optimizer,
+                    "--lr", str(a.lr), "--eval-every", str(a.eval_every), "--save-weights",
+                    weights, "--out", out], check=True, stdout=subprocess.DEVNULL)
+    sim_wall = time.time() - start
+    with open(os.path.join(out, "stats.json")) as f:
+        t = json.load(f)["training"]
+    x = np.load(os.path.join(data, "x.npy"))
+    y = np.load(os.path.join(data, "y.npy"))
+    xh = np.load(os.path.join(data, "heldout", "x.npy"))
+    yh = np.load(os.path.join(data, "heldout", "y.npy"))
+    params = reference.load_parameters(os.path.join(weights, "initial"))
+    start = time.time()
+    _, losses, evals = reference.train(params, x, y, xh, yh, a.steps, a.batch,
+                                       numpy_cnn.Optimizer(a.optimizer, a.lr), a.eval_every)
+    sim_loss = t["loss"]
+    numpy_wall = time.time() - start
+    print(f"{a.workload}: {a.steps} steps of batch {a.batch}, {a.optimizer} lr {a.lr:g}, on {a.hw}")
+    print("step  loss npusim  loss numpy")
+    for s in sorted({1, *range(a.eval_every, a.steps + 1, max(a.eval_every, 1)), a.steps}):
+        print(f"{s:4d}  {sim_loss[s - 1]:11.4f}  {losses[s - 1]:10.4f}")
+    rel = [abs(u - v) / abs(v) for u, v in zip(sim_loss, losses)]
+    for n in sorted({min(100, a.steps), a.steps}):
+        print(f"largest relative loss difference over steps 1-{n}: {100 * max(rel[:n]):.2f} %")
+    print("step  held-out npusim  held-out numpy")
+    for hs, hn in zip(t["heldout"], evals):
+        print(f"{hs['step']:4d}  {100 * hs['accuracy']:14.1f} %  {100 * hn['accuracy']:13.1f} %")
+    print(f"step {t['step_cycles']:.0f} cycles (forward {t['forward_cycles']:.0f}, backward "
+          f"{t['backward_cycles']:.0f}), {t['samples_per_s']:.0f} samples/s, "
+          f"{t['energy_per_step_j']:.3g} J per step")
+    print(f"npusim train wall time {sim_wall:.1f} s, numpy {numpy_wall:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+// Training's backward rules (issue 23, docs/training.md): for each operator a training step can
+// differentiate, the IR layers that turn the gradient of its output into the gradients of its
+// input and parameters. They are ordinary layers, lowered like any other: a dense layer's weight
+// gradient is a matrix product on the matrix unit (the transposes and the ones column that sums
+// the bias gradient are DMA moves), its input gradient a dense layer with the transposed weights,
+// the ReLU mask a step activation and a multiply on the vector unit.
+//
+// The step graph has batch 1 and carries the training batch as the leading dimension of every
+// tensor, so a sum over the batch (a weight gradient) is the reduction of an ordinary product.
+// The operator table (compiler/ir/op_table.hpp) points at these rules.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.hpp"
+
+namespace npusim {
+
+// The gradient of one layer's parameters: tensor `tensor` of the step graph. Dense layers
+// (outputs_first): [out, in + 1] with the bias gradient in the last column ([out, in] without a
+// bias), the forward weights [in][out] transposed. Convolutions: [in + 1, out], the rows in the
+// forward weights' order (kernel row, kernel column, input channel), the bias gradient last.
+struct ParameterGradient {
+  std::string layer;   // the forward layer
+  std::string tensor;  // in the step graph
+  int in = 0, out = 0;
+  bool has_bias = false;
+  bool outputs_first = true;
+};
+
+struct BackwardBuilder {
+  explicit BackwardBuilder(Graph& s) : step(s) {}
+  Graph& step;  // the rules append layers to it
+  int batch = 1;
+  // Per-sample shapes of the forward graph's tensors; the step's are [batch] + these.
+  std::map<std::string, TensorShape> sample_shape;
+  std::map<std::string, std::string> gradient;  // forward tensor -> the tensor of dLoss/d(it)
+  std::vector<ParameterGradient> parameters;
+  // Tensors whose gradient is wanted: outputs of a layer with parameters or of a layer reading
+  // such a tensor (not the graph input, nor what only depends on it).
+  std::set<std::string> needs_gradient;
+
+  std::vector<int> step_dims(const std::string& tensor) const;
+  // Appends `layer` (its output tensor is its name) and returns the name.
+  std::string add(Layer layer);
+  // g is (a share of) the gradient of `tensor`: the shares of several readers are summed.
+  void accumulate(const std::string& tensor, const std::string& g);
+  bool wants_gradient(const std::string& tensor) const { return needs_gradient.count(tensor) > 0; }
+};
+
+// Moves (DMA boxes) the rules use. `input` is rows x cols, row-major.
+Layer transpose_move(const std::string& name, const std::string& input, int rows, int cols);
+// rows x (cols + 1): each row of the input followed by a 1.
+Layer ones_column_move(const std::string& name, const std::string& input, int rows, int cols);
+// A tensor of constants, `dims`, values[index[j]] at element j; `anchor` is its nominal input (a
+// move reads at least one tensor) and is not read.
+Layer constant_move(const std::string& name, const std::string& anchor, std::vector<int> dims,
+                    std::vector<float> values, std::vector<int32_t> index);
+
+void backward_dense(BackwardBuilder& b, const Layer& l);
+void backward_activation(BackwardBuilder& b, const Layer& l);
+void backward_reshape(BackwardBuilder& b, const Layer& l);
+void backward_conv(BackwardBuilder& b, const Layer& l);
+void backward_maxpool(BackwardBuilder& b, const Layer& l);
+
+}  // namespace npusim

@@ -1,0 +1,122 @@
+#include "compiler/passes/training_step.hpp"
+
+#include <fmt/format.h>
+
+#include "compiler/ir/op_table.hpp"
+#include "compiler/ir/shape_inference.hpp"
+#include "support/error.hpp"
+
+namespace npusim {
+
+void check_trainable(const Graph& g, const std::string& origin) {
+  if (g.outputs.size() != 1 || g.layers.empty() || g.layers.back().kind != OpKind::kSoftmax ||
+      g.layers.back().output != g.outputs[0]) {
+    throw UserError(fmt::format(
+        "{}: training needs a classifier whose one output is a final softmax (its loss is the "
+        "softmax cross-entropy)",
+        origin));
+  }
+  if (g.input_ids) {
+    throw UserError(fmt::format("{}: training does not take token ids as input yet", origin));
+  }
+  for (size_t i = 0; i + 1 < g.layers.size(); ++i) {
+    const Layer& l = g.layers[i];
+    if (op_info(l.kind).backward == nullptr) {
+      throw UserError(fmt::format(
+          "{}: layer '{}' ({}): training has no backward rule for {} yet (docs/training.md lists "
+          "the operators it differentiates)",
+          origin, l.name, to_string(l.kind), to_string(l.kind)));
+    }
+    if (l.kind == OpKind::kActivation && l.activation != Activation::kRelu) {
+      throw UserError(
+          fmt::format("{}: layer '{}': training has no backward rule for activation '{}' yet",
+                      origin, l.name, to_string(l.activation)));
+    }
+    if (l.has_weights() && l.activation != Activation::kNone && l.activation != Activation::kRelu) {
+      throw UserError(fmt::format(
+          "{}: layer '{}': training has no backward rule for its fused activation '{}' yet", origin,
+          l.name, to_string(l.activation)));
+    }
+  }
+}
+
+TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<int>& labels) {
+  NPUSIM_CHECK(batch >= 1 && labels.size() == size_t(batch), "training: {} labels for batch {}",
+               labels.size(), batch);
+  TrainingStep t;
+  Graph& g = t.graph;
+  g.name = fwd.name + ".train_step";
+  g.description = fmt::format("one training step of {} at batch {}", fwd.name, batch);
+  g.batch = 1;
+  g.input_name = fwd.input_name;
+  g.input_shape.dims = {batch};
+  g.input_shape.dims.insert(g.input_shape.dims.end(), fwd.input_shape.dims.begin(),
+                            fwd.input_shape.dims.end());
+  BackwardBuilder b(g);
+  b.batch = batch;
+  for (const Layer& f : fwd.layers) {
+    bool needs = f.has_weights();
+    for (const std::string& in : f.inputs) needs = needs || b.needs_gradient.count(in) > 0;
+    if (needs) b.needs_gradient.insert(f.output);
+  }
+  b.sample_shape[fwd.input_name] = fwd.input_shape;
+  for (const Layer& f : fwd.layers) b.sample_shape[f.output] = f.out_shape;
+
+  // The forward pass: the same layers on [batch] + sample shapes.
+  for (const Layer& f : fwd.layers) {
+    Layer l = f;
+    l.in_shapes.clear();
+    l.out_shape = {};
+    if (l.kind == OpKind::kReshape) l.reshape_to = b.step_dims(f.output);
+    t.forward_layers.insert(l.name);
+    g.layers.push_back(std::move(l));
+  }
+  const Layer& softmax = fwd.layers.back();
+  t.logits = softmax.inputs[0];
+  t.classes = softmax.out_shape.last();
+  NPUSIM_CHECK(softmax.out_shape.rank() == 1, "training: softmax {} of shape {}", softmax.name,
+               to_string(softmax.out_shape));
+
+  // Softmax cross-entropy, mean over the batch: dL/dlogits = (softmax - onehot) / batch.
+  std::vector<int32_t> onehot(size_t(batch) * t.classes, 0);
+  for (int i = 0; i < batch; ++i) {
+    NPUSIM_CHECK(labels[i] >= 0 && labels[i] < t.classes, "training: label {} of {} classes",
+                 labels[i], t.classes);
+    onehot[size_t(i) * t.classes + labels[i]] = 1;
+  }
+  const std::vector<int> dims{batch, t.classes};
+  const std::string minus_onehot =
+      b.add(constant_move("loss.minus_onehot", softmax.output, dims, {0.0f, -1.0f}, onehot));
+  Layer diff;
+  diff.name = diff.output = "loss.softmax_minus_onehot";
+  diff.kind = OpKind::kAdd;
+  diff.inputs = {softmax.output, minus_onehot};
+  const std::string d = b.add(std::move(diff));
+  const std::string inv_batch =
+      b.add(constant_move("loss.inverse_batch", softmax.output, dims, {1.0f / float(batch)},
+                          std::vector<int32_t>(size_t(batch) * t.classes, 0)));
+  Layer mean;
+  mean.name = mean.output = "loss.grad_logits";
+  mean.kind = OpKind::kMul;
+  mean.inputs = {d, inv_batch};
+  b.gradient[t.logits] = b.add(std::move(mean));
+
+  // The backward pass: every layer before the softmax, last first.
+  for (size_t i = fwd.layers.size() - 1; i-- > 0;) {
+    const Layer& l = fwd.layers[i];
+    const BackwardRule rule = op_info(l.kind).backward;
+    NPUSIM_CHECK(rule != nullptr, "training: layer {} has no backward rule", l.name);
+    rule(b, l);
+  }
+  t.parameters = b.parameters;
+  g.outputs.push_back(t.logits);
+  for (const ParameterGradient& p : t.parameters) g.outputs.push_back(p.tensor);
+
+  std::vector<std::string> where;
+  for (const Layer& l : g.layers) where.push_back(fmt::format("layer '{}'", l.name));
+  GraphDiagnostics diag(g.name);
+  finalize_graph(g, diag, where);
+  return t;
+}
+
+}  // namespace npusim

@@ -1,0 +1,35 @@
+// The training step as one graph (issue 23, docs/training.md), as XLA trains: the forward graph
+// differentiated by the operator table's backward rules (compiler/ir/backward_rules.hpp) into one
+// graph that computes the logits and every parameter's gradient of the mean softmax
+// cross-entropy against integer labels, compiled and lowered like any other graph.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/backward_rules.hpp"
+#include "compiler/ir/graph.hpp"
+
+namespace npusim {
+
+struct TrainingStep {
+  // Batch 1, the training batch the leading dimension of every tensor; input [batch] + the
+  // forward input's sample shape; outputs the logits, then each parameter gradient.
+  Graph graph;
+  std::string logits;
+  std::vector<ParameterGradient> parameters;  // in backward order
+  std::set<std::string> forward_layers;       // the step's layers of the forward pass
+  int classes = 0;
+};
+
+// What a forward graph must be to be trained: finalized, ending in a softmax that is its one
+// output, every other layer with a backward rule. Throws UserError naming the first layer that
+// is not, prefixed with `origin` (the workload).
+void check_trainable(const Graph& forward, const std::string& origin);
+
+// `forward` passes check_trainable and holds the real-valued weights and biases of every layer
+// that has them; labels: `batch` classes in [0, classes).
+TrainingStep build_training_step(const Graph& forward, int batch, const std::vector<int>& labels);
+
+}  // namespace npusim

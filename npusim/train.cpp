@@ -1,0 +1,307 @@
+// npusim train (npusim/npusim.hpp, docs/training.md): each step the forward graph, with the
+// current weights, differentiated into one training-step graph (compiler/passes/training_step),
+// compiled and simulated with values and checked like any run; the simulated gradients update the
+// fp32 master weights on the host (npusim/training_state.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "compiler/frontend/workload.hpp"
+#include "compiler/passes/training_step.hpp"
+#include "npusim/compile_target.hpp"
+#include "npusim/npusim.hpp"
+#include "npusim/simulate.hpp"
+#include "npusim/tensor_io.hpp"
+#include "npusim/training_state.hpp"
+#include "support/error.hpp"
+
+namespace npusim {
+
+namespace {
+
+struct Batch {
+  std::vector<float> x;  // real values, bf16-representable
+  std::vector<uint8_t> bytes;
+  std::vector<int> y;
+};
+
+Batch gather(const DataSet& d, const std::vector<size_t>& idx) {
+  Batch b;
+  const uint64_t n = d.sample_elements;
+  for (size_t i : idx) {
+    for (uint64_t e = 0; e < n; ++e) b.x.push_back(round_to_bf16(d.x[i * n + e]));
+    b.y.push_back(d.y[i]);
+  }
+  b.bytes.resize(b.x.size() * 2);
+  for (size_t i = 0; i < b.x.size(); ++i) {
+    const uint16_t v = float_to_bf16_bits(b.x[i]);
+    b.bytes[2 * i] = uint8_t(v & 0xFF);
+    b.bytes[2 * i + 1] = uint8_t(v >> 8);
+  }
+  return b;
+}
+
+struct Simulated {
+  nlohmann::json stats;
+  std::map<std::string, Tensor> outputs;
+  std::string mismatch;
+  uint64_t dram_bytes = 0;  // the program's off-chip address space
+};
+
+Simulated simulate_graph(const HwConfig& hw, Graph g, const Batch& b, const TrainOptions& o,
+                         systolic::Fidelity fidelity) {
+  const std::string name = g.name;
+  Target t = o;
+  t.dtype = "bf16";
+  t.batch.reset();
+  Compiled c = compile_graph(hw, std::move(g), b.bytes, b.x, t, /*values=*/true);
+  RunDescription run{c.hw.name, name, o.fidelity, o.seed, true};
+  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run);
+  Simulated s;
+  s.stats = std::move(r.stats);
+  s.dram_bytes = c.program.dram_bytes;
+  for (size_t i = 0; i < c.program.outputs.size(); ++i) {
+    const auto& out = c.program.outputs[i];
+    s.outputs.emplace(out.name, stored_tensor(c.graph, out.name, out.dims, out.batch, out.scale,
+                                              out.element_bytes, r.outputs[i]));
+  }
+  if (r.check.checked && !r.check.within_tolerance) {
+    s.mismatch = fmt::format(
+        "FUNCTIONAL MISMATCH in {} from layer {} on: {} of {} values outside their layer's "
+        "bound. This is a bug in npusim.",
+        name, r.check.first_mismatch, r.check.bound_exceeded, r.check.compared);
+  }
+  return s;
+}
+
+// Mean softmax cross-entropy of logits [batch, classes] against the labels, in double.
+double cross_entropy(const std::vector<float>& logits, const std::vector<int>& y, int classes) {
+  double sum = 0.0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float* z = logits.data() + i * size_t(classes);
+    double m = -std::numeric_limits<double>::infinity();
+    for (int c = 0; c < classes; ++c) m = std::max(m, double(z[c]));
+    double e = 0.0;
+    for (int c = 0; c < classes; ++c) e += std::exp(double(z[c]) - m);
+    sum += m + std::log(e) - double(z[y[i]]);
+  }
+  return sum / double(y.size());
+}
+
+double stat_or_zero(const nlohmann::json& j, const char* a, const char* b = nullptr) {
+  if (!j.contains(a)) return 0.0;
+  const nlohmann::json& x = j.at(a);
+  if (b == nullptr) return x.is_number() ? x.get<double>() : 0.0;
+  return x.contains(b) && x.at(b).is_number() ? x.at(b).get<double>() : 0.0;
+}
+
+systolic::Fidelity checked_fidelity(const std::string& text) {
+  if (text == "fast") return systolic::Fidelity::kFast;
+  if (text == "pe") return systolic::Fidelity::kPe;
+  throw UserError(fmt::format("--fidelity '{}': expected fast or pe", text));
+}
+
+void check_options(const TrainOptions& o) {
+  if (o.dtype == "int8") {
+    throw UserError(
+        "--dtype int8: training runs bf16 matrix inputs with fp32 accumulation and fp32 master "
+        "weights (docs/training.md); int8 training is not supported");
+  }
+  if (!o.dtype.empty() && o.dtype != "bf16") {
+    throw UserError(fmt::format("--dtype '{}': training takes bf16", o.dtype));
+  }
+  if (!o.values)
+    throw UserError("npusim train: --values off is not supported: training needs the values");
+  if (o.steps < 1 || o.steps > 1000000) {
+    throw UserError(fmt::format("--steps {}: expected 1 to 1000000", o.steps));
+  }
+  if (o.optimizer != "sgd" && o.optimizer != "momentum" && o.optimizer != "adam") {
+    throw UserError(fmt::format("--optimizer '{}': expected sgd, momentum or adam", o.optimizer));
+  }
+  if (!(o.lr > 0.0) || !std::isfinite(o.lr)) {
+    throw UserError(fmt::format("--lr {}: expected a positive learning rate", o.lr));
+  }
+  if (o.eval_every < 0)
+    throw UserError(fmt::format("--eval-every {}: expected >= 0", o.eval_every));
+  if (o.batch && (*o.batch < 1 || *o.batch > 65536)) {
+    throw UserError(fmt::format("--batch {}: expected 1 to 65536", *o.batch));
+  }
+}
+
+// Held-out accuracy: the forward graph with the current weights, simulated on the held-out set.
+double heldout_accuracy(const HwConfig& hw, const Graph& fwd, const Parameters& p,
+                        const DataSet& held, const TrainOptions& o, systolic::Fidelity fidelity,
+                        std::string& mismatch) {
+  Graph g = fwd;
+  set_layer_weights(g, p);
+  g.batch = int(held.size());
+  std::vector<size_t> all(held.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  const Batch b = gather(held, all);
+  Simulated s = simulate_graph(hw, std::move(g), b, o, fidelity);
+  if (mismatch.empty()) mismatch = s.mismatch;
+  const Tensor& probs = s.outputs.at(fwd.outputs[0]);
+  const size_t classes = probs.values.size() / held.size();
+  size_t right = 0;
+  for (size_t i = 0; i < held.size(); ++i) {
+    const float* v = probs.values.data() + i * classes;
+    right += size_t(std::max_element(v, v + classes) - v) == size_t(held.y[i]) ? 1 : 0;
+  }
+  return double(right) / double(held.size());
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  check_options(o);
+  const systolic::Fidelity fidelity = checked_fidelity(o.fidelity);
+  const HwConfig hw = target_hardware(o);
+  const std::string origin = fmt::format("--workload '{}'", o.workload);
+  Graph fwd = load_workload(o.workload, std::nullopt);
+  check_trainable(fwd, origin);
+  const int batch = o.batch.value_or(32);
+  const int classes = fwd.layers.back().out_shape.last();
+  const uint64_t sample = fwd.input_shape.elements();
+
+  DataSet data, held;
+  if (o.data.empty()) {
+    data = random_data_set(uint64_t(std::max(batch, 256)), sample, classes, o.seed);
+  } else {
+    data = read_data_set("--data", o.data, sample, classes);
+    if (std::filesystem::is_directory(o.data + "/heldout")) {
+      held = read_data_set("--data", o.data + "/heldout", sample, classes);
+    }
+  }
+
+  Parameters params = initial_parameters(fwd, o.seed);
+  if (!o.save_weights.empty())
+    save_parameters("--save-weights", o.save_weights + "/initial", params);
+  Optimizer opt(o.optimizer, float(o.lr));
+  BatchOrder order(data.size(), o.shuffle, o.seed);
+
+  TrainResult result;
+  nlohmann::json steps = nlohmann::json::array(), heldout = nlohmann::json::array();
+  double cycles_sum = 0, fwd_sum = 0, bwd_sum = 0, energy_sum = 0;
+  uint64_t peak_program_dram = 0;
+  double clock_mhz = 0;
+  for (int step = 1; step <= o.steps; ++step) {
+    const Batch b = gather(data, order.next(batch));
+    Graph g = fwd;
+    set_layer_weights(g, params);
+    TrainingStep ts;
+    try {
+      ts = build_training_step(g, batch, b.y);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("{}: {}", origin, e.what()));
+    }
+    Simulated s = simulate_graph(hw, std::move(ts.graph), b, o, fidelity);
+    if (result.mismatch.empty()) result.mismatch = s.mismatch;
+    const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
+    Parameters grads;
+    for (const ParameterGradient& pg : ts.parameters) {
+      grads[pg.layer] = split_gradient(pg, s.outputs.at(pg.tensor).values, params.at(pg.layer));
+    }
+    opt.step(params, grads);
+
+    const double total = stat_or_zero(s.stats, "total_cycles");
+    double forward_end = 0;
+    for (const auto& l : s.stats.at("layers")) {
+      if (ts.forward_layers.count(l.at("name").get<std::string>())) {
+        forward_end = std::max(forward_end, l.at("end_cycle").get<double>());
+      }
+    }
+    const double energy = stat_or_zero(s.stats.at("energy"), "total_j");
+    clock_mhz = stat_or_zero(s.stats, "clock_mhz");
+    cycles_sum += total;
+    fwd_sum += forward_end;
+    bwd_sum += total - forward_end;
+    energy_sum += energy;
+    peak_program_dram = std::max(peak_program_dram, s.dram_bytes);
+    result.loss.push_back(loss);
+    steps.push_back({{"step", step},
+                     {"loss", loss},
+                     {"cycles", total},
+                     {"forward_cycles", forward_end},
+                     {"backward_cycles", total - forward_end},
+                     {"energy_j", energy}});
+    if (step == 1) result.stats["first_step"] = std::move(s.stats);
+    if (held.size() > 0 && ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps)) {
+      const double acc = heldout_accuracy(hw, fwd, params, held, o, fidelity, result.mismatch);
+      heldout.push_back({{"step", step}, {"accuracy", acc}});
+    }
+  }
+  if (!o.save_weights.empty()) save_parameters("--save-weights", o.save_weights + "/final", params);
+
+  uint64_t parameter_count = 0;
+  for (const auto& [name, lp] : params) parameter_count += lp.weight.size() + lp.bias.size();
+  const double n = double(o.steps);
+  const double step_cycles = cycles_sum / n;
+  const double step_s = clock_mhz > 0 ? step_cycles / (clock_mhz * 1e6) : 0.0;
+  nlohmann::json& t = result.stats["training"];
+  t["workload"] = fwd.name;
+  t["hardware"] = hw.name;
+  t["dtype"] = "bf16";
+  t["batch"] = batch;
+  t["steps"] = o.steps;
+  t["optimizer"] = o.optimizer;
+  t["lr"] = o.lr;
+  t["data"] = o.data.empty() ? "random" : o.data;
+  t["shuffle"] = o.shuffle;
+  t["loss"] = result.loss;
+  t["heldout"] = heldout;
+  t["step_cycles"] = step_cycles;
+  t["forward_cycles"] = fwd_sum / n;
+  t["backward_cycles"] = bwd_sum / n;
+  t["optimizer_cycles"] = 0;
+  t["optimizer_on"] = "host";
+  t["step_s"] = step_s;
+  t["samples_per_s"] = step_s > 0 ? double(batch) / step_s : 0.0;
+  t["energy_per_step_j"] = energy_sum / n;
+  t["energy_per_sample_j"] = energy_sum / n / double(batch);
+  t["parameters"] = parameter_count;
+  const uint64_t state = 4 * parameter_count * uint64_t(opt.state_per_parameter());
+  t["offchip"] = {{"master_weight_bytes", 4 * parameter_count},
+                  {"optimizer_state_bytes", state},
+                  {"step_program_bytes", peak_program_dram},
+                  {"peak_bytes", 4 * parameter_count + state + peak_program_dram}};
+  result.stats["steps"] = std::move(steps);
+  result.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string TrainResult::report() const {
+  const nlohmann::json& t = stats.at("training");
+  std::string r = fmt::format(
+      "npusim train: {} on {}, batch {}, {} steps of {} (lr {:g}), bf16 with fp32 master "
+      "weights\n",
+      t.at("workload").get<std::string>(), t.at("hardware").get<std::string>(),
+      t.at("batch").get<int>(), t.at("steps").get<int>(), t.at("optimizer").get<std::string>(),
+      t.at("lr").get<double>());
+  const auto& losses = t.at("loss");
+  r += fmt::format("  loss: first step {:.4f}, last step {:.4f}\n", losses.front().get<double>(),
+                   losses.back().get<double>());
+  for (const auto& h : t.at("heldout")) {
+    r += fmt::format("  held-out accuracy after step {}: {:.1f} %\n", h.at("step").get<int>(),
+                     100.0 * h.at("accuracy").get<double>());
+  }
+  r += fmt::format(
+      "  step: {:.0f} cycles (forward {:.0f}, backward {:.0f}; optimizer on the host), {:.0f} "
+      "samples/s\n",
+      t.at("step_cycles").get<double>(), t.at("forward_cycles").get<double>(),
+      t.at("backward_cycles").get<double>(), t.at("samples_per_s").get<double>());
+  r += fmt::format("  energy: {:.3g} J per step, {:.3g} J per sample\n",
+                   t.at("energy_per_step_j").get<double>(),
+                   t.at("energy_per_sample_j").get<double>());
+  r += fmt::format("  off-chip memory: {} bytes at peak ({} parameters)\n",
+                   t.at("offchip").at("peak_bytes").get<uint64_t>(),
+                   t.at("parameters").get<uint64_t>());
+  return r;
+}
+
+}  // namespace npusim

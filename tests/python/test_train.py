@@ -1,0 +1,30 @@
+"""npusim.train against `npusim train` (docs/training.md): the same losses and figures from the
+same seed; int8 raises InputError with the command line's message."""
+
+import json
+import os
+
+import pytest
+
+import npusim
+from conftest import SOURCE, cli
+
+MLP = os.path.join(SOURCE, "workloads", "training", "digits-mlp.json")
+
+
+def test_train_equals_the_cli(tmp_path):
+    out = tmp_path / "out"
+    code, _, err = cli("train", "--hw", "tpu-v4-like-core", "--workload", MLP, "--batch", "8",
+                       "--steps", "2", "--optimizer", "momentum", "--lr", "0.05", "--out", out)
+    assert code == 0, err
+    r = npusim.train("tpu-v4-like-core", MLP, batch=8, steps=2, optimizer="momentum", lr=0.05)
+    assert r.mismatch == ""
+    stats = json.loads((out / "stats.json").read_text())
+    assert r.loss == stats["training"]["loss"]
+    assert r.stats["training"]["step_cycles"] == stats["training"]["step_cycles"]
+    assert r.report == (out / "report.txt").read_text()
+
+
+def test_int8_is_refused():
+    with pytest.raises(npusim.InputError, match="--dtype int8: training runs bf16"):
+        npusim.train("tpu-v4-like-core", MLP, dtype="int8")

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""An independent float32 implementation, in numpy, of training workloads/training/digits-mlp.json
+(flatten, dense 128 + ReLU, dense 10, softmax cross-entropy against integer labels): the dense
+path of `npusim train` (issue 23) is checked against it.
+
+Like numpy_cnn.py (whose optimizers and batch order it shares), nothing here comes from npusim:
+the forward pass and the backward rules are written from their definitions. Parameters are in
+PyTorch's layout, `<layer>.weight` [out, in] and `<layer>.bias` [out], float32; images NHWC,
+flattened in (row, column, channel) order.
+
+Usage (prints one JSON object: the loss per step, the held-out accuracy, and with --save the
+final parameters written to a directory):
+  numpy_mlp.py train --data DIR --weights DIR --steps S --batch B
+                     --optimizer sgd|momentum|adam --lr LR [--eval-every K] [--save DIR]
+"""
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+import numpy_cnn
+
+LAYERS = ("fc1", "fc2")
+
+
+def load_parameters(directory):
+    params = {}
+    for layer in LAYERS:
+        for kind in ("weight", "bias"):
+            path = os.path.join(directory, f"{layer}.{kind}.npy")
+            params[f"{layer}.{kind}"] = np.load(path).astype(np.float32)
+    return params
+
+
+def forward(params, x):
+    flat = x.reshape(x.shape[0], -1).astype(np.float32)
+    h1 = flat @ params["fc1.weight"].T + params["fc1.bias"]
+    a1 = np.maximum(h1, 0)
+    logits = a1 @ params["fc2.weight"].T + params["fc2.bias"]
+    return logits, dict(flat=flat, h1=h1, a1=a1)
+
+
+def loss_and_gradients(params, x, y):
+    """Mean softmax cross-entropy over the batch and the gradient of every parameter."""
+    logits, s = forward(params, x)
+    n = x.shape[0]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = -logp[np.arange(n), y].mean()
+    dlogits = np.exp(logp)
+    dlogits[np.arange(n), y] -= 1
+    dlogits /= n
+    g = {
+        "fc2.weight": dlogits.T @ s["a1"],
+        "fc2.bias": dlogits.sum(axis=0),
+    }
+    dh1 = (dlogits @ params["fc2.weight"]) * (s["h1"] > 0)
+    g["fc1.weight"] = dh1.T @ s["flat"]
+    g["fc1.bias"] = dh1.sum(axis=0)
+    return float(loss), {k: v.astype(np.float32) for k, v in g.items()}
+
+
+def accuracy(params, x, y):
+    logits, _ = forward(params, x)
+    return float((logits.argmax(axis=1) == y).mean())
+
+
+def train(params, x, y, xh, yh, steps, batch, optimizer, eval_every=0):
+    losses, evals = [], []
+    for step, idx in enumerate(numpy_cnn.batches(len(y), batch, steps), start=1):
+        loss, g = loss_and_gradients(params, x[idx], y[idx])
+        losses.append(loss)
+        params = optimizer.step(params, g)
+        if xh is not None and ((eval_every and step % eval_every == 0) or step == steps):
+            evals.append({"step": step, "accuracy": accuracy(params, xh, yh)})
+    return params, losses, evals
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train")
+    t.add_argument("--data", required=True)
+    t.add_argument("--weights", required=True)
+    t.add_argument("--steps", type=int, required=True)
+    t.add_argument("--batch", type=int, required=True)
+    t.add_argument("--optimizer", default="adam")
+    t.add_argument("--lr", type=float, required=True)
+    t.add_argument("--eval-every", type=int, default=0)
+    t.add_argument("--save", help="write the final parameters here")
+    a = p.parse_args()
+    x = np.load(os.path.join(a.data, "x.npy")).astype(np.float32)
+    y = np.load(os.path.join(a.data, "y.npy")).astype(np.int64)
+    held = os.path.join(a.data, "heldout")
+    xh = yh = None
+    if os.path.isdir(held):
+        xh = np.load(os.path.join(held, "x.npy")).astype(np.float32)
+        yh = np.load(os.path.join(held, "y.npy")).astype(np.int64)
+    params = load_parameters(a.weights)
+    params, losses, evals = train(params, x, y, xh, yh, a.steps, a.batch,
+                                  numpy_cnn.Optimizer(a.optimizer, a.lr), a.eval_every)
+    if a.save:
+        os.makedirs(a.save, exist_ok=True)
+        for k, v in params.items():
+            np.save(os.path.join(a.save, f"{k}.npy"), v)
+    print(json.dumps({"loss": losses, "heldout": evals}))
+
+
+if __name__ == "__main__":
+    main()

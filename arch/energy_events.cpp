@@ -33,6 +33,8 @@ constexpr EventInfo kEvents[kEnergyEvents] = {
      "N:M sparse tiles: activation bits a PE receives beyond a dense PE's one operand (its "
      "group of M) and selects from with its M:1 multiplexer"},
     {"metadata_bit_loads", "N:M sparse tiles: index bits written into the PEs' metadata registers"},
+    {"decompressed_bits",
+     "compressed weight loads: bits of the dense box the DMA's decompressor writes"},
 };
 
 }  // namespace

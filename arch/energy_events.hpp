@@ -32,6 +32,7 @@ enum class EnergyEvent {
   kLinkByte,
   kSparseSelectBit,
   kMetadataBitLoad,
+  kDecompressBit,
   kCount
 };
 constexpr size_t kEnergyEvents = size_t(EnergyEvent::kCount);

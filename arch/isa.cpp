@@ -88,8 +88,13 @@ struct Operands {
                          d.count[1], d.count[0], d.index_addr, d.index_rows);
     }
     if (instr.unit == UnitKind::kDmaLoad) {
-      return fmt::format("{}[{:#x}] <- dram[{:#x}] {} {}{}", to_string(d.buffer), d.buffer_addr,
-                         d.dram_addr, box, strides, d.transpose ? " transposed" : "");
+      const std::string expand =
+          d.format != WeightFormat::kDense
+              ? fmt::format(" {} {}x{}x{}B", to_string(d.format), d.dense.rows,
+                            d.dense.row_elements, d.dense.element_bytes)
+              : std::string();
+      return fmt::format("{}[{:#x}] <- dram[{:#x}] {} {}{}{}", to_string(d.buffer), d.buffer_addr,
+                         d.dram_addr, box, strides, d.transpose ? " transposed" : "", expand);
     }
     return fmt::format("dram[{:#x}] <- {}[{:#x}] {} {}", d.dram_addr, to_string(d.buffer),
                        d.buffer_addr, box, strides);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "arch/activation.hpp"
+#include "arch/compressed_weights.hpp"
 #include "arch/quant.hpp"
 
 namespace npusim {
@@ -48,8 +49,17 @@ struct DmaOp {
   // the lower nibble first, and each lands in the buffer as one int8, so the buffer side is twice
   // the box. Not with transpose or indexed.
   bool unpack_int4 = false;
+  // A load of a compressed weight box (--compress-weights, arch/compressed_weights.hpp): the box
+  // off chip holds `dense`'s rows in `format` (padded to whole box rows), which the queue's
+  // decompressor expands: the buffer side is the dense box, packed. Only plain 2-D loads.
+  WeightFormat format = WeightFormat::kDense;
+  WeightBoxShape dense{};
   uint64_t bytes() const { return uint64_t{count[0]} * count[1] * count[2]; }  // off chip
-  uint64_t buffer_bytes() const { return unpack_int4 ? 2 * bytes() : bytes(); }
+  uint64_t buffer_bytes() const {
+    return format != WeightFormat::kDense ? dense.dense_bytes()
+           : unpack_int4                  ? 2 * bytes()
+                                          : bytes();
+  }
   uint64_t index_bytes() const { return indexed ? uint64_t{count[1]} * 4 : 0; }
 };
 

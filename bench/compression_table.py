@@ -5,11 +5,13 @@ For resnet50 and bert-encoder (npusim run, batch 1, values on): cycles, energy, 
 and the output error (relative L2 norm of the dequantized int8 outputs against the float32
 reference of the unpruned, unquantized network, --save-float-outputs of the dense run) of: int8
 (no compression), 2:4 pruning on the chip as it is, 2:4 pruning on the chip with a 2:4 sparse
-path (configs/sweeps/hw/tpu-v4-like-2of4.json), 50 % magnitude pruning, int4 weights, and int4
-with 2:4 pruning on the sparse chip. For llama-1b-like (npusim generate, 16 prompt tokens, 4 new,
-timing only: its values take too long here): decode cycles per token, energy per token and decode
-off-chip bytes per token, int8 against int4 weights; pruning a 1 G-parameter decoder draws every
-weight into memory in each step's compilation, so it is left out.
+path (configs/sweeps/hw/tpu-v4-like-2of4.json), 50 % magnitude pruning (its weights dense or
+stored compressed, --compress-weights auto), int4 weights (per-channel scales or in groups of 128,
+--weight-group 128), and int4 with 2:4 pruning on the sparse chip. For llama-1b-like (npusim
+generate, 16 prompt tokens, 4 new, timing only: its values take too long here): decode cycles per
+token, energy per token and decode off-chip bytes per token, int8 against int4 weights (both
+scalings); pruning a 1 G-parameter decoder draws every weight into memory in each step's
+compilation, so it (and compression, which needs pruned weights) is left out.
 
 Usage: PYTHONPATH=build/python bench/compression_table.py [--nets resnet50 bert-encoder]
 Prints a Markdown table.
@@ -31,7 +33,10 @@ TECHNIQUES = [  # (label, hw, options)
     ("2:4 pruned, dense array", "tpu-v4-like", {"prune": "2:4"}),
     ("2:4 pruned, 2:4 array", SPARSE_HW, {"prune": "2:4"}),
     ("50 % magnitude pruned", "tpu-v4-like", {"prune": "magnitude:0.5"}),
+    ("50 % magnitude pruned, compressed off chip", "tpu-v4-like",
+     {"prune": "magnitude:0.5", "compress_weights": "auto"}),
     ("int4 weights", "tpu-v4-like", {"weight_dtype": "int4"}),
+    ("int4 weights, groups of 128", "tpu-v4-like", {"weight_dtype": "int4", "weight_group": 128}),
     ("int4 + 2:4 pruned, 2:4 array", SPARSE_HW, {"weight_dtype": "int4", "prune": "2:4"}),
 ]
 
@@ -61,7 +66,9 @@ def run_net(net):
 
 def run_llama():
     rows = []
-    for label, opts in (("int8", {}), ("int4 weights", {"weight_dtype": "int4"})):
+    for label, opts in (("int8", {}), ("int4 weights", {"weight_dtype": "int4"}),
+                        ("int4 weights, groups of 128", {"weight_dtype": "int4",
+                                                         "weight_group": 128})):
         g = npusim.generate("tpu-v4-like", "llama-1b-like", prompt_tokens=16, new_tokens=4,
                             dtype="int8", values=False, **opts).stats["generation"]
         steps = g["decode_steps"]

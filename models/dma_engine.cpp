@@ -125,8 +125,19 @@ void DmaEngine::retire() {
       }
       std::vector<uint8_t>().swap(s.staging);
     }
+    if (op.format != WeightFormat::kDense && params_.values) {
+      expand_weight_box(s.staging, op.dense, op.format, s.buffer);
+      std::vector<uint8_t>().swap(s.staging);
+    }
     const Instruction& instr = *s.instr;
     s.end = std::max(s.transfer->end_cycle() + s.conflicts, last_end_);
+    if (op.format != WeightFormat::kDense) {
+      // The decompressor writes one dense row per cycle, from the transfer's start or when it
+      // finished the previous box, and its last row one cycle after the last compressed byte.
+      const uint64_t expanded = std::max(s.start, decompressor_free_) + op.dense.rows;
+      s.end = std::max({s.end, s.transfer->end_cycle() + 1 + s.conflicts, expanded});
+      decompressor_free_ = s.end;
+    }
     bank_conflict_cycles_ += s.conflicts;
     layer_conflicts_[instr.layer] += s.conflicts;
     bytes_moved_ += op.bytes();
@@ -271,10 +282,14 @@ void DmaEngine::execute(const Instruction& instr) {
   s.load = load;
   NPUSIM_CHECK(!op->unpack_int4 || (load && !op->transpose && !op->indexed),
                "{}: instruction {}: only plain loads unpack int4", name(), instr.id);
+  NPUSIM_CHECK(op->format == WeightFormat::kDense ||
+                   (load && !op->transpose && !op->indexed && !op->unpack_int4),
+               "{}: instruction {}: only plain loads decompress", name(), instr.id);
   s.buffer = buffers_.bytes(op->buffer, op->buffer_addr, op->buffer_bytes(), instr.id);
   s.start = clock_.now();
   if (op->indexed) read_ids(instr, *op);
-  const bool staged = (op->transpose || op->unpack_int4) && params_.values;
+  const bool staged =
+      (op->transpose || op->unpack_int4 || op->format != WeightFormat::kDense) && params_.values;
   if (staged) s.staging.resize(op->bytes());
   s.local = staged ? s.staging.data() : s.buffer;
   issue(std::move(owned), op->indexed ? ids_.data() : nullptr);

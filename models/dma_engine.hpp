@@ -14,7 +14,10 @@
 // With max_transfers 1 this is the serial queue: each instruction starts after the previous ended.
 // A transposing load writes each row as a column of the buffer (a 2-D transpose on the fly, same
 // timing); an int4-unpacking load writes each byte as two int8 values (the box's bytes move, twice
-// as many land). Bursts are issued from the memory's completion callbacks, so the queue's thread
+// as many land); a compressed weight load (DmaOp::format) reads the compressed box and its
+// decompressor writes the dense one, one row per cycle (rows of the queue's successive compressed
+// loads one after another), its last row no earlier than the cycle after the last byte arrived.
+// Bursts are issued from the memory's completion callbacks, so the queue's thread
 // wakes once or twice per instruction, not once per burst. An indexed load (an embedding lookup)
 // waits for the queue to drain, then runs as two transfers: its ids (4 bytes each, one box row)
 // with the same rule, then, from the cycle the last id arrived, one row per id at the address the
@@ -117,6 +120,7 @@ class DmaEngine : public ExecutionUnit {
   sc_core::sc_event issued_event_;               // issuing_ sent its last burst
   sc_core::sc_event slot_event_;                 // a transfer finished (and was reported)
   uint64_t last_end_ = 0;                        // completion cycle of the last reported one
+  uint64_t decompressor_free_ = 0;               // the cycle the decompressor's last row left
 
   std::vector<int32_t> ids_;  // an indexed load's ids
   DmaOp index_op_;            // and their read

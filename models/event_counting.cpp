@@ -61,6 +61,7 @@ struct Counter {
   // The on-chip side of a copy: a load writes the buffer, a store reads it.
   void operator()(const DmaOp& d) {
     c[EnergyEvent::kDmaByte] += d.bytes();
+    if (d.format != WeightFormat::kDense) c[EnergyEvent::kDecompressBit] += 8 * d.buffer_bytes();
     const uint64_t n = accesses(1, d.buffer_bytes(), port_bytes(p, d.buffer));
     c[unit == UnitKind::kDmaLoad ? write_of(d.buffer) : read_of(d.buffer)] += n;
   }

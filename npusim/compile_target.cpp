@@ -59,13 +59,49 @@ bool checked_int4_weights(const Target& t, DataType run_dtype) {
   return true;
 }
 
+// --weight-group: the group size (0: per-channel scales), only with int4 weights.
+int checked_weight_group(const Target& t, bool int4) {
+  if (!t.weight_group) return 0;
+  const int g = *t.weight_group;
+  if (!int4) {
+    throw UserError(fmt::format("--weight-group {}: group scales are for --weight-dtype int4", g));
+  }
+  if (g < 1 || g > 65536) {
+    throw UserError(fmt::format("--weight-group {}: expected 1 to 65536 weights", g));
+  }
+  return g;
+}
+
 // int4 weights for every convolution and dense layer with weights of an even number of filters
 // (two to a byte along a row) on an array of an even number of columns (so that every DMA box of
-// them starts and ends on a byte); the rest keep int8 (docs/compression.md).
-void mark_int4_weights(Graph& graph, const HwConfig& hw) {
+// them starts and ends on a byte); the rest keep int8 (docs/compression.md). `group`: their
+// group size (--weight-group), 0 for per-channel scales.
+void mark_int4_weights(Graph& graph, const HwConfig& hw, int group) {
   for (Layer& l : graph.layers) {
     l.int4_weights = (l.kind == OpKind::kConv || l.kind == OpKind::kDense) && l.has_weights() &&
                      l.filters % 2 == 0 && hw.matrix_unit.cols % 2 == 0;
+    l.weight_group = l.int4_weights ? group : 0;
+  }
+}
+
+// --compress-weights: true for auto.
+bool checked_compress_weights(const Target& t) {
+  if (t.compress_weights.empty() || t.compress_weights == "off") return false;
+  if (t.compress_weights != "auto") {
+    throw UserError(
+        fmt::format("--compress-weights '{}': expected auto or off", t.compress_weights));
+  }
+  return true;
+}
+
+// Compression candidates: every convolution and dense layer whose weights are held in memory (a
+// model file's, pruned ones, or drawn for a float32 reference), int8 or bf16; the lowering keeps
+// a layer dense unless its boxes shrink (compiler/lowering/weight_compression.cpp). Generated
+// weights drawn on demand are dense by construction and are not drawn only to find that out.
+void mark_compressed_weights(Graph& graph) {
+  for (Layer& l : graph.layers) {
+    l.compress_weights = (l.kind == OpKind::kConv || l.kind == OpKind::kDense) && l.has_weights() &&
+                         !l.weights.empty() && !l.int4_weights;
   }
 }
 
@@ -206,8 +242,10 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   std::optional<TimingKey> key;
   const PruneSpec prune = t.prune.empty() ? PruneSpec{} : parse_prune_spec(t.prune);
   const bool int4 = checked_int4_weights(t, run_dtype);
+  const int group = checked_weight_group(t, int4);
+  const bool compress = checked_compress_weights(t);
   if (!values && int8 && !keep_real_weights && t.input_npy.empty() && calibration.file.empty() &&
-      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone && !int4) {
+      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone && !int4 && !compress) {
     key = timing_key(t, batch, run_dtype);
   }
   if (key) {
@@ -271,9 +309,10 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   c.input_real = std::move(in.real);
   optimize_graph(c.graph);
   if (int4) {
-    mark_int4_weights(c.graph, c.hw);
+    mark_int4_weights(c.graph, c.hw, group);
     c.weight_dtype = "int4";
   }
+  if (compress) mark_compressed_weights(c.graph);
   pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
   if (!int8) {
     prepare_bf16(c.graph, /*weights=*/values || keep_real_weights);
@@ -315,10 +354,14 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
   c.input = std::move(input);
   c.input_real = std::move(input_real);
   optimize_graph(c.graph);
-  if (checked_int4_weights(t, c.graph.dtype)) {
-    mark_int4_weights(c.graph, c.hw);
+  const bool int4 = checked_int4_weights(t, c.graph.dtype);
+  const int group = checked_weight_group(t, int4);
+  if (int4) {
+    mark_int4_weights(c.graph, c.hw, group);
     c.weight_dtype = "int4";
   }
+  const bool compress = checked_compress_weights(t);
+  if (compress) mark_compressed_weights(c.graph);
   if (!int8) {
     // Timing only: the matrix layers' weights stay undrawn (llama-7b-like's are 13.5 GB in bf16).
     prepare_bf16(c.graph, /*weights=*/values);

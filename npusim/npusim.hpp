@@ -55,6 +55,12 @@ struct Target {
   // data type, or "int4" (int8 runs: weight-only int4 with per-channel scales, stored two to a
   // byte off chip).
   std::string weight_dtype;
+  // With weight_dtype int4: a scale per group of this many consecutive weights along the
+  // reduction axis and output channel (docs/compression.md); none: one scale per output channel.
+  std::optional<int> weight_group;
+  // Weights stored compressed off chip (docs/compression.md): "" or "off", or "auto" (each
+  // convolution and dense layer whose stored weights shrink in the bitmap or CSR-like format).
+  std::string compress_weights;
 };
 
 // Which part of a run the recorded timeline keeps (docs/traces.md).

@@ -196,7 +196,8 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
             run.calibration_method);
   reg.value("quantization.weight_dtype", "",
             "weights of convolutions and dense layers: int8 or bf16 (the run's data type), or "
-            "int4 (--weight-dtype int4: one scale per output channel, two to a byte off chip; "
+            "int4 (--weight-dtype int4: one scale per output channel, or with --weight-group "
+            "integer scales per group, two to a byte off chip; "
             "layers with an odd number of filters keep int8)",
             run.weight_dtype.empty() ? std::string(to_string(program.dtype)) : run.weight_dtype);
   reg.value("quantization.calibration_percentile", "%",

@@ -37,6 +37,8 @@ const std::vector<EnergyKey>& energy_keys() {
        "entering its M:1 multiplexer"},
       {"events_pj", "metadata_bit_load", "pJ", "energy",
        "N:M sparse arrays: one bit of a weight's index written into a PE's metadata register"},
+      {"events_pj", "decompress_bit", "pJ", "energy",
+       "compressed weight loads: one bit of the dense box the DMA's decompressor writes"},
       {"events_pj", "simple_memory_byte", "pJ", "",
        "one byte read or written in off-chip memory, for memory.model simple"},
       {"sram", "reference_pj", "pJ", "energy", "read of the reference SRAM"},

@@ -130,13 +130,15 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
       {EnergyEvent::kLinkByte, "events_pj.link_byte"},
       {EnergyEvent::kSparseSelectBit, "events_pj.sparse_select_bit"},
       {EnergyEvent::kMetadataBitLoad, "events_pj.metadata_bit_load"},
+      {EnergyEvent::kDecompressBit, "events_pj.decompress_bit"},
   };
   for (const auto& [e, key] : priced) {
     event_pj[size_t(e)] = t.at(key);
     const bool array = size_t(e) <= size_t(EnergyEvent::kWeightRegisterLoad) ||
                        e == EnergyEvent::kSparseSelectBit || e == EnergyEvent::kMetadataBitLoad;
     event_component[size_t(e)] = array ? Component::kMatrixUnit
-                                 : e == EnergyEvent::kDmaByte || e == EnergyEvent::kLinkByte
+                                 : e == EnergyEvent::kDmaByte || e == EnergyEvent::kLinkByte ||
+                                         e == EnergyEvent::kDecompressBit
                                      ? Component::kDma
                                      : Component::kVectorUnit;
   }

@@ -51,6 +51,12 @@ npusim::Target target(const py::dict& o) {
   }
   if (o.contains("prune")) t.prune = o["prune"].cast<std::string>();
   if (o.contains("weight_dtype")) t.weight_dtype = o["weight_dtype"].cast<std::string>();
+  if (o.contains("weight_group") && !o["weight_group"].is_none()) {
+    t.weight_group = o["weight_group"].cast<int>();
+  }
+  if (o.contains("compress_weights")) {
+    t.compress_weights = o["compress_weights"].cast<std::string>();
+  }
   return t;
 }
 

@@ -5,6 +5,7 @@ calibration: the table of docs/quantization.md.
   scripts/quant_accuracy.py [--npusim build/sim/npusim] [--hw tpu-v1] [--calib-samples 16]
       [--eval-samples 32] [--calib-seed 1] [--eval-seed 2] [--percentile 99.99]
       [--networks mnist-cnn lenet5 ...] [--onnx cnn mlp ...] [--work DIR]
+      [--weight-dtype int4 [--weight-group 128]]
 
 For each network, two batches of float32 inputs are drawn with numpy: the calibration batch
 (--calib-samples from --calib-seed) and the evaluation batch (--eval-samples from --eval-seed).
@@ -21,6 +22,10 @@ calibration batch (`file`, `--calibration CALIB`), each with `--calibration-meth
 otherwise). The float32 graph's outputs come from the same command (`--save-float-outputs`). Per
 graph output: top-1 agreement (the argmax over the last axis, per row, equals the float graph's),
 relative RMS error ||q - f|| / ||f|| and SQNR 20 log10(||f|| / ||q - f||) in dB.
+
+--weight-dtype int4 (and --weight-group G) quantize the weights of every run so (npusim run's
+flags, docs/compression.md): the table then measures weight-only int4, per output channel or in
+groups, against the same float32 graph.
 
 Prints a markdown table. Needs python3 with numpy (and python3-onnx for --onnx).
 """
@@ -84,8 +89,9 @@ def metrics(q, f):
     return top1, rel, sqnr
 
 
-def evaluate(npusim, hw, workload, calib, evalb, batch, percentile, work):
-    """Rows (output, calibration, method, top1, rel, sqnr) for one network."""
+def evaluate(npusim, hw, workload, calib, evalb, batch, percentile, work, weights=()):
+    """Rows (output, calibration, method, top1, rel, sqnr) for one network; `weights`: extra
+    npusim run flags for the weights (--weight-dtype, --weight-group)."""
     float_dir = os.path.join(work, "float")
     rows = []
     for source in ("input", "file"):
@@ -93,6 +99,7 @@ def evaluate(npusim, hw, workload, calib, evalb, batch, percentile, work):
             out = os.path.join(work, f"{source}-{method}")
             args = ["--hw", hw, "--workload", workload, "--input", evalb, "--batch", str(batch),
                     "--save-outputs", out, "--calibration-method", method]
+            args += list(weights)
             if method == "percentile":
                 args += ["--calibration-percentile", str(percentile)]
             if source == "file":
@@ -119,7 +126,15 @@ def main():
     ap.add_argument("--networks", nargs="*", default=ZOO)
     ap.add_argument("--onnx", nargs="*", default=ONNX)
     ap.add_argument("--work", help="keep the inputs and outputs here (default: a temporary dir)")
+    ap.add_argument("--weight-dtype", help="int4: weight-only int4 (npusim run --weight-dtype)")
+    ap.add_argument("--weight-group", type=int,
+                    help="with --weight-dtype int4: a scale per group of this many weights")
     a = ap.parse_args()
+    weights = []
+    if a.weight_dtype:
+        weights += ["--weight-dtype", a.weight_dtype]
+    if a.weight_group:
+        weights += ["--weight-group", str(a.weight_group)]
     work = a.work or tempfile.mkdtemp(prefix="npusim-quant-accuracy-")
     cases = []  # (label, workload, sample shape, std)
     os.makedirs(work, exist_ok=True)
@@ -135,7 +150,9 @@ def main():
             x = np.load(os.path.join(models, name, "input.npy"))
             cases.append((f"{name}.onnx", os.path.join(models, name + ".onnx"), list(x.shape[1:]),
                           float(np.std(x))))
-    print(f"int8 vs float32 on {a.hw}: calibration batch {a.calib_samples} samples (seed "
+    what = "int8" + (f", {a.weight_dtype} weights" if a.weight_dtype else "") + (
+        f" in groups of {a.weight_group}" if a.weight_group else "")
+    print(f"{what} vs float32 on {a.hw}: calibration batch {a.calib_samples} samples (seed "
           f"{a.calib_seed}), evaluation batch {a.eval_samples} samples (seed {a.eval_seed}), "
           f"percentile {a.percentile:g}\n")
     print("Each cell: relative RMS error, SQNR, top-1 agreement. In-sample: calibrated on the "
@@ -153,7 +170,8 @@ def main():
         np.save(evalb, draw(shape, std, a.eval_samples, a.eval_seed))
         cells = {}  # output -> cells in the order of the columns
         for out, _source, _method, top1, rel, sqnr in evaluate(
-                a.npusim, a.hw, workload, calib, evalb, a.eval_samples, a.percentile, d):
+                a.npusim, a.hw, workload, calib, evalb, a.eval_samples, a.percentile, d,
+                weights):
             cells.setdefault(out, []).append(f"{rel:.4f}, {sqnr:.1f} dB, {100 * top1:.0f} %")
         for out, row in cells.items():
             print(f"| {label} | {out} | " + " | ".join(row) + " |", flush=True)

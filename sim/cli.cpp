@@ -70,6 +70,8 @@ Target target_from(const po::variables_map& vm) {
   }
   if (vm.count("prune")) t.prune = vm["prune"].as<std::string>();
   if (vm.count("weight-dtype")) t.weight_dtype = vm["weight-dtype"].as<std::string>();
+  if (vm.count("compress-weights")) t.compress_weights = vm["compress-weights"].as<std::string>();
+  if (vm.count("weight-group")) t.weight_group = vm["weight-group"].as<int>();
   return t;
 }
 
@@ -122,7 +124,15 @@ void add_target_options(po::options_description& o) {
       "weight-dtype", po::value<std::string>(),
       "weights of convolutions and dense layers: int4 (int8 runs: weight-only int4, one scale "
       "per output channel, two weights to a byte off chip) or the run's --dtype; "
-      "docs/compression.md");
+      "docs/compression.md")(
+      "weight-group", po::value<int>(),
+      "with --weight-dtype int4: an integer scale per group of this many consecutive weights "
+      "along the reduction axis (e.g. 128), under the channel's scale, stored off chip beside "
+      "them; default: one scale per output channel (docs/compression.md)")(
+      "compress-weights", po::value<std::string>(),
+      "off (default) or auto: store the weights of each convolution and dense layer compressed "
+      "off chip (a bitmap or CSR-like format, whichever is smaller) when that takes fewer bytes; "
+      "the DMA decompresses them on the way in (docs/compression.md)");
 }
 
 // Writes each tensor as DIR/<file name>.npy (float32), each its own attempt; `renamed` (the files

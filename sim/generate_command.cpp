@@ -42,8 +42,13 @@ int command_generate(const std::vector<std::string>& args) {
       "int8 or bf16; default: the hardware's data_types.activation")(
       "weight-dtype", po::value<std::string>(),
       "int4: weight-only int4 (int8 runs; docs/compression.md); default: the --dtype")(
+      "weight-group", po::value<int>(),
+      "with --weight-dtype int4: a scale per group of this many weights, as for npusim run")(
       "prune", po::value<std::string>(),
       "prune the weights before quantization, as for npusim run (docs/compression.md)")(
+      "compress-weights", po::value<std::string>(),
+      "off (default) or auto: weights stored compressed off chip, as for npusim run "
+      "(docs/compression.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how several cores share each program: on a chip of several cores, tensor or auto "
       "(default) split the prefill and each decode step Megatron-style (attention by heads, the "
@@ -95,6 +100,8 @@ int command_generate(const std::vector<std::string>& args) {
   if (vm.count("dtype")) g.dtype = vm["dtype"].as<std::string>();
   if (vm.count("weight-dtype")) g.weight_dtype = vm["weight-dtype"].as<std::string>();
   if (vm.count("prune")) g.prune = vm["prune"].as<std::string>();
+  if (vm.count("compress-weights")) g.compress_weights = vm["compress-weights"].as<std::string>();
+  if (vm.count("weight-group")) g.weight_group = vm["weight-group"].as<int>();
   g.parallel = vm["parallel"].as<std::string>();
   g.fidelity = vm["fidelity"].as<std::string>();
   const std::string values = vm["values"].as<std::string>();

@@ -27,7 +27,8 @@ void spread(std::vector<double>& acc, uint64_t window, uint64_t start, uint64_t 
 // Bytes instruction `instr` writes into `buffer`, 0 if none.
 uint64_t bytes_written(const Instruction& instr, BufferId buffer, uint64_t eb) {
   if (const auto* d = std::get_if<DmaOp>(&instr.op)) {
-    return instr.unit == UnitKind::kDmaLoad && d->buffer == buffer ? d->bytes() : 0;
+    if (instr.unit != UnitKind::kDmaLoad || d->buffer != buffer) return 0;
+    return d->format != WeightFormat::kDense ? d->buffer_bytes() : d->bytes();
   }
   if (buffer != BufferId::kUnified) return 0;
   if (const auto* o = std::get_if<RequantOp>(&instr.op)) return uint64_t(o->m) * o->n * eb;

@@ -128,6 +128,15 @@ struct Layer {
   // --weight-dtype int4 (docs/compression.md): qweights hold int4 values ([-7, 7], one scale per
   // output channel), stored off chip two to a byte; the DMA widens them to int8 on the way in.
   bool int4_weights = false;
+  // --weight-group G with int4 weights (docs/compression.md): qweights hold z x s, z in [-7, 7]
+  // and s in [1, 18] the integer scale of the group of G consecutive weights along the reduction
+  // axis it belongs to (one per group and output channel: group_scales[k / G][channel]), so the
+  // int8 array computes with them exactly; the per-channel scale stays in `requant`.
+  int weight_group = 0;
+  std::vector<uint8_t> group_scales;
+  // --compress-weights auto (docs/compression.md): the lowering stores these weights compressed
+  // off chip (bitmap or CSR-like, compiler/lowering/weight_compression.cpp) when that is smaller.
+  bool compress_weights = false;
   std::vector<int32_t> qbias;              // cout values, on the accumulator's scale
   std::vector<QuantMultiplier> requant;    // per output channel: accumulator -> output int8
   std::vector<int8_t> lut;                 // 256 entries: int8 -> int8 activation (fused or alone)

@@ -91,10 +91,7 @@ CompileResult Lowering::run() {
     // Operands resident in the unified buffer cost no off-chip bytes; a fused epilogue's residual
     // operands are among the inputs, and the layer stores its last stage's output.
     // A host layer's parameters are the host's own (docs/heterogeneous.md).
-    // int4 weights take half a byte each (memory_plan.cpp).
-    const uint64_t weight_bytes =
-        l.int4_weights ? weight_elements(l) / 2 : weight_elements(l) * es_;
-    uint64_t bound = l.on_host ? 0 : weight_bytes + 4 * l.bias.size();
+    uint64_t bound = l.on_host ? 0 : stored_weight_bytes(l) + 4 * l.bias.size();
     const auto in_bytes = [&](size_t i) {
       return l.inputs[i] == graph_.input_name ? uint64_t(input_element_bytes()) : uint64_t(es_);
     };
@@ -129,12 +126,29 @@ CompileResult Lowering::run() {
 
 }  // namespace lowering
 
+namespace {
+
+// One lowering run, or the two that compressed weights take (lowering_context.hpp).
+CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits) {
+  const bool compress = std::any_of(graph.layers.begin(), graph.layers.end(), [](const Layer& l) {
+    return (l.compress_weights && (!l.qweights.empty() || !l.bf16_weights.empty())) ||
+           (l.int4_weights && l.weight_group > 0 && !l.on_host);
+  });
+  if (!compress) return lowering::Lowering(graph, hw, splits).run();
+  lowering::WeightBoxes boxes;
+  CompileResult first = lowering::Lowering(graph, hw, splits, &boxes, false).run();
+  if (!first.ok) return first;
+  return lowering::Lowering(graph, hw, splits, &boxes, true).run();
+}
+
+}  // namespace
+
 CompileResult compile(const Graph& graph, const HwConfig& hw,
                       const std::vector<LayerSplit>& splits) {
   NPUSIM_CHECK(splits.empty() || splits.size() == graph.layers.size(),
                "{} layer splits for the {} layers of {}", splits.size(), graph.layers.size(),
                graph.name);
-  CompileResult r = lowering::Lowering(graph, hw, splits).run();
+  CompileResult r = lower(graph, hw, splits);
   if (r.ok || !hw.host || r.failed_layer < 0) return r;
   // Fallback: the layer that could not be lowered moves to the host (on core 0's side of the
   // chip, unsplit) and the whole graph is lowered again (its operands now live off chip, which
@@ -146,7 +160,7 @@ CompileResult compile(const Graph& graph, const HwConfig& hw,
     g.layers[r.failed_layer].on_host = true;
     if (!s.empty()) s[r.failed_layer] = LayerSplit{};
     fallen.push_back(g.layers[r.failed_layer].name);
-    r = lowering::Lowering(g, hw, s).run();
+    r = lower(g, hw, s);
   }
   if (!r.ok) return r;
   for (LayerRecord& rec : r.program.layers) {

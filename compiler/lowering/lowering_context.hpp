@@ -2,6 +2,7 @@
 // each kind of layer: the program being built, the off-chip memory plan, the hazard tracker.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -36,10 +37,30 @@ inline uint64_t weight_elements(const Layer& l) {
 PoolOp pool_op(const Layer& l);
 EltwiseOp eltwise_op(const Layer& l, int table);
 
+// A box of a matrix layer's weights the lowering loads: rows [kc0, kc0 + k_cb) and columns
+// [n0, n0 + n_cb) of the [reduction][ld] weight matrix.
+struct WeightBox {
+  int kc0 = 0, k_cb = 0, n0 = 0, n_cb = 0, ld = 0;
+  auto operator<=>(const WeightBox&) const = default;
+};
+// Per layer marked compress_weights, the boxes its weights are loaded in, in order of first use.
+using WeightBoxes = std::map<std::string, std::vector<WeightBox>>;
+
 class Lowering {
  public:
-  Lowering(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits)
-      : graph_(graph), hw_(hw), es_(graph.dtype == DataType::kBf16 ? 2 : 1), splits_(splits) {}
+  // Compressed weights (Layer::compress_weights, compiler/lowering/weight_compression.cpp) take
+  // two runs: the first, with `boxes` and !compress, records the boxes each such layer loads (its
+  // weights stay dense); the second, with the same boxes and `compress`, stores each layer's boxes
+  // compressed off chip when that takes fewer bytes. The tiling does not depend on it, so both
+  // runs load the same boxes.
+  Lowering(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits,
+           WeightBoxes* boxes = nullptr, bool compress = false)
+      : graph_(graph),
+        hw_(hw),
+        es_(graph.dtype == DataType::kBf16 ? 2 : 1),
+        splits_(splits),
+        boxes_(boxes),
+        compress_(compress) {}
 
   CompileResult run();
   int failed_layer() const { return failed_layer_; }
@@ -109,6 +130,15 @@ class Lowering {
   // Bytes per input element: 4 for int32 ids (Graph::input_ids), else es_.
   int input_element_bytes() const { return graph_.input_ids ? 4 : es_; }
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
+  // Stores l's weights compressed off chip if that is smaller (the second run); true if it did.
+  bool plan_compressed_weights(const Layer& l);
+  void plan_int4_groups(const Layer& l);  // int4 weights with group scales (--weight-group)
+  // Loads box b of l's weights into the weight buffer at wb from their compressed store and
+  // returns true; false if l's weights are dense (the caller loads them), recording b in the first
+  // run.
+  bool load_compressed_weights(const Layer& l, uint64_t wb, const WeightBox& b);
+  // Off-chip bytes of l's weights as stored (dense, int4 or compressed).
+  uint64_t stored_weight_bytes(const Layer& l) const;
   void plan_unified_buffer();
   // Scratch the layer needs at least, given which tensors are resident.
   uint64_t scratch_min(const Layer& l, const std::function<bool(const std::string&)>& res) const;
@@ -161,6 +191,18 @@ class Lowering {
   };
   std::map<std::string, Params> params_;
   int weight_half_ = 0;  // resident weights alternate between the halves of the weight buffer
+  WeightBoxes* boxes_;
+  bool compress_;
+  struct StoredBox {
+    uint64_t addr = 0, bytes = 0;  // bytes: padded to whole rows of the dense box
+    WeightFormat format = WeightFormat::kDense;
+  };
+  struct CompressedWeights {
+    WeightFormat format = WeightFormat::kDense;  // of its boxes that are not stored dense
+    uint64_t bytes = 0, dense_bytes = 0;
+    std::map<WeightBox, StoredBox> boxes;
+  };
+  std::map<std::string, CompressedWeights> compressed_;
   std::string reason_;
   int failed_layer_ = -1;
 };

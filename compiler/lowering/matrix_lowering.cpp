@@ -204,7 +204,10 @@ std::string Lowering::MatrixLayer::describe() const {
 void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0,
                                          int n_cb) {
   const uint64_t src = params_.weights + src_image * weights_per_image_;
-  if (l_.int4_weights) {  // two to a byte off chip (memory_plan.cpp); n0 and n_cb are even
+  if ((l_.compress_weights || l_.weight_group > 0) && !matmul_ &&
+      lo_.load_compressed_weights(l_, wb, WeightBox{kc0, k_cb, n0, n_cb, g_.n})) {
+    return;
+  } else if (l_.int4_weights) {  // two to a byte off chip (memory_plan.cpp); n0 and n_cb are even
     NPUSIM_CHECK(n0 % 2 == 0 && n_cb % 2 == 0 && g_.n % 2 == 0,
                  "layer {}: int4 weights of columns [{}, {}) of {}", l_.name, n0, n0 + n_cb, g_.n);
     lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g_.n + n0) / 2,
@@ -563,6 +566,11 @@ bool Lowering::lower_matrix(const Layer& l, LayerRecord& rec) {
   if (!tr.ok) return fail(tr.reason);
   MatrixLayer layer(*this, l, g, tr.tiling);
   rec.tiling = layer.describe();
+  if (const auto it = compressed_.find(l.name); it != compressed_.end()) {
+    rec.tiling +=
+        fmt::format("; weights stored {} off chip, {} of {} B", to_string(it->second.format),
+                    it->second.bytes, it->second.dense_bytes);
+  }
   const int table = l.requant.empty() ? -1 : requant_table(l.requant);
   std::vector<int> stage_luts;
   for (const Layer& s : l.epilogue) stage_luts.push_back(lut(s.lut));

@@ -119,6 +119,34 @@ float set_output_quantization(Layer& l, const std::vector<float>& real,
   return l.mid_scale;
 }
 
+// --weight-group G (docs/compression.md): under the per-channel scale sw[j] (the channel's largest
+// magnitude -> 126 = 7 x 18), each group of G consecutive weights along the reduction axis gets an
+// integer scale s in [1, 18] (its largest magnitude / sw[j] / 7, rounded up) and its weights
+// z x s, z in [-7, 7] rounded half away from zero: int4 values the DMA widens to int8 exactly, the
+// symmetric form of QServe's progressive group quantization (Lin et al., 2024).
+void quantize_int4_groups(Layer& l, const std::vector<float>& sw) {
+  const size_t n = sw.size(), g = size_t(l.weight_group);
+  const size_t groups = (l.reduction() + g - 1) / g;
+  std::vector<float> group_max(groups * n, 0.0f);
+  for_each_weight_row(l, [&](size_t r, const float* w) {
+    float* m = group_max.data() + r / g * n;
+    for (size_t j = 0; j < n; ++j) m[j] = std::max(m[j], std::fabs(w[j]));
+  });
+  l.group_scales.resize(groups * n);
+  for (size_t i = 0; i < group_max.size(); ++i) {
+    const float s = std::ceil(group_max[i] / sw[i % n] / 7.0f);
+    l.group_scales[i] = static_cast<uint8_t>(std::clamp(s, 1.0f, 18.0f));
+  }
+  l.qweights.resize(l.reduction() * n);
+  for_each_weight_row(l, [&](size_t r, const float* w) {
+    int8_t* q = l.qweights.data() + r * n;
+    const uint8_t* s = l.group_scales.data() + r / g * n;
+    for (size_t j = 0; j < n; ++j) {
+      q[j] = static_cast<int8_t>(saturate_round(w[j] / (sw[j] * float(s[j])), -7, 7) * s[j]);
+    }
+  });
+}
+
 QuantMultiplier multiplier(double m) {
   return quant_multiplier_from_real(std::clamp(m, 1e-12, 32767.0));
 }
@@ -132,7 +160,8 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
                               const CalibrationOptions& options, bool calibrate) {
   const int n = l.out_shape.last();
   std::vector<double> acc_scale(n);
-  if (l.has_weights() && !calibrate) {
+  // Weights to be compressed are quantized even so: the compression depends on their values.
+  if (l.has_weights() && !calibrate && !l.compress_weights) {
     std::vector<int8_t>().swap(l.qweights);
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]));
   } else if (l.has_weights()) {
@@ -144,17 +173,23 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
     for_each_weight_row(l, [&](size_t, const float* w) {
       for (int j = 0; j < n; ++j) sw[j] = std::max(sw[j], std::fabs(w[j]));
     });
-    // int4 weights (--weight-dtype int4): the largest magnitude of a channel maps to 7.
-    const float q_max = l.int4_weights ? 7.0f : 127.0f;
+    // int4 weights (--weight-dtype int4): the largest magnitude of a channel maps to 7, or with
+    // group scales (--weight-group) to 126, the largest group scale times 7.
+    const bool groups = l.int4_weights && l.weight_group > 0;
+    const float q_max = groups ? 126.0f : l.int4_weights ? 7.0f : 127.0f;
     for (int j = 0; j < n; ++j) {
       sw[j] = sw[j] > 0.0f ? sw[j] / q_max : 1.0f;
       acc_scale[j] = double(l.in_scales[0]) * sw[j];
     }
-    l.qweights.resize(l.reduction() * n);
-    for_each_weight_row(l, [&](size_t r, const float* w) {
-      int8_t* q = l.qweights.data() + r * n;
-      for (int j = 0; j < n; ++j) q[j] = saturate_round(w[j] / sw[j]);
-    });
+    if (groups) {
+      quantize_int4_groups(l, sw);
+    } else {
+      l.qweights.resize(l.reduction() * n);
+      for_each_weight_row(l, [&](size_t r, const float* w) {
+        int8_t* q = l.qweights.data() + r * n;
+        for (int j = 0; j < n; ++j) q[j] = saturate_round(w[j] / sw[j]);
+      });
+    }
     if (drawn) std::vector<float>().swap(l.weights);
   } else {
     std::fill(acc_scale.begin(), acc_scale.end(), double(l.in_scales[0]) * l.in_scales[1]);
@@ -329,7 +364,7 @@ void prepare_bf16(Graph& g, bool weights) {
   NPUSIM_CHECK(!g.quantized, "graph {} prepared twice", g.name);
   for (auto& l : g.layers) {
     NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
-    if (l.has_weights() && weights) {
+    if (l.has_weights() && (weights || l.compress_weights)) {  // compression reads their values
       const size_t n = size_t(l.filters);
       l.bf16_weights.resize(l.reduction() * n);
       for_each_weight_row(l, [&](size_t r, const float* w) {

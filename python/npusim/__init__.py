@@ -136,7 +136,8 @@ class _TempDir:
 def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=None,
         fidelity="fast", parallel="auto", micro_batch=None, host_ops=None, calibration=None,
         calibration_method="max", calibration_percentile=None, intermediates=False,
-        float_outputs=False, trace=False, prune=None, weight_dtype=None):
+        float_outputs=False, trace=False, prune=None, weight_dtype=None, weight_group=None,
+        compress_weights=None):
     """Compiles `workload` for `hw` and simulates it (npusim run).
 
     hw: a preset name (presets()), a hardware JSON file, or a description as a dict.
@@ -146,6 +147,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     trace=True records the timeline for Result.trace / Result.html.
     prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
     weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype; docs/compression.md).
+    weight_group: with weight_dtype "int4", a scale per group of this many weights (--weight-group).
+    compress_weights: "auto" to store weights compressed off chip (npusim run --compress-weights).
     Returns a Result; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -154,7 +157,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
                     host_ops, calibration, calibration_method, calibration_percentile)
         o.update(fidelity=fidelity, values=bool(values), intermediates=bool(intermediates),
                  float_outputs=bool(float_outputs), trace=bool(trace), prune=prune or "",
-                 weight_dtype=weight_dtype or "")
+                 weight_dtype=weight_dtype or "", weight_group=weight_group,
+                 compress_weights=compress_weights or "")
         return Result(_npusim.run(o))
     finally:
         tmp.close()
@@ -178,13 +182,13 @@ class GenerateResult:
 
 def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, batch=None,
              weights=None, values=True, seed=1, dtype=None, fidelity="fast", parallel="auto",
-             prune=None, weight_dtype=None):
+             prune=None, weight_dtype=None, weight_group=None, compress_weights=None):
     """Generates tokens with a decoder-only transformer (npusim generate, docs/llm.md).
 
     workload: a built-in decoder (decoders()) or a decoder JSON file.
     prompt: the prompt ids (an int array [batch, tokens] or a .npy path); default drawn from the
     seed, prompt_tokens long (default 16). weights: a .safetensors file (Hugging Face names).
-    prune, weight_dtype: as for run (docs/compression.md).
+    prune, weight_dtype, weight_group, compress_weights: as for run (docs/compression.md).
     Returns a GenerateResult; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -193,7 +197,8 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
                     "max", None)
         o.update(fidelity=fidelity, values=bool(values), prompt_tokens=int(prompt_tokens or 0),
                  new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "",
-                 prune=prune or "", weight_dtype=weight_dtype or "")
+                 prune=prune or "", weight_dtype=weight_dtype or "", weight_group=weight_group,
+                 compress_weights=compress_weights or "")
         return GenerateResult(_npusim.generate(o))
     finally:
         tmp.close()

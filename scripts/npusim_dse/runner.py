@@ -49,8 +49,10 @@ def command(task, hw_path, out_dir, trace_path="trace.csv"):
         return args
     args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
             out_dir]
-    for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype"):
-        if flag in task["flags"] and not (flag == "prune" and task["flags"][flag] == "none"):
+    for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype",
+                 "weight_group", "compress_weights"):
+        if flag in task["flags"] and not (flag in ("prune", "weight_group")
+                                          and task["flags"][flag] == "none"):
             args += [f"--{flag.replace('_', '-')}", str(task["flags"][flag])]
     return args
 
@@ -160,6 +162,10 @@ def execute_in_process(task):
             kwargs["prune"] = flags["prune"]
         if "weight_dtype" in flags:
             kwargs["weight_dtype"] = flags["weight_dtype"]
+        if flags.get("weight_group", "none") != "none":
+            kwargs["weight_group"] = int(flags["weight_group"])
+        if "compress_weights" in flags:
+            kwargs["compress_weights"] = flags["compress_weights"]
         if "batch" in kwargs:
             kwargs["batch"] = int(kwargs["batch"])
         if "seed" in kwargs:

@@ -16,8 +16,10 @@ from .expr import Expression, ExpressionError
 from .npusim_cli import NpusimError, decoder_names, resolved_hw, zoo_names
 
 # npusim run flags a parameter may vary, and those a spec's "run" may fix
-FLAGS = ("hw", "batch", "dtype", "seed", "fidelity", "prune", "weight_dtype")
-RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype")
+FLAGS = ("hw", "batch", "dtype", "seed", "fidelity", "prune", "weight_dtype", "weight_group",
+         "compress_weights")
+RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype",
+            "weight_group", "compress_weights")
 COMMANDS = ("run", "serve")
 SERVE_RUN_KEYS = ("dtype", "seed", "fidelity")  # npusim run flags npusim serve takes too
 METHODS = ("grid", "random", "lhs")
@@ -292,13 +294,18 @@ class _Loader:
             "hw": lambda v: isinstance(v, str) and v != "",
             "prune": lambda v: isinstance(v, str) and v != "",
             "weight_dtype": lambda v: v in ("int8", "bf16", "int4"),
+            "compress_weights": lambda v: v in ("off", "auto"),
+            "weight_group": lambda v: v == "none" or (isinstance(v, int) and not isinstance(v, bool)
+                                                      and 1 <= v <= 65536),
         }[flag](v)
         if not ok:
             expected = {"batch": "an integer from 1 to 65536", "seed": "a non-negative integer",
                         "dtype": "int8 or bf16", "fidelity": "fast or pe", "values": "on or off",
                         "hw": "a preset name or hardware JSON file",
                         "prune": "none or an npusim run --prune value",
-                        "weight_dtype": "int8, bf16 or int4"}[flag]
+                        "weight_dtype": "int8, bf16 or int4",
+                        "compress_weights": "off or auto",
+                        "weight_group": "none or an integer from 1 to 65536"}[flag]
             self.error(place, f"expected {expected}, got {json.dumps(v)}")
         return ok
 

@@ -1,0 +1,57 @@
+// Compressed weight boxes off chip (--compress-weights, docs/compression.md): the formats the
+// compiler stores a box of weights in and the DMA's decompressor expands, and their exact sizes.
+//
+// A box is `rows` rows of `row_elements` elements of `element_bytes` bytes (the dense box the
+// weight buffer receives, row-major); an element is zero when all its bytes are. Each format
+// stores the rows one after another, so a decompressor can stream them:
+// - bitmap: per row, ceil(row_elements / 8) bytes of presence bits (element j: bit j % 8 of byte
+//   j / 8), then the row's non-zero elements in order;
+// - CSR-like: per row, its non-zero count, then each non-zero's column index, then the non-zero
+//   elements in order; counts and indices take 1 byte when row_elements <= 255, else 2 (little
+//   endian).
+// - int4 groups (--weight-group, int8 boxes only): the box's elements are z x s, z a signed 4-bit
+//   value and s the integer scale (1 to 255) of the element's group of `group_rows` consecutive
+//   rows and its column; the box's first row is row `first_row` of its group. Stored: the scales of
+//   every group the box touches (a row of row_elements bytes per group, in order), then the z, two
+//   to a byte (lower nibble first), row-major; row_elements is even.
+// Bitmap costs 1 bit per weight plus the non-zeros: the smaller one down to a density of about
+// 1/8 (int8) or 1/16 (bf16); CSR costs an index per non-zero and wins below that.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace npusim {
+
+enum class WeightFormat : uint8_t { kDense, kBitmap, kCsr, kInt4Groups };
+const char* to_string(WeightFormat f);
+
+struct WeightBoxShape {
+  uint32_t rows = 0;
+  uint32_t row_elements = 0;
+  uint32_t element_bytes = 1;
+  uint32_t group_rows = 0, first_row = 0;  // kInt4Groups only
+  uint64_t dense_bytes() const { return uint64_t{rows} * row_elements * element_bytes; }
+  // kInt4Groups: the groups the box's rows touch.
+  uint32_t groups() const {
+    return group_rows == 0 ? 0 : (first_row + rows + group_rows - 1) / group_rows;
+  }
+};
+
+// Bytes of a CSR-like count or index for rows of `row_elements` elements.
+inline uint32_t csr_index_bytes(uint32_t row_elements) { return row_elements <= 255 ? 1 : 2; }
+
+// The box `dense` (shape.dense_bytes() bytes) in format f; kDense returns it unchanged.
+// kInt4Groups takes the scales of the groups the box touches, shape.groups() rows of
+// row_elements; each element must be its scale times a value in [-8, 7].
+std::vector<uint8_t> compress_weight_box(std::span<const uint8_t> dense,
+                                         const WeightBoxShape& shape, WeightFormat f,
+                                         std::span<const uint8_t> group_scales = {});
+// The dense box back from compress_weight_box's bytes (at least as many as it produced; more are
+// ignored); writes shape.dense_bytes() bytes to `dense`. Malformed input (a count past the row,
+// an index out of order, too few bytes) is an internal error.
+void expand_weight_box(std::span<const uint8_t> compressed, const WeightBoxShape& shape,
+                       WeightFormat f, uint8_t* dense);
+
+}  // namespace npusim

@@ -1,0 +1,192 @@
+// Compressed weights off chip (--compress-weights, docs/compression.md). A layer marked
+// compress_weights has the boxes its lowering loads recorded by a first run (lowering_context.hpp);
+// the second run stores each box on its own in the bitmap or the CSR-like format
+// (arch/compressed_weights.hpp), padded to whole rows of the dense box so that the DMA reads it as
+// a plain box of such rows, and the DMA's decompressor expands it into the weight buffer. The
+// format is the layer's: of bitmap and CSR the one whose boxes take fewer bytes in all, a box that
+// would not shrink being stored dense; a layer whose boxes would not shrink in all keeps its dense
+// weights. int4 weights with group scales (--weight-group) are always stored so, in the int4-groups
+// format (a box that would not shrink: its int8 values). Boxes are stored apart, not cut from one
+// compressed matrix, because a box of a variable-length format can only be found from the start of
+// its own record.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/lowering/lowering_context.hpp"
+#include "support/error.hpp"
+
+namespace npusim::lowering {
+
+namespace {
+
+// The dense bytes of box b of weights `data` (elements of es bytes, rows of b.ld elements).
+std::vector<uint8_t> dense_box(const uint8_t* data, const WeightBox& b, int es) {
+  const uint64_t row = uint64_t(b.n_cb) * es;
+  std::vector<uint8_t> box(uint64_t(b.k_cb) * row);
+  for (int r = 0; r < b.k_cb; ++r) {
+    const uint8_t* src = data + (uint64_t(b.kc0 + r) * b.ld + b.n0) * es;
+    std::copy(src, src + row, box.begin() + uint64_t(r) * row);
+  }
+  return box;
+}
+
+uint64_t padded(uint64_t bytes, uint64_t row) { return (bytes + row - 1) / row * row; }
+
+}  // namespace
+
+bool Lowering::plan_compressed_weights(const Layer& l) {
+  if (!compress_ || boxes_ == nullptr) return false;
+  if (l.int4_weights && l.weight_group > 0) {
+    plan_int4_groups(l);
+    return true;
+  }
+  if (!l.compress_weights) return false;
+  const auto it = boxes_->find(l.name);
+  const uint8_t* data = es_ == 1 ? reinterpret_cast<const uint8_t*>(l.qweights.data())
+                                 : reinterpret_cast<const uint8_t*>(l.bf16_weights.data());
+  if (it == boxes_->end() || (l.qweights.empty() && l.bf16_weights.empty())) return false;
+  NPUSIM_CHECK(!l.int4_weights, "layer {}: int4 weights marked for compression", l.name);
+  struct Encoded {
+    std::vector<uint8_t> dense, bitmap, csr;
+  };
+  std::vector<Encoded> enc;
+  uint64_t dense_total = 0, bitmap_total = 0, csr_total = 0;
+  for (const WeightBox& b : it->second) {
+    NPUSIM_CHECK(b.k_cb > 0 && b.n_cb > 0 && b.n0 + b.n_cb <= b.ld &&
+                     uint64_t(b.kc0 + b.k_cb) * b.ld <= weight_elements(l),
+                 "layer {}: weight box rows [{}, {}) columns [{}, {}) of {}", l.name, b.kc0,
+                 b.kc0 + b.k_cb, b.n0, b.n0 + b.n_cb, b.ld);
+    Encoded e;
+    e.dense = dense_box(data, b, es_);
+    const WeightBoxShape shape{uint32_t(b.k_cb), uint32_t(b.n_cb), uint32_t(es_), 0, 0};
+    e.bitmap = compress_weight_box(e.dense, shape, WeightFormat::kBitmap);
+    e.csr = compress_weight_box(e.dense, shape, WeightFormat::kCsr);
+    const uint64_t row = uint64_t(b.n_cb) * es_;
+    dense_total += e.dense.size();
+    bitmap_total += std::min<uint64_t>(padded(e.bitmap.size(), row), e.dense.size());
+    csr_total += std::min<uint64_t>(padded(e.csr.size(), row), e.dense.size());
+    enc.push_back(std::move(e));
+  }
+  const WeightFormat format = csr_total < bitmap_total ? WeightFormat::kCsr : WeightFormat::kBitmap;
+  const uint64_t total = std::min(bitmap_total, csr_total);
+  if (total >= dense_total) return false;
+  CompressedWeights& cw = compressed_[l.name];
+  cw.format = format;
+  cw.dense_bytes = dense_total;
+  cw.bytes = total;
+  std::vector<uint8_t> store;
+  store.reserve(total);
+  for (size_t i = 0; i < enc.size(); ++i) {
+    const WeightBox& b = it->second[i];
+    const uint64_t row = uint64_t(b.n_cb) * es_;
+    const std::vector<uint8_t>& c = format == WeightFormat::kCsr ? enc[i].csr : enc[i].bitmap;
+    StoredBox sb;
+    sb.addr = store.size();  // relative until the store is placed
+    if (padded(c.size(), row) < enc[i].dense.size()) {
+      sb.format = format;
+      store.insert(store.end(), c.begin(), c.end());
+      store.resize(sb.addr + padded(c.size(), row), 0);
+    } else {
+      store.insert(store.end(), enc[i].dense.begin(), enc[i].dense.end());
+    }
+    sb.bytes = store.size() - sb.addr;
+    cw.boxes.emplace(b, sb);
+  }
+  NPUSIM_CHECK(store.size() == total, "layer {}: compressed store of {} bytes, counted {}", l.name,
+               store.size(), total);
+  const uint64_t base = dram_param(store.data(), store.size());
+  for (auto& [box, sb] : cw.boxes) sb.addr += base;
+  return true;
+}
+
+void Lowering::plan_int4_groups(const Layer& l) {
+  const auto it = boxes_->find(l.name);
+  NPUSIM_CHECK(it != boxes_->end() && es_ == 1, "layer {}: int4 weights in groups not recorded",
+               l.name);
+  const uint32_t group = uint32_t(l.weight_group);
+  const bool values = !l.qweights.empty();
+  NPUSIM_CHECK(
+      !values || l.group_scales.size() == (l.reduction() + group - 1) / group * uint64_t(l.filters),
+      "layer {}: {} group scales", l.name, l.group_scales.size());
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(l.qweights.data());
+  CompressedWeights& cw = compressed_[l.name];
+  cw.format = WeightFormat::kInt4Groups;
+  std::vector<uint8_t> store;
+  for (const WeightBox& b : it->second) {
+    const WeightBoxShape shape{uint32_t(b.k_cb), uint32_t(b.n_cb), 1, group,
+                               uint32_t(b.kc0) % group};
+    const uint64_t row = uint64_t(b.n_cb);
+    const uint64_t dense = shape.dense_bytes();
+    const uint64_t bytes = padded(uint64_t(shape.groups()) * b.n_cb + dense / 2, row);
+    NPUSIM_CHECK(b.n_cb % 2 == 0, "layer {}: int4 weights of {} columns", l.name, b.n_cb);
+    StoredBox sb;
+    sb.addr = cw.bytes;
+    sb.format = bytes < dense ? WeightFormat::kInt4Groups : WeightFormat::kDense;
+    sb.bytes = std::min(bytes, dense);
+    if (values) {
+      const std::vector<uint8_t> box = dense_box(data, b, 1);
+      if (sb.format == WeightFormat::kDense) {
+        store.insert(store.end(), box.begin(), box.end());
+      } else {
+        std::vector<uint8_t> scales;
+        const uint32_t g0 = uint32_t(b.kc0) / group;
+        for (uint32_t g = g0; g < g0 + shape.groups(); ++g) {
+          const uint8_t* s = l.group_scales.data() + uint64_t(g) * l.filters + b.n0;
+          scales.insert(scales.end(), s, s + b.n_cb);
+        }
+        const std::vector<uint8_t> c =
+            compress_weight_box(box, shape, WeightFormat::kInt4Groups, scales);
+        store.insert(store.end(), c.begin(), c.end());
+        store.resize(sb.addr + sb.bytes, 0);
+      }
+    }
+    cw.bytes += sb.bytes;
+    cw.dense_bytes += dense;
+    cw.boxes.emplace(b, sb);
+  }
+  NPUSIM_CHECK(!values || store.size() == cw.bytes, "layer {}: int4 store of {} bytes, counted {}",
+               l.name, store.size(), cw.bytes);
+  const uint64_t base = dram_param(values ? store.data() : nullptr, cw.bytes);
+  for (auto& [box, sb] : cw.boxes) sb.addr += base;
+}
+
+bool Lowering::load_compressed_weights(const Layer& l, uint64_t wb, const WeightBox& b) {
+  if (boxes_ == nullptr) return false;
+  if (!compress_) {
+    std::vector<WeightBox>& seen = (*boxes_)[l.name];
+    if (std::find(seen.begin(), seen.end(), b) == seen.end()) seen.push_back(b);
+    return false;
+  }
+  const auto it = compressed_.find(l.name);
+  if (it == compressed_.end()) return false;
+  const auto box = it->second.boxes.find(b);
+  NPUSIM_CHECK(box != it->second.boxes.end(),
+               "layer {}: weight box rows [{}, {}) columns [{}, {}) was not recorded", l.name,
+               b.kc0, b.kc0 + b.k_cb, b.n0, b.n0 + b.n_cb);
+  const StoredBox& sb = box->second;
+  const uint64_t row = uint64_t(b.n_cb) * es_;
+  if (sb.format == WeightFormat::kDense) {
+    dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, sb.addr, row, b.k_cb, row);
+    return true;
+  }
+  DmaOp d = dma_op(BufferId::kWeight, wb, sb.addr, row, sb.bytes / row, row);
+  d.format = sb.format;
+  d.dense = WeightBoxShape{uint32_t(b.k_cb), uint32_t(b.n_cb), uint32_t(es_), 0, 0};
+  if (sb.format == WeightFormat::kInt4Groups) {
+    d.dense.group_rows = uint32_t(l.weight_group);
+    d.dense.first_row = uint32_t(b.kc0) % d.dense.group_rows;
+  }
+  emit(UnitKind::kDmaLoad, 0, d,
+       {{BufferId::kDram, sb.addr, sb.addr + sb.bytes, false},
+        {BufferId::kWeight, wb, wb + d.buffer_bytes(), true}});
+  current_->dram_read_bytes += d.bytes();
+  return true;
+}
+
+uint64_t Lowering::stored_weight_bytes(const Layer& l) const {
+  if (const auto it = compressed_.find(l.name); it != compressed_.end()) return it->second.bytes;
+  return l.int4_weights ? weight_elements(l) / 2 : weight_elements(l) * es_;
+}
+
+}  // namespace npusim::lowering

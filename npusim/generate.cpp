@@ -86,17 +86,8 @@ StepOutcome run_step(const HwConfig& hw, Graph graph, const std::vector<int32_t>
   StepOutcome s;
   s.stats = std::move(r.stats);
   if (!o.values) return s;
-  for (size_t i = 0; i < c.program.outputs.size(); ++i) {
-    const auto& out = c.program.outputs[i];
-    s.outputs.emplace(out.name, stored_tensor(c.graph, out.name, out.dims, out.batch, out.scale,
-                                              out.element_bytes, r.outputs[i]));
-  }
-  if (r.check.checked && !r.check.within_tolerance) {
-    s.mismatch = fmt::format(
-        "FUNCTIONAL MISMATCH in {} from layer {} on: {} of {} values outside their layer's "
-        "bound. This is a bug in npusim.",
-        name, r.check.first_mismatch, r.check.bound_exceeded, r.check.compared);
-  }
+  s.outputs = program_outputs(c.graph, c.program, r);
+  s.mismatch = functional_mismatch(r, name);
   // The reference's logits: int8's whole-graph reference (the calibration computed it), or the
   // bf16 reference run on this program's input.
   const int vocab = c.graph.shape_of("logits").last();

@@ -13,6 +13,7 @@
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
 #include "compiler/passes/parameters.hpp"
+#include "npusim/simulate.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 #include "support/text_escape.hpp"
@@ -254,6 +255,25 @@ Tensor real_tensor(const Graph& g, const std::string& name, const std::vector<in
   t.shape = file_shape(g, name, dims, batch);
   t.values = std::move(real);
   return t;
+}
+
+std::map<std::string, Tensor> program_outputs(const Graph& graph, const Program& program,
+                                              const SimulationResult& r) {
+  std::map<std::string, Tensor> outputs;
+  for (size_t i = 0; i < program.outputs.size() && i < r.outputs.size(); ++i) {
+    const auto& out = program.outputs[i];
+    outputs.emplace(out.name, stored_tensor(graph, out.name, out.dims, out.batch, out.scale,
+                                            out.element_bytes, r.outputs[i]));
+  }
+  return outputs;
+}
+
+std::string functional_mismatch(const SimulationResult& r, const std::string& name) {
+  if (!r.check.checked || r.check.within_tolerance) return "";
+  return fmt::format(
+      "FUNCTIONAL MISMATCH in {} from layer {} on: {} of {} values outside their layer's bound. "
+      "This is a bug in npusim.",
+      name, r.check.first_mismatch, r.check.bound_exceeded, r.check.compared);
 }
 
 }  // namespace npusim

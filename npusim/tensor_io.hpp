@@ -7,15 +7,19 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "arch/program.hpp"
 #include "compiler/ir/graph.hpp"
 #include "compiler/passes/quantize.hpp"
 #include "npusim/npusim.hpp"
 
 namespace npusim {
+
+struct SimulationResult;
 
 // A [batch, ...sample] file for the graph's input, channels last: int8 codes (an int8 file) or
 // finite float values (any other dtype). `flag` (--input, --calibration) and the path start every
@@ -65,6 +69,12 @@ std::vector<std::string> assign_file_names(const std::vector<Tensor*>& tensors);
 Tensor stored_tensor(const Graph& graph, const std::string& name,
                      const std::vector<int>& sample_dims, int batch, float scale, int element_bytes,
                      const std::vector<uint8_t>& stored);
+// A finished simulation's outputs (Program::outputs) as stored tensors by name.
+std::map<std::string, Tensor> program_outputs(const Graph& graph, const Program& program,
+                                              const SimulationResult& r);
+// The message of program `name`'s failed functional check (a bf16 bound exceeded); empty when it
+// passed or did not run.
+std::string functional_mismatch(const SimulationResult& r, const std::string& name);
 // The same for real values (batch x sample, channels last).
 Tensor real_tensor(const Graph& graph, const std::string& name, const std::vector<int>& sample_dims,
                    int batch, std::vector<float> real);

@@ -64,17 +64,8 @@ Simulated simulate_graph(const HwConfig& hw, Graph g, const Batch& b, const Trai
   Simulated s;
   s.stats = std::move(r.stats);
   s.dram_bytes = c.program.dram_bytes;
-  for (size_t i = 0; i < c.program.outputs.size(); ++i) {
-    const auto& out = c.program.outputs[i];
-    s.outputs.emplace(out.name, stored_tensor(c.graph, out.name, out.dims, out.batch, out.scale,
-                                              out.element_bytes, r.outputs[i]));
-  }
-  if (r.check.checked && !r.check.within_tolerance) {
-    s.mismatch = fmt::format(
-        "FUNCTIONAL MISMATCH in {} from layer {} on: {} of {} values outside their layer's "
-        "bound. This is a bug in npusim.",
-        name, r.check.first_mismatch, r.check.bound_exceeded, r.check.compared);
-  }
+  s.outputs = program_outputs(c.graph, c.program, r);
+  s.mismatch = functional_mismatch(r, name);
   return s;
 }
 

@@ -8,7 +8,8 @@ scikit-learn's bundled digits (scripts/digits_dataset.py, 1500 training and 297 
 --steps steps, Keras' initialisation from --seed), exports it with torch.onnx (Debian's
 python3-torch, opset 17, a symbolic batch) and runs the 297 held-out images through
 `npusim run --input` once per technique (int8 / bf16; `--prune magnitude:F`, `--prune N:M`,
-`--weight-dtype int4`), all values checked by npusim against its own reference as usual.
+`--weight-dtype int4 [--weight-group G]`, `--compress-weights auto`), all values checked by
+npusim against its own reference as usual.
 
 Per technique it prints: the held-out top-1 accuracy of npusim's outputs; that of the float32
 graph npusim compiled (`--save-float-outputs`: the same pruning, no quantization), which
@@ -38,7 +39,10 @@ TECHNIQUES = [
     ("int8", ["--prune", "magnitude:0.75"]),
     ("int8", ["--prune", "magnitude:0.9"]),
     ("int8", ["--prune", "2:4"]),
+    ("int8", ["--prune", "magnitude:0.5", "--compress-weights", "auto"]),
     ("int8", ["--weight-dtype", "int4"]),
+    ("int8", ["--weight-dtype", "int4", "--weight-group", "128"]),
+    ("int8", ["--weight-dtype", "int4", "--weight-group", "32"]),
     ("int8", ["--prune", "2:4", "--weight-dtype", "int4"]),
     ("bf16", []),
     ("bf16", ["--prune", "magnitude:0.5"]),

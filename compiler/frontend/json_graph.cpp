@@ -71,8 +71,8 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous,
   const auto op = r.choice_required(
       "op", {"conv2d",         "conv3d",    "dense",     "matmul",    "maxpool",  "avgpool",
              "global_avgpool", "relu",      "relu6",     "clip",      "sigmoid",  "tanh",
-             "gelu",           "add",       "mul",       "concat",    "flatten",  "reshape",
-             "softmax",        "layernorm", "batchnorm", "transpose", "gelu_tanh"});
+             "gelu",           "gelu_tanh", "add",       "mul",       "concat",   "flatten",
+             "reshape",        "softmax",   "layernorm", "batchnorm", "transpose"});
   l.inputs = r.string_list("inputs", false);
   l.output = r.string("output", l.name);
   l.fixed_output_scale = static_cast<float>(r.number("output_scale", 0.0, 0.0, 1e12));

@@ -63,7 +63,7 @@ TEST(WorkloadValidation, BadGraphsReportEveryProblem) {
       "net.json: /input/dtype: expected one of \"int8\", got \"float32\"",
       "net.json: /layers/0/op: expected one of \"conv2d\", \"conv3d\", \"dense\", \"matmul\", "
       "\"maxpool\", \"avgpool\", \"global_avgpool\", \"relu\", \"relu6\", \"clip\", "
-      "\"sigmoid\", \"tanh\", \"gelu\", \"add\", \"mul\", \"concat\", \"flatten\", "
+      "\"sigmoid\", \"tanh\", \"gelu\", \"gelu_tanh\", \"add\", \"mul\", \"concat\", \"flatten\", "
       "\"reshape\", \"softmax\", \"layernorm\", \"batchnorm\", \"transpose\", got \"gather\"",
       "net.json: /layers/1/size: unknown key \"size\" (known keys here: inputs, name, op, output, "
       "output_scale, padding, pads, pool, strides)",

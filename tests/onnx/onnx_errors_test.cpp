@@ -71,7 +71,7 @@ TEST(OnnxErrors, UnsupportedOperatorAndWrongAxisReportedTogether) {
           "Resize (nearest, linear, cubic), Split, Shape, Cast, ConvTranspose, LSTM, GRU, Tile "
           "(constant repeats), GatherElements (constant indices), GatherND (constant indices), "
           "Einsum (matrix products); on constants also "
-          "CastLike, Size, Range, ConstantOfShape, Trilu, ScatterND, Mod, "
+          "CastLike, Size, Range, ConstantOfShape, Trilu, CumSum, ScatterND, Mod, "
           "Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor, Not, Min, Max, "
           "Abs, Sign, Floor, Ceil, Exp, Log, Sin, Cos, ReduceMin, ReduceProd)");
   // The Relu reading the failed TopK stays quiet; the Concat along the batch is named.

@@ -186,14 +186,18 @@ def accuracy(params, x, y, chunk=256):
     return right / len(y)
 
 
-def train(params, x, y, xh, yh, steps, batch, optimizer, eval_every=0, shuffle_seed=None):
+def train(params, x, y, xh, yh, steps, batch, optimizer, eval_every=0, shuffle_seed=None,
+          model=None):
+    """model: (loss_and_gradients, accuracy) of another network (numpy_mlp.py); this CNN's own
+    by default."""
+    step_of, accuracy_of = model or (loss_and_gradients, accuracy)
     losses, evals = [], []
     for step, idx in enumerate(batches(len(y), batch, steps, shuffle_seed), start=1):
-        loss, g = loss_and_gradients(params, x[idx], y[idx])
+        loss, g = step_of(params, x[idx], y[idx])
         losses.append(loss)
         params = optimizer.step(params, g)
         if xh is not None and ((eval_every and step % eval_every == 0) or step == steps):
-            evals.append({"step": step, "accuracy": accuracy(params, xh, yh)})
+            evals.append({"step": step, "accuracy": accuracy_of(params, xh, yh)})
     return params, losses, evals
 
 

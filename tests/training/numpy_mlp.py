@@ -68,14 +68,8 @@ def accuracy(params, x, y):
 
 
 def train(params, x, y, xh, yh, steps, batch, optimizer, eval_every=0):
-    losses, evals = [], []
-    for step, idx in enumerate(numpy_cnn.batches(len(y), batch, steps), start=1):
-        loss, g = loss_and_gradients(params, x[idx], y[idx])
-        losses.append(loss)
-        params = optimizer.step(params, g)
-        if xh is not None and ((eval_every and step % eval_every == 0) or step == steps):
-            evals.append({"step": step, "accuracy": accuracy(params, xh, yh)})
-    return params, losses, evals
+    return numpy_cnn.train(params, x, y, xh, yh, steps, batch, optimizer, eval_every,
+                           model=(loss_and_gradients, accuracy))
 
 
 def main():

@@ -6,6 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 SOURCE = os.environ.get("NPUSIM_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
@@ -42,3 +43,13 @@ def without_host(stats):
 def load_npy_dir(path):
     return {f[:-4]: np.load(os.path.join(path, f)) for f in sorted(os.listdir(path))
             if f.endswith(".npy")}
+
+
+def dense_layer(w):
+    """An ONNX model of one MatMul by the constant `w` [K, N], batch symbolic, as bytes."""
+    k, n = w.shape
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "dense",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", k])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", n])],
+                          [numpy_helper.from_array(w, "w")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()

@@ -10,10 +10,9 @@ import re
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import npusim
-from conftest import cli
+from conftest import cli, dense_layer
 
 RNG = np.random.default_rng(25)
 K, N = 1024, 512
@@ -25,15 +24,6 @@ def pruned(fraction):
     order = np.argsort(np.abs(w), axis=None, kind="stable")
     w.reshape(-1)[order[:int(fraction * w.size)]] = 0.0
     return w
-
-
-def dense_layer(w):
-    k, n = w.shape
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "dense",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", k])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", n])],
-                          [numpy_helper.from_array(w, "w")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def weight_bytes(r, dtype_bytes):

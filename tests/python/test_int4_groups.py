@@ -10,24 +10,14 @@ import re
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import npusim
-from conftest import cli
+from conftest import cli, dense_layer
 
 RNG = np.random.default_rng(125)
 K, N, G = 1024, 512, 128
 # Input channels (rows) of spread magnitudes: a group of small ones gets a finer step.
 W = (RNG.standard_normal((K, N)) * np.exp(RNG.uniform(-2.0, 0.5, (K, 1)))).astype(np.float32)
-
-
-def dense_layer(w):
-    k, n = w.shape
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "dense",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", k])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", n])],
-                          [numpy_helper.from_array(w, "w")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def round_away(x):

@@ -6,23 +6,13 @@ int8 one; a layer with an odd number of filters keeps int8; bad values are input
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import npusim
-from conftest import cli
+from conftest import cli, dense_layer
 
 RNG = np.random.default_rng(44)
 K, N = 1024, 512
 W = RNG.standard_normal((K, N)).astype(np.float32) * 0.05
-
-
-def dense_layer(w):
-    k, n = w.shape
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "dense",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", k])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", n])],
-                          [numpy_helper.from_array(w, "w")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def quantized(w, q_max):

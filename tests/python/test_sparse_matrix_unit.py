@@ -12,10 +12,9 @@ import os
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import npusim
-from conftest import SOURCE, cli
+from conftest import SOURCE, cli, dense_layer
 
 RNG = np.random.default_rng(25)
 K, N, M = 512, 64, 384  # M (the batch) streams: the layer is compute-bound on a 32x32 array
@@ -33,14 +32,6 @@ def two_of_four(w):
 
 W = two_of_four(RNG.standard_normal((K, N)).astype(np.float32) * 0.1)
 W_DENSE = RNG.standard_normal((K, N)).astype(np.float32) * 0.1
-
-
-def dense_layer(w):
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
-    g = helper.make_graph(nodes, "dense", [helper.make_tensor_value_info(
-        "x", TensorProto.FLOAT, ["N", K])], [helper.make_tensor_value_info(
-            "y", TensorProto.FLOAT, ["N", N])], [numpy_helper.from_array(w, "w")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def hardware(sparsity=None):

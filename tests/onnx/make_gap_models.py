@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_models import Builder, per_sample, pool, save  # noqa: E402
+from make_models import Builder, batchnorm, conv, per_sample, pool, relu, save  # noqa: E402
 
 
 def statistics(x, axis, eps):
@@ -112,6 +112,52 @@ def layernorm_map(out_dir):
         "y1": (x - mean1) * inv1 * i["scale_all"], "mean1": mean1, "inv_std1": inv1})
 
 
+def whole_batch_maps(out_dir):
+    """Conv and the pools on a batch of 2 in the whole-tensor form (docs/onnx.md "Rank mapping":
+    a Transpose moves the batch axis): a strided, padded Conv, a batch norm, Relu and a scalar Add
+    (which keep the batch-in-depth form), MaxPool, AveragePool, GlobalAveragePool and
+    GlobalMaxPool as outputs, a per-channel Mul (the whole form), and a 1-D Conv and MaxPool over
+    the input viewed as (N, 3, 36)."""
+    b = Builder("whole_batch_maps", 56)
+    b.weight("W", [4, 3, 3, 3])
+    b.const("B", b.rng.uniform(-0.5, 0.5, [4]).astype(np.float32))
+    b.const("gamma", b.rng.uniform(0.5, 1.5, [4]).astype(np.float32))
+    b.const("beta", b.rng.uniform(-0.5, 0.5, [4]).astype(np.float32))
+    b.const("mean", b.rng.uniform(-0.5, 0.5, [4]).astype(np.float32))
+    b.const("var", b.rng.uniform(0.5, 1.5, [4]).astype(np.float32))
+    b.const("quarter", np.array(0.25, np.float32))
+    b.const("per_channel", b.rng.uniform(0.5, 1.5, [1, 4, 1, 1]).astype(np.float32))
+    b.weight("W1", [5, 3, 3])
+    b.const("rows_shape", np.array([0, 3, 36], np.int64))
+    b.node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1], strides=[2, 1])
+    b.node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["bn"])
+    b.node("Relu", ["bn"], ["r"])
+    b.node("Add", ["r", "quarter"], ["s"])
+    b.node("MaxPool", ["s"], ["mp"], kernel_shape=[2, 2], strides=[1, 2], pads=[0, 0, 1, 0])
+    b.node("AveragePool", ["mp"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    b.node("GlobalAveragePool", ["ap"], ["gap"])
+    b.node("GlobalMaxPool", ["s"], ["gmax"])
+    b.node("Mul", ["ap", "per_channel"], ["m"])
+    b.node("Transpose", ["m"], ["t"], perm=[1, 0, 2, 3])
+    b.node("Transpose", ["t"], ["tt"], perm=[1, 0, 2, 3])
+    b.node("Reshape", ["x", "rows_shape"], ["rows"])
+    b.node("Conv", ["rows", "W1"], ["c1"], pads=[1, 1], strides=[2])
+    b.node("MaxPool", ["c1"], ["conv1d"], kernel_shape=[3], strides=[2])
+    model = b.model("x", [3, 6, 6], ["gap", "gmax", "tt", "conv1d"], batch_dim=2)
+    i = b.inits
+    x = b.rng.uniform(-1, 1, [2, 3, 6, 6]).astype(np.float32)
+    c = per_sample(lambda s: conv(s, i["W"], i["B"], [2, 1], [1, 1, 1, 1], [1, 1], 1), x)
+    s = relu(per_sample(lambda v: batchnorm(v, i["gamma"], i["beta"], i["mean"], i["var"],
+                                            1e-5), c)) + 0.25
+    mp = per_sample(lambda v: pool(v, [2, 2], [1, 2], [0, 0, 1, 0], "max"), s)
+    ap = per_sample(lambda v: pool(v, [3, 3], [1, 1], [1, 1, 1, 1], "avg"), mp)
+    c1 = per_sample(lambda v: conv(v.reshape(3, 36), i["W1"], None, [2], [1, 1], [1], 1), x)
+    save(out_dir, b, model, x, {
+        "gap": ap.mean(axis=(2, 3), keepdims=True), "gmax": s.max(axis=(2, 3), keepdims=True),
+        "tt": ap * i["per_channel"],
+        "conv1d": per_sample(lambda v: pool(v, [3], [2], [0, 0], "max"), c1)})
+
+
 def bad_gaps(out_dir):
     """What stays refused: LayerNormalization statistics in float16, a dilated AveragePool."""
     b = Builder("bad_gaps", 54)
@@ -128,7 +174,8 @@ def main():
         sys.exit(__doc__)
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
-    for build in (layernorm_stats, layernorm_map, pools_1d, maxpool_dilated, bad_gaps):
+    for build in (layernorm_stats, layernorm_map, pools_1d, maxpool_dilated, whole_batch_maps,
+                  bad_gaps):
         build(out_dir)
 
 

@@ -768,14 +768,14 @@ def bad_misc(out_dir):
 
 
 def bad_axis0_conv(out_dir):
-    """A constant that differs along axis 0 after a Conv: the whole-tensor mode cannot run the
-    Conv, so the batched import's message stands."""
+    """A constant that differs along axis 0 after a 3-D Conv: the whole-tensor mode cannot run
+    the Conv on a batch of 2, so the batched import's message stands."""
     b = Builder("bad_axis0_conv", 16)
-    b.weight("W", [2, 3, 1, 1])
-    b.const("per_sample", np.ones([2, 2, 4, 4], np.float32))
+    b.weight("W", [2, 3, 1, 1, 1])
+    b.const("per_sample", np.ones([2, 2, 2, 4, 4], np.float32))
     b.node("Conv", ["x", "W"], ["conv"])
     b.node("Add", ["conv", "per_sample"], ["y"], name="add_per_sample")
-    model = b.model("x", [3, 4, 4], ["y"], batch_dim=2)
+    model = b.model("x", [3, 2, 4, 4], ["y"], batch_dim=2)
     save(out_dir, b, model, None, {}, check=False)
 
 

@@ -160,7 +160,8 @@ const auto kMovementModels = testing::Values(
 const auto kGapModels = testing::Values(
     Case{"layernorm_stats", {"y", "mean", "inv_std", "y2", "mean2", "inv_std2", "mean_relu"}},
     Case{"layernorm_map", {"y", "mean", "inv_std", "y1", "mean1", "inv_std1"}},
-    Case{"pools_1d", {"max", "avg", "avg_pad"}}, Case{"maxpool_dilated", {"d2", "d21", "d3_1d"}});
+    Case{"pools_1d", {"max", "avg", "avg_pad"}}, Case{"maxpool_dilated", {"d2", "d21", "d3_1d"}},
+    Case{"whole_batch_maps", {"gap", "gmax", "tt", "conv1d"}, true});
 
 std::string model_name(const testing::TestParamInfo<Case>& param_info) {
   return param_info.param.model;

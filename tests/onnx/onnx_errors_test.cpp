@@ -116,7 +116,7 @@ TEST(OnnxErrors, EveryProblemAtOnceAndUnnamedNodesByPosition) {
 }
 
 // The symbolic batch resolves to 2 (--batch 2) in the whole-tensor mode, where the Add works but
-// a Conv needs a batch of one.
+// a 3-D Conv needs a batch of one (a 2-D one runs with the batch as its depth).
 TEST(OnnxErrors, AxisZeroOperatorInAModelTheWholeTensorModeCannotRun) {
   const std::string path = model_path("bad_axis0_conv");
   EXPECT_EQ(std::vector<std::string>{[&] {
@@ -129,11 +129,11 @@ TEST(OnnxErrors, AxisZeroOperatorInAModelTheWholeTensorModeCannotRun) {
             }()},
             std::vector<std::string>{
                 path + ": as one whole tensor: node 'conv' (Conv): in the whole-tensor form "
-                       "(docs/onnx.md \"Rank mapping\") a feature map must be (1, C, L), "
-                       "(1, C, H, W) or (1, C, D, H, W); input 'x' is [2, 3, 4, 4]"});
+                       "(docs/onnx.md \"Rank mapping\") a feature map must be (B, C, L), "
+                       "(B, C, H, W) or (1, C, D, H, W); input 'x' is [2, 3, 2, 4, 4]"});
   EXPECT_EQ(import_errors(path)[0],
             path +
-                ": node 'add_per_sample' (Add): the constant [2, 2, 4, 4] differs along the "
+                ": node 'add_per_sample' (Add): the constant [2, 2, 2, 4, 4] differs along the "
                 "batch axis 0 (npusim then runs the model as one whole tensor: docs/onnx.md "
                 "\"Rank mapping\")");
 }

@@ -28,25 +28,55 @@ const Value* OnnxImporter::as_feature_map(int i, const Value* x) {
   return &values_.at(name);
 }
 
+namespace {
+
+// The window attributes of node n with a leading axis of 1 (a kernel of 1, stride 1, dilation 1,
+// no padding): n's window over a map one spatial axis deeper, as a batch-in-depth map
+// (Value::batch_in_depth) or a 1-D pool's map of height 1 reads it.
+onnx::NodeProto with_leading_window_axis(const onnx::NodeProto& node) {
+  onnx::NodeProto n = node;
+  for (auto& a : *n.mutable_attribute()) {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations") {
+      v.insert(v.begin(), 1);
+    } else if (a.name() == "pads" && v.size() % 2 == 0) {
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), 0);
+      v.insert(v.begin(), 0);
+    } else {
+      continue;
+    }
+    a.clear_ints();
+    for (int64_t e : v) a.add_ints(e);
+  }
+  return n;
+}
+
+}  // namespace
+
 void OnnxImporter::import_conv(int i) {
-  const Node& n = g_.node(i);
+  const Node& node = g_.node(i);
   const Value* x = as_feature_map(i, activation(i, 0));
   if (!x) return;
   if (!spatial_input(*x)) return fail(i, spatial_input_problem(*x));
   const Constant* w = constant(i, 1, "weights");
   if (!w) return;
   const Constant* b = optional_constant(i, 2, "bias");
-  if (n.input_size() > 2 && !n.input(2).empty() && !b) return;
+  if (node.input_size() > 2 && !node.input(2).empty() && !b) return;
+  // A batch-in-depth map: the model's window gets a leading axis of 1 over the batch.
+  const bool in_depth = x->batch_in_depth;
+  const Node n = in_depth ? with_leading_window_axis(node) : node;
   const size_t s = x->dims.size() - 1;
   const int64_t cin = x->dims[0];
   const int64_t groups = attr_int(n, "group", 1);
-  if (w->is_int || w->dims.size() != s + 2) {
+  const size_t rank = s + (in_depth ? 1 : 2);  // of the weights
+  if (w->is_int || w->dims.size() != rank) {
     return fail(i, fmt::format("weights '{}' must be float with rank {} (O, I/group, kernel...), "
                                "got {}",
-                               n.input(1), s + 2, dims_text(w->dims)));
+                               n.input(1), rank, dims_text(w->dims)));
   }
   const int64_t cout = w->dims[0];
   std::vector<int64_t> kernel(w->dims.begin() + 2, w->dims.end());
+  if (in_depth) kernel.insert(kernel.begin(), 1);
   if (std::any_of(w->dims.begin(), w->dims.end(), [](int64_t d) { return d < 1; })) {
     return fail(
         i, fmt::format("weights '{}' {} have an empty dimension", n.input(1), dims_text(w->dims)));
@@ -186,6 +216,9 @@ std::string gather_windows(const Value& x, const std::vector<int64_t>& kernel,
 void OnnxImporter::import_pool(int i, OpKind kind) {
   const Value* x = activation(i, 0);
   if (!x) return;
+  if (x->batch_in_depth) {
+    return pool_window(i, with_leading_window_axis(g_.node(i)), *x, kind, g_.node(i).output(0));
+  }
   if (!x->channels_first && x->batched && x->dims.size() == 2 && x->flat_from.empty()) {
     return import_pool_1d(i, kind, *x);
   }
@@ -332,7 +365,13 @@ void OnnxImporter::import_global_pool(int i, OpKind kind) {
   v.dims.assign(x->dims.size(), 1);
   v.dims[0] = x->dims[0];
   Layer& l = add_layer(i, kind, {x->ir_name}, out);
-  if (kind == OpKind::kAvgPool) {
+  if (x->batch_in_depth) {
+    // Each sample's map: a window over all axes but the batch.
+    v.dims[1] = x->dims[1];
+    std::vector<int64_t> window(x->dims.begin() + 1, x->dims.end());
+    window[0] = 1;
+    l.kernel = triple(window, 1);
+  } else if (kind == OpKind::kAvgPool) {
     l.global_pool = true;
   } else {
     l.kernel = triple({x->dims.begin() + 1, x->dims.end()}, 1);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <utility>
 
 #include "compiler/frontend/onnx/onnx_fold.hpp"
 #include "compiler/frontend/onnx/onnx_operators.hpp"
@@ -307,6 +308,7 @@ void OnnxImporter::set_value(const std::string& name, Value v) {
   // One mode per model; in the whole-tensor mode each node's results take the form choose_form
   // gave the node (docs/onnx.md "Rank mapping").
   v.batched = !whole_tensor_ || node_batched_;
+  v.batch_in_depth = whole_tensor_ && node_batched_ && node_in_depth_;
   v.ir_name = name;
   v.layer = static_cast<int>(graph_.layers.size()) - 1;
   values_[name] = std::move(v);
@@ -451,7 +453,11 @@ void OnnxImporter::finish_outputs() {
       w.dims = b.dims;
       w.dims.insert(w.dims.begin(), 1);
       w.ir_name = name;
-      if (b.channels_first || !b.flat_from.empty()) {
+      if (b.batch_in_depth) {
+        w.dims = b.dims;
+        std::swap(w.dims[0], w.dims[1]);
+        add_move_between(b, w, name, where);
+      } else if (b.channels_first || !b.flat_from.empty()) {
         add_relayout(b, false, name, where);
       } else {
         std::vector<int> dims = ir_dims(b);

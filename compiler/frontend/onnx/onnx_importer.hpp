@@ -127,7 +127,12 @@ class OnnxImporter {
   // onnx_forms.cpp: the batched (batch 1, feature maps channels last) and whole forms of a value
   // in the whole-tensor mode (docs/onnx.md "Rank mapping").
   bool choose_form(int i);
-  bool to_batched_form(int i, const std::string& name);
+  bool elementwise_in_depth(int i, const std::vector<std::string>& operands);
+  // `batch_in_depth_allowed`: a batch above 1 becomes Value::batch_in_depth (Conv, the pools).
+  bool to_batched_form(int i, const std::string& name, bool batch_in_depth_allowed);
+  void to_depth_form(int i, const std::string& name);
+  void add_move_between(const Value& from, const Value& to, const std::string& name,
+                        const std::string& where);
   void to_whole_form(int i, const std::string& name);
   void add_free_reshape(const std::string& source, const std::string& out,
                         const std::vector<int>& dims, const std::string& where);
@@ -228,7 +233,8 @@ class OnnxImporter {
   int opset_ = kMaxOpset;
   bool whole_tensor_ = false;
   bool needs_whole_tensor_ = false;
-  bool node_batched_ = false;  // whole-tensor mode: the form of the current node's results
+  bool node_batched_ = false;   // whole-tensor mode: the form of the current node's results
+  bool node_in_depth_ = false;  // and whether they are Value::batch_in_depth
 };
 
 }  // namespace npusim::onnx_frontend

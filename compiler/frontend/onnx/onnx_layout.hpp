@@ -23,6 +23,10 @@ struct Value {
   // docs/onnx.md "Rank mapping": batched, ONNX axis 0 is the batch and `dims` are the rest; whole
   // tensor (false), `dims` are the whole ONNX shape and the batch is 1.
   bool batched = true;
+  // Whole-tensor mode with a batch B above 1: the ONNX feature map (B, C, S...) held as a batched
+  // map one spatial axis deeper, `dims` [C, B, S...] channels first (the IR's [B, S..., C]), which
+  // Conv and the pools read with a window of 1 along B (docs/onnx.md "Rank mapping").
+  bool batch_in_depth = false;
 };
 
 // The ONNX rank of v: its dims plus the batch axis when batched.

@@ -148,7 +148,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
     weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype; docs/compression.md).
     weight_group: with weight_dtype "int4", a scale per group of this many weights (--weight-group).
-    compress_weights: "auto" to store weights compressed off chip (npusim run --compress-weights).
+    compress_weights: "auto" or "huffman" to store weights compressed off chip (npusim run
+        --compress-weights).
     Returns a Result; raises InputError on bad input.
     """
     tmp = _TempDir()

@@ -1,6 +1,11 @@
 #include "arch/compressed_weights.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <functional>
+#include <queue>
+#include <utility>
 
 #include "support/error.hpp"
 
@@ -32,6 +37,8 @@ const char* to_string(WeightFormat f) {
       return "csr";
     case WeightFormat::kInt4Groups:
       return "int4-groups";
+    case WeightFormat::kHuffman:
+      return "huffman";
   }
   return "?";
 }
@@ -67,6 +74,172 @@ std::vector<uint8_t> int4_groups(std::span<const uint8_t> dense, const WeightBox
   return out;
 }
 
+// The Huffman format (compressed_weights.hpp): code lengths, canonical codes, the box.
+
+using Lengths = std::array<uint8_t, 256>;
+
+// Huffman code lengths of the byte values from their counts (0 for a value that does not occur;
+// a lone value gets 1). Ties are broken by the order of creation, so the lengths depend on the
+// counts only. A tree deeper than kHuffmanMaxBits is built again from the counts halved (rounded
+// up, so every value that occurs keeps a count): all counts 1 give depth 8, so this ends.
+Lengths huffman_lengths(std::array<uint64_t, 256> counts) {
+  Lengths len{};
+  int present = 0, lone = 0;
+  for (int v = 0; v < 256; ++v) {
+    if (counts[v] > 0) ++present, lone = v;
+  }
+  if (present == 0) return len;
+  if (present == 1) {
+    len[lone] = 1;
+    return len;
+  }
+  for (;;) {
+    using Node = std::pair<uint64_t, int>;  // (count, node): leaves 0..255, inner nodes after
+    std::priority_queue<Node, std::vector<Node>, std::greater<>> queue;
+    std::vector<int> parent(512, -1);
+    for (int v = 0; v < 256; ++v) {
+      if (counts[v] > 0) queue.push({counts[v], v});
+    }
+    int next = 256;
+    while (queue.size() > 1) {
+      const Node a = queue.top();
+      queue.pop();
+      const Node b = queue.top();
+      queue.pop();
+      parent[a.second] = parent[b.second] = next;
+      queue.push({a.first + b.first, next++});
+    }
+    int deepest = 0;
+    for (int v = 0; v < 256; ++v) {
+      if (counts[v] == 0) continue;
+      int depth = 0;
+      for (int n = v; parent[n] >= 0; n = parent[n]) ++depth;
+      len[v] = uint8_t(std::min(depth, 255));
+      deepest = std::max(deepest, depth);
+    }
+    if (deepest <= kHuffmanMaxBits) return len;
+    for (uint64_t& c : counts) c = (c + 1) / 2;
+  }
+}
+
+// Canonical codes of `len` (compressed_weights.hpp). Checks the lengths describe a prefix code
+// (Kraft's sum at most 1) and value 0 has none.
+std::array<uint32_t, 256> canonical_codes(const Lengths& len) {
+  std::array<uint32_t, kHuffmanMaxBits + 1> per_length{};
+  uint64_t kraft = 0;  // in units of 2^-kHuffmanMaxBits
+  for (int v = 0; v < 256; ++v) {
+    NPUSIM_CHECK(len[v] <= kHuffmanMaxBits, "huffman weight box: value {} has a code of {} bits", v,
+                 len[v]);
+    if (len[v] == 0) continue;
+    ++per_length[len[v]];
+    kraft += uint64_t{1} << (kHuffmanMaxBits - len[v]);
+  }
+  NPUSIM_CHECK(len[0] == 0 && kraft <= (uint64_t{1} << kHuffmanMaxBits),
+               "huffman weight box: the code lengths are not a prefix code");
+  std::array<uint32_t, kHuffmanMaxBits + 1> next{};
+  uint32_t code = 0;
+  for (int bits = 1; bits <= kHuffmanMaxBits; ++bits) {
+    code = (code + per_length[bits - 1]) << 1;
+    next[bits] = code;
+  }
+  std::array<uint32_t, 256> codes{};
+  for (int v = 0; v < 256; ++v) {
+    if (len[v] > 0) codes[v] = next[len[v]]++;
+  }
+  return codes;
+}
+
+std::vector<uint8_t> huffman(std::span<const uint8_t> dense, const WeightBoxShape& s) {
+  NPUSIM_CHECK(s.element_bytes == 1, "huffman weight box of {}-byte elements (int8 only)",
+               s.element_bytes);
+  std::array<uint64_t, 256> counts{};
+  for (uint8_t b : dense) {
+    if (b != 0) ++counts[b];
+  }
+  const Lengths len = huffman_lengths(counts);
+  const std::array<uint32_t, 256> codes = canonical_codes(len);
+  std::vector<uint8_t> out(kHuffmanTableBytes);
+  for (uint32_t i = 0; i < kHuffmanTableBytes; ++i) {
+    out[i] = uint8_t(len[2 * i] | len[2 * i + 1] << 4);
+  }
+  for (uint32_t r = 0; r < s.rows; ++r) {
+    const uint8_t* row = dense.data() + uint64_t(r) * s.row_elements;
+    const size_t bits = out.size();
+    out.resize(bits + (s.row_elements + 7) / 8, 0);
+    for (uint32_t j = 0; j < s.row_elements; ++j) {
+      if (row[j] != 0) out[bits + j / 8] |= uint8_t(1u << (j % 8));
+    }
+    uint32_t acc = 0;  // bits not yet written, in its low `pending` bits
+    int pending = 0;
+    for (uint32_t j = 0; j < s.row_elements; ++j) {
+      if (row[j] == 0) continue;
+      acc = acc << len[row[j]] | codes[row[j]];
+      pending += len[row[j]];
+      while (pending >= 8) {
+        pending -= 8;
+        out.push_back(uint8_t(acc >> pending));
+      }
+      acc &= (1u << pending) - 1;
+    }
+    if (pending > 0) out.push_back(uint8_t(acc << (8 - pending)));
+  }
+  return out;
+}
+
+void expand_huffman(std::span<const uint8_t> in, const WeightBoxShape& s, uint8_t* dense) {
+  NPUSIM_CHECK(s.element_bytes == 1 && in.size() >= kHuffmanTableBytes,
+               "huffman weight box: {} bytes of {}-byte elements", in.size(), s.element_bytes);
+  Lengths len{};
+  for (uint32_t i = 0; i < kHuffmanTableBytes; ++i) {
+    len[2 * i] = in[i] & 0x0f;
+    len[2 * i + 1] = in[i] >> 4;
+  }
+  canonical_codes(len);  // checks the table
+  // Decoding: per length, its first code, how many values have it and where they start in the
+  // values sorted by (length, value).
+  std::array<uint32_t, kHuffmanMaxBits + 1> first{}, count{}, start{};
+  std::vector<uint8_t> sorted;
+  uint32_t code = 0;
+  for (int bits = 1; bits <= kHuffmanMaxBits; ++bits) {
+    code <<= 1;
+    first[bits] = code;
+    start[bits] = uint32_t(sorted.size());
+    for (int v = 0; v < 256; ++v) {
+      if (len[v] == bits) sorted.push_back(uint8_t(v));
+    }
+    count[bits] = uint32_t(sorted.size()) - start[bits];
+    code += count[bits];
+  }
+  std::memset(dense, 0, s.dense_bytes());
+  size_t pos = kHuffmanTableBytes;
+  for (uint32_t r = 0; r < s.rows; ++r) {
+    const size_t bitmap = (s.row_elements + 7) / 8;
+    NPUSIM_CHECK(pos + bitmap <= in.size(), "huffman weight box: row {} ends past byte {}", r,
+                 in.size());
+    const uint8_t* bits = in.data() + pos;
+    pos += bitmap;
+    int bit = 8;  // bits of in[pos - 1] not read yet (none before the row's first byte)
+    auto next_bit = [&]() {
+      if (bit == 8) {
+        NPUSIM_CHECK(pos < in.size(), "huffman weight box: row {} ends past byte {}", r, in.size());
+        ++pos;
+        bit = 0;
+      }
+      return (in[pos - 1] >> (7 - bit++)) & 1u;
+    };
+    for (uint32_t j = 0; j < s.row_elements; ++j) {
+      if ((bits[j / 8] >> (j % 8) & 1) == 0) continue;
+      uint32_t c = 0;
+      int l = 1;
+      for (;; ++l) {
+        NPUSIM_CHECK(l <= kHuffmanMaxBits, "huffman weight box: row {}: no code matches", r);
+        c = c << 1 | next_bit();
+        if (c - first[l] < count[l]) break;
+      }
+      dense[uint64_t(r) * s.row_elements + j] = sorted[start[l] + c - first[l]];
+    }
+  }
+}
 }  // namespace
 
 std::vector<uint8_t> compress_weight_box(std::span<const uint8_t> dense, const WeightBoxShape& s,
@@ -75,6 +248,7 @@ std::vector<uint8_t> compress_weight_box(std::span<const uint8_t> dense, const W
                s.dense_bytes());
   if (f == WeightFormat::kDense) return {dense.begin(), dense.end()};
   if (f == WeightFormat::kInt4Groups) return int4_groups(dense, s, group_scales);
+  if (f == WeightFormat::kHuffman) return huffman(dense, s);
   const uint32_t eb = s.element_bytes;
   const uint64_t row_bytes = uint64_t(s.row_elements) * eb;
   const uint32_t ib = csr_index_bytes(s.row_elements);
@@ -125,6 +299,10 @@ void expand_weight_box(std::span<const uint8_t> in, const WeightBoxShape& s, Wei
         dense[uint64_t(r) * s.row_elements + j] = uint8_t(int8_t(v * scale[j]));
       }
     }
+    return;
+  }
+  if (f == WeightFormat::kHuffman) {
+    expand_huffman(in, s, dense);
     return;
   }
   std::memset(dense, 0, s.dense_bytes());

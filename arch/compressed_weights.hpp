@@ -14,8 +14,18 @@
 //   rows and its column; the box's first row is row `first_row` of its group. Stored: the scales of
 //   every group the box touches (a row of row_elements bytes per group, in order), then the z, two
 //   to a byte (lower nibble first), row-major; row_elements is even.
+// - Huffman (--compress-weights huffman, int8 boxes only): the non-zeros entropy-coded, the third
+//   stage of Deep Compression (Han et al., ICLR 2016). First the box's code: the length in bits
+//   (0 to 15; 0: the value does not occur) of the canonical Huffman code of each of the 256 byte
+//   values, two to a byte (value 2i in the lower nibble of byte i), 128 bytes; value 0 has none.
+//   Then per row: the row's presence bits as in the bitmap format, then the codes of its non-zeros
+//   in order, most significant bit first, the row padded to a whole byte. Canonical codes: the
+//   values sorted by (length, value) take consecutive codes, each length's first code the
+//   previous length's last plus one, shifted left by the difference in length.
 // Bitmap costs 1 bit per weight plus the non-zeros: the smaller one down to a density of about
-// 1/8 (int8) or 1/16 (bf16); CSR costs an index per non-zero and wins below that.
+// 1/8 (int8) or 1/16 (bf16); CSR costs an index per non-zero and wins below that. Huffman saves
+// on the non-zeros what their distribution allows (about 1 bit of 8 for magnitude-pruned
+// Gaussian-like weights).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +34,7 @@
 
 namespace npusim {
 
-enum class WeightFormat : uint8_t { kDense, kBitmap, kCsr, kInt4Groups };
+enum class WeightFormat : uint8_t { kDense, kBitmap, kCsr, kInt4Groups, kHuffman };
 const char* to_string(WeightFormat f);
 
 struct WeightBoxShape {
@@ -38,6 +48,11 @@ struct WeightBoxShape {
     return group_rows == 0 ? 0 : (first_row + rows + group_rows - 1) / group_rows;
   }
 };
+
+// Bytes of the Huffman format's code table at the start of a box.
+inline constexpr uint32_t kHuffmanTableBytes = 128;
+// The longest Huffman code (the table holds 4-bit lengths).
+inline constexpr int kHuffmanMaxBits = 15;
 
 // Bytes of a CSR-like count or index for rows of `row_elements` elements.
 inline uint32_t csr_index_bytes(uint32_t row_elements) { return row_elements <= 255 ? 1 : 2; }

@@ -3,22 +3,36 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace npusim {
 
-std::vector<uint32_t> Core::stream_of(const Program& program, int core, UnitKind kind, int index) {
-  std::vector<uint32_t> ids;
+Core::Streams::Streams(const Program& program) {
   for (const auto& instr : program.instructions) {
-    if (instr.core == core && instr.unit == kind && instr.unit_index == index) {
-      ids.push_back(instr.id);
-    }
+    ids_[{instr.core, instr.unit, instr.unit_index}].push_back(instr.id);
   }
-  return ids;
+}
+
+std::vector<uint32_t> Core::Streams::of(int core, UnitKind kind, int index) const {
+  const auto it = ids_.find({core, kind, index});
+  return it == ids_.end() ? std::vector<uint32_t>{} : it->second;
+}
+
+int Core::Streams::units(int core, UnitKind kind) const {
+  int count = 1;
+  // The keys of (core, kind) are contiguous and ordered by index: the last one is the highest.
+  auto it = ids_.lower_bound({core, kind, std::numeric_limits<int>::max()});
+  if (it != ids_.begin()) {
+    --it;
+    const auto& [c, k, i] = it->first;
+    if (c == core && k == kind) count = std::max(count, i + 1);
+  }
+  return count;
 }
 
 Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, const Program& program,
-           Scoreboard& scoreboard, const CoreClock& clock, OffChipMemoryInterface& memory,
-           systolic::Fidelity fidelity, bool compute_values)
+           const Streams& streams, Scoreboard& scoreboard, const CoreClock& clock,
+           OffChipMemoryInterface& memory, systolic::Fidelity fidelity, bool compute_values)
     : sc_module(name),
       index(core_index),
       buffers(hw),
@@ -26,8 +40,8 @@ Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, con
   // A memory that completes every request at once (the simple one) never fills the window.
   const DmaParams dma{memory.burst_bytes(), hw.memory.max_outstanding_bursts, compute_values,
                       hw.memory.max_outstanding_transfers};
-  add_queues(program, UnitKind::kDmaLoad, dma, scoreboard, clock, load_queues);
-  add_queues(program, UnitKind::kDmaStore, dma, scoreboard, clock, store_queues);
+  add_queues(program, streams, UnitKind::kDmaLoad, dma, scoreboard, clock, load_queues);
+  add_queues(program, streams, UnitKind::kDmaStore, dma, scoreboard, clock, store_queues);
   // Binding order is the initiator order of the memory's socket (simultaneous requests: lower
   // cores first, then loads before stores, lower queues first, as bound here).
   for (auto& q : load_queues) q->socket.bind(memory.socket);
@@ -43,35 +57,30 @@ Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, con
   array.sparse_n = hw.matrix_unit.sparse_n;
   array.sparse_m = hw.matrix_unit.sparse_m;
   for (int i = 0; i < hw.matrix_unit.count; ++i) {
-    matrix_units.push_back(
-        std::make_unique<MatrixUnit>(fmt::format("matrix_unit{}", i).c_str(), program,
-                                     stream_of(program, index, UnitKind::kMatrix, i), scoreboard,
-                                     clock, buffers, array, fidelity, compute_values));
+    matrix_units.push_back(std::make_unique<MatrixUnit>(
+        fmt::format("matrix_unit{}", i).c_str(), program, streams.of(index, UnitKind::kMatrix, i),
+        scoreboard, clock, buffers, array, fidelity, compute_values));
   }
-  vector_unit = std::make_unique<VectorUnit>(
-      "vector_unit", program, stream_of(program, index, UnitKind::kVector, 0), scoreboard, clock,
-      buffers, hw.vector_unit, compute_values);
+  vector_unit =
+      std::make_unique<VectorUnit>("vector_unit", program, streams.of(index, UnitKind::kVector, 0),
+                                   scoreboard, clock, buffers, hw.vector_unit, compute_values);
   vector_unit->capture_into(&shadows);
   if (hw.cores > 1) {
-    link_queue = std::make_unique<LinkQueue>(
-        "link", program, stream_of(program, index, UnitKind::kLink, 0), scoreboard, clock, buffers);
+    link_queue = std::make_unique<LinkQueue>("link", program, streams.of(index, UnitKind::kLink, 0),
+                                             scoreboard, clock, buffers);
   }
   for (ExecutionUnit* u : mutable_units()) u->set_buffer_ports(buffer_ports(hw, program.dtype));
 }
 
-void Core::add_queues(const Program& program, UnitKind kind, DmaParams params,
-                      Scoreboard& scoreboard, const CoreClock& clock,
+void Core::add_queues(const Program& program, const Streams& streams, UnitKind kind,
+                      DmaParams params, Scoreboard& scoreboard, const CoreClock& clock,
                       std::vector<std::unique_ptr<DmaEngine>>& queues) {
-  int count = 1;
-  for (const auto& instr : program.instructions) {
-    if (instr.core == index && instr.unit == kind) count = std::max(count, instr.unit_index + 1);
-  }
+  const int count = streams.units(index, kind);
   for (int i = 0; i < count; ++i) {
     const std::string name =
         i == 0 ? std::string(to_string(kind)) : fmt::format("{}{}", to_string(kind), i);
-    queues.push_back(std::make_unique<DmaEngine>(name.c_str(), program,
-                                                 stream_of(program, index, kind, i), scoreboard,
-                                                 clock, buffers, params));
+    queues.push_back(std::make_unique<DmaEngine>(name.c_str(), program, streams.of(index, kind, i),
+                                                 scoreboard, clock, buffers, params));
   }
 }
 

@@ -10,8 +10,10 @@
 // other access.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <systemc>
+#include <tuple>
 #include <vector>
 
 #include "arch/hw_config.hpp"
@@ -29,17 +31,29 @@ namespace npusim {
 
 class Core : public sc_core::sc_module {
  public:
+  // The instructions of `program` each unit runs, found in one pass over the program (a chip of
+  // C cores and U units per core scanned it C x U times, which dominated the setup of large
+  // programs on many-core chips).
+  class Streams {
+   public:
+    explicit Streams(const Program& program);
+    // The ids unit (kind, index) of `core` runs, in program order (empty when none).
+    std::vector<uint32_t> of(int core, UnitKind kind, int index) const;
+    // One more than the highest index of a `kind` unit that `core` uses; at least 1.
+    int units(int core, UnitKind kind) const;
+
+   private:
+    std::map<std::tuple<int, UnitKind, int>, std::vector<uint32_t>> ids_;
+  };
+
   Core(sc_core::sc_module_name name, int index, const HwConfig& hw, const Program& program,
-       Scoreboard& scoreboard, const CoreClock& clock, OffChipMemoryInterface& memory,
-       systolic::Fidelity fidelity, bool compute_values);
+       const Streams& streams, Scoreboard& scoreboard, const CoreClock& clock,
+       OffChipMemoryInterface& memory, systolic::Fidelity fidelity, bool compute_values);
 
   // Every unit, DMA queues first (loads, then stores), then matrix units, then the vector unit,
   // then the link queue (when there is one).
   std::vector<const ExecutionUnit*> units() const;
   std::vector<ExecutionUnit*> mutable_units();
-  // The instructions of `program` this core's unit (kind, index) runs, in program order.
-  static std::vector<uint32_t> stream_of(const Program& program, int core, UnitKind kind,
-                                         int index);
 
   const int index;
   OnChipBuffers buffers;
@@ -54,8 +68,9 @@ class Core : public sc_core::sc_module {
   std::unique_ptr<LinkQueue> link_queue;  // chips of several cores only
 
  private:
-  void add_queues(const Program& program, UnitKind kind, DmaParams params, Scoreboard& scoreboard,
-                  const CoreClock& clock, std::vector<std::unique_ptr<DmaEngine>>& queues);
+  void add_queues(const Program& program, const Streams& streams, UnitKind kind, DmaParams params,
+                  Scoreboard& scoreboard, const CoreClock& clock,
+                  std::vector<std::unique_ptr<DmaEngine>>& queues);
 };
 
 }  // namespace npusim

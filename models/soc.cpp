@@ -21,10 +21,12 @@ std::vector<std::unique_ptr<Core>> Soc::make_cores(const HwConfig& hw, const Pro
                  program.cores);
   }
   // Every core of the chip is built, those the program leaves idle too (they are on the die).
+  const Core::Streams streams(program);
   std::vector<std::unique_ptr<Core>> cores;
   for (int c = 0; c < hw.cores; ++c) {
     cores.push_back(std::make_unique<Core>(fmt::format("core{}", c).c_str(), c, hw, program,
-                                           scoreboard, clock, memory, fidelity, compute_values));
+                                           streams, scoreboard, clock, memory, fidelity,
+                                           compute_values));
   }
   return cores;
 }
@@ -51,10 +53,10 @@ Soc::Soc(sc_core::sc_module_name name, const HwConfig& hw, const Program& progra
   }
   if (host_work) {
     NPUSIM_CHECK(hw.host.has_value(), "the program has host instructions, the hardware no host");
+    const Core::Streams streams(program);
     auto unit = [&](const char* unit_name, UnitKind kind, int index) {
-      return std::make_unique<HostUnit>(unit_name, program,
-                                        Core::stream_of(program, 0, kind, index), scoreboard, clock,
-                                        *hw.host, hw.clock_mhz, host, memory_contents());
+      return std::make_unique<HostUnit>(unit_name, program, streams.of(0, kind, index), scoreboard,
+                                        clock, *hw.host, hw.clock_mhz, host, memory_contents());
     };
     link_to_host = unit("link_to_host", UnitKind::kHostLink, 0);
     host_cpu = unit("host_cpu", UnitKind::kHost, 0);

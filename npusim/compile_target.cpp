@@ -84,24 +84,25 @@ void mark_int4_weights(Graph& graph, const HwConfig& hw, int group) {
   }
 }
 
-// --compress-weights: true for auto.
-bool checked_compress_weights(const Target& t) {
-  if (t.compress_weights.empty() || t.compress_weights == "off") return false;
-  if (t.compress_weights != "auto") {
-    throw UserError(
-        fmt::format("--compress-weights '{}': expected auto or off", t.compress_weights));
-  }
-  return true;
+// --compress-weights: off, auto (bitmap or CSR-like) or huffman (those or the Huffman format).
+enum class WeightCompression { kOff, kAuto, kHuffman };
+WeightCompression checked_compress_weights(const Target& t) {
+  if (t.compress_weights.empty() || t.compress_weights == "off") return WeightCompression::kOff;
+  if (t.compress_weights == "auto") return WeightCompression::kAuto;
+  if (t.compress_weights == "huffman") return WeightCompression::kHuffman;
+  throw UserError(
+      fmt::format("--compress-weights '{}': expected auto, huffman or off", t.compress_weights));
 }
 
 // Compression candidates: every convolution and dense layer whose weights are held in memory (a
 // model file's, pruned ones, or drawn for a float32 reference), int8 or bf16; the lowering keeps
 // a layer dense unless its boxes shrink (compiler/lowering/weight_compression.cpp). Generated
 // weights drawn on demand are dense by construction and are not drawn only to find that out.
-void mark_compressed_weights(Graph& graph) {
+void mark_compressed_weights(Graph& graph, WeightCompression mode) {
   for (Layer& l : graph.layers) {
     l.compress_weights = (l.kind == OpKind::kConv || l.kind == OpKind::kDense) && l.has_weights() &&
                          !l.weights.empty() && !l.int4_weights;
+    l.huffman_weights = l.compress_weights && mode == WeightCompression::kHuffman;
   }
 }
 
@@ -243,9 +244,10 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   const PruneSpec prune = t.prune.empty() ? PruneSpec{} : parse_prune_spec(t.prune);
   const bool int4 = checked_int4_weights(t, run_dtype);
   const int group = checked_weight_group(t, int4);
-  const bool compress = checked_compress_weights(t);
+  const WeightCompression compress = checked_compress_weights(t);
   if (!values && int8 && !keep_real_weights && t.input_npy.empty() && calibration.file.empty() &&
-      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone && !int4 && !compress) {
+      t.host_ops.empty() && prune.kind == PruneSpec::Kind::kNone && !int4 &&
+      compress == WeightCompression::kOff) {
     key = timing_key(t, batch, run_dtype);
   }
   if (key) {
@@ -312,7 +314,7 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
     mark_int4_weights(c.graph, c.hw, group);
     c.weight_dtype = "int4";
   }
-  if (compress) mark_compressed_weights(c.graph);
+  if (compress != WeightCompression::kOff) mark_compressed_weights(c.graph, compress);
   pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
   if (!int8) {
     prepare_bf16(c.graph, /*weights=*/values || keep_real_weights);
@@ -360,8 +362,8 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
     mark_int4_weights(c.graph, c.hw, group);
     c.weight_dtype = "int4";
   }
-  const bool compress = checked_compress_weights(t);
-  if (compress) mark_compressed_weights(c.graph);
+  const WeightCompression compress = checked_compress_weights(t);
+  if (compress != WeightCompression::kOff) mark_compressed_weights(c.graph, compress);
   if (!int8) {
     // Timing only: the matrix layers' weights stay undrawn (llama-7b-like's are 13.5 GB in bf16).
     prepare_bf16(c.graph, /*weights=*/values);

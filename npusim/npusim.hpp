@@ -245,6 +245,9 @@ struct TrainResult {
   // A step's functional check failed: the message the CLI prints (a bug in npusim), else empty.
   std::string mismatch;
   std::string report() const;  // report.txt
+  // The HTML report (npusim train --html): loss and held-out accuracy per step, a step's phases,
+  // energy by component, off-chip memory, the steps.
+  std::string html() const;
 };
 TrainResult train(const TrainOptions& options);
 

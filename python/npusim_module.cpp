@@ -118,7 +118,7 @@ py::dict serve(const py::dict& o) {
   return r;
 }
 
-// npusim train: stats as JSON text, the loss per step, the report.
+// npusim train: stats as JSON text, the loss per step, the report and the HTML report.
 py::dict train(const py::dict& o) {
   npusim::TrainOptions options;
   static_cast<npusim::Target&>(options) = target(o);
@@ -139,6 +139,7 @@ py::dict train(const py::dict& o) {
   r["stats"] = result.stats.dump(2) + "\n";
   r["loss"] = result.loss;
   r["report"] = result.report();
+  r["html"] = result.html();
   r["wall_seconds"] = result.wall_seconds;
   r["mismatch"] = result.mismatch;
   return r;

@@ -130,9 +130,10 @@ void add_target_options(po::options_description& o) {
       "along the reduction axis (e.g. 128), under the channel's scale, stored off chip beside "
       "them; default: one scale per output channel (docs/compression.md)")(
       "compress-weights", po::value<std::string>(),
-      "off (default) or auto: store the weights of each convolution and dense layer compressed "
-      "off chip (a bitmap or CSR-like format, whichever is smaller) when that takes fewer bytes; "
-      "the DMA decompresses them on the way in (docs/compression.md)");
+      "off (default), auto or huffman: store the weights of each convolution and dense layer "
+      "compressed off chip (auto: a bitmap or CSR-like format, whichever is smaller; huffman: "
+      "those or, for int8 weights, the bitmap with Huffman-coded values) when that takes fewer "
+      "bytes; the DMA decompresses them on the way in (docs/compression.md)");
 }
 
 // Writes each tensor as DIR/<file name>.npy (float32), each its own attempt; `renamed` (the files

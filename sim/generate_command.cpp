@@ -47,7 +47,7 @@ int command_generate(const std::vector<std::string>& args) {
       "prune", po::value<std::string>(),
       "prune the weights before quantization, as for npusim run (docs/compression.md)")(
       "compress-weights", po::value<std::string>(),
-      "off (default) or auto: weights stored compressed off chip, as for npusim run "
+      "off (default), auto or huffman: weights stored compressed off chip, as for npusim run "
       "(docs/compression.md)")(
       "parallel", po::value<std::string>()->default_value("auto"),
       "how several cores share each program: on a chip of several cores, tensor or auto "

@@ -46,12 +46,15 @@ int command_train(const std::vector<std::string>& args) {
       "weights); int8 is refused")("fidelity", po::value<std::string>()->default_value("fast"),
                                    "matrix-unit model: fast (default) or pe")(
       "out", po::value<std::string>(),
-      "directory for stats.json, report.txt and loss.npy (float64 [steps])");
+      "directory for stats.json, report.txt and loss.npy (float64 [steps])")(
+      "html", po::value<std::string>(),
+      "write the HTML report to this file: the loss per step with the held-out accuracy, a "
+      "step's cycles by phase, energy by component, off-chip memory, the steps");
   po::variables_map vm;
   if (!parse_command_line("train",
                           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
                           "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] "
-                          "[--save-weights DIR] --out DIR",
+                          "[--save-weights DIR] [--html FILE] --out DIR",
                           o, args, vm)) {
     return 0;
   }
@@ -80,6 +83,7 @@ int command_train(const std::vector<std::string>& args) {
     write_file(out_dir / "report.txt", r.report());
     write_npy_float64((out_dir / "loss.npy").string(), {int64_t(r.loss.size())}, r.loss);
   }
+  if (vm.count("html")) write_file(vm["html"].as<std::string>(), r.html());
   std::cout << r.report();
   std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
   if (!r.mismatch.empty()) {

@@ -116,8 +116,16 @@ std::string dump_json(const nlohmann::json& j, int indent) {
 std::string html_page_with_data(const std::string& page, const nlohmann::json& data) {
   const EmbeddedFile* file = find_embedded_file("html", page);
   NPUSIM_CHECK(file != nullptr, "html page '{}' is not embedded", page);
+  std::string html = file->text;
+  // The chart helpers the pages share (traces/html/charts.js), where the page's script asks.
+  const std::string charts_marker = "@NPUSIM_CHARTS_JS@";
+  if (const size_t c = html.find(charts_marker); c != std::string::npos) {
+    const EmbeddedFile* charts = find_embedded_file("html", "charts");
+    NPUSIM_CHECK(charts != nullptr, "html page '{}': the chart helpers are not embedded", page);
+    html.replace(c, charts_marker.size(), charts->text);
+  }
   const std::string marker = "@NPUSIM_REPORT_DATA@";
-  const size_t at = file->text.find(marker);
+  const size_t at = html.find(marker);
   NPUSIM_CHECK(at != std::string::npos, "html page '{}' has no data marker", page);
   const std::string dumped = dump_json(data);
   std::string text;
@@ -126,7 +134,6 @@ std::string html_page_with_data(const std::string& page, const nlohmann::json& d
     text += dumped[i];
     if (dumped[i] == '<' && i + 1 < dumped.size() && dumped[i + 1] == '/') text += '\\';
   }
-  std::string html = file->text;
   html.replace(at, marker.size(), text);
   return html;
 }

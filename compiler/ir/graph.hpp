@@ -135,8 +135,10 @@ struct Layer {
   int weight_group = 0;
   std::vector<uint8_t> group_scales;
   // --compress-weights auto (docs/compression.md): the lowering stores these weights compressed
-  // off chip (bitmap or CSR-like, compiler/lowering/weight_compression.cpp) when that is smaller.
+  // off chip (bitmap or CSR-like, compiler/lowering/weight_compression.cpp) when that is smaller;
+  // with huffman_weights (--compress-weights huffman) the Huffman format is a candidate too.
   bool compress_weights = false;
+  bool huffman_weights = false;
   std::vector<int32_t> qbias;              // cout values, on the accumulator's scale
   std::vector<QuantMultiplier> requant;    // per output channel: accumulator -> output int8
   std::vector<int8_t> lut;                 // 256 entries: int8 -> int8 activation (fused or alone)

@@ -1,14 +1,14 @@
 // Compressed weights off chip (--compress-weights, docs/compression.md). A layer marked
 // compress_weights has the boxes its lowering loads recorded by a first run (lowering_context.hpp);
-// the second run stores each box on its own in the bitmap or the CSR-like format
-// (arch/compressed_weights.hpp), padded to whole rows of the dense box so that the DMA reads it as
-// a plain box of such rows, and the DMA's decompressor expands it into the weight buffer. The
-// format is the layer's: of bitmap and CSR the one whose boxes take fewer bytes in all, a box that
-// would not shrink being stored dense; a layer whose boxes would not shrink in all keeps its dense
-// weights. int4 weights with group scales (--weight-group) are always stored so, in the int4-groups
-// format (a box that would not shrink: its int8 values). Boxes are stored apart, not cut from one
-// compressed matrix, because a box of a variable-length format can only be found from the start of
-// its own record.
+// the second run stores each box on its own in the bitmap, the CSR-like or (int8 weights with
+// --compress-weights huffman) the Huffman format (arch/compressed_weights.hpp), padded to whole
+// rows of the dense box so that the DMA reads it as a plain box of such rows, and the DMA's
+// decompressor expands it into the weight buffer. The format is the layer's: of the candidates the
+// one whose boxes take fewer bytes in all, a box that would not shrink being stored dense; a layer
+// whose boxes would not shrink in all keeps its dense weights. int4 weights with group scales
+// (--weight-group) are always stored so, in the int4-groups format (a box that would not shrink:
+// its int8 values). Boxes are stored apart, not cut from one compressed matrix, because a box of a
+// variable-length format can only be found from the start of its own record.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -47,11 +47,16 @@ bool Lowering::plan_compressed_weights(const Layer& l) {
                                  : reinterpret_cast<const uint8_t*>(l.bf16_weights.data());
   if (it == boxes_->end() || (l.qweights.empty() && l.bf16_weights.empty())) return false;
   NPUSIM_CHECK(!l.int4_weights, "layer {}: int4 weights marked for compression", l.name);
+  // The candidate formats (Huffman for int8 weights when asked), each box encoded in each.
+  std::vector<WeightFormat> formats{WeightFormat::kBitmap, WeightFormat::kCsr};
+  if (l.huffman_weights && es_ == 1) formats.push_back(WeightFormat::kHuffman);
   struct Encoded {
-    std::vector<uint8_t> dense, bitmap, csr;
+    std::vector<uint8_t> dense;
+    std::vector<std::vector<uint8_t>> by_format;
   };
   std::vector<Encoded> enc;
-  uint64_t dense_total = 0, bitmap_total = 0, csr_total = 0;
+  uint64_t dense_total = 0;
+  std::vector<uint64_t> totals(formats.size(), 0);
   for (const WeightBox& b : it->second) {
     NPUSIM_CHECK(b.k_cb > 0 && b.n_cb > 0 && b.n0 + b.n_cb <= b.ld &&
                      uint64_t(b.kc0 + b.k_cb) * b.ld <= weight_elements(l),
@@ -60,16 +65,18 @@ bool Lowering::plan_compressed_weights(const Layer& l) {
     Encoded e;
     e.dense = dense_box(data, b, es_);
     const WeightBoxShape shape{uint32_t(b.k_cb), uint32_t(b.n_cb), uint32_t(es_), 0, 0};
-    e.bitmap = compress_weight_box(e.dense, shape, WeightFormat::kBitmap);
-    e.csr = compress_weight_box(e.dense, shape, WeightFormat::kCsr);
     const uint64_t row = uint64_t(b.n_cb) * es_;
     dense_total += e.dense.size();
-    bitmap_total += std::min<uint64_t>(padded(e.bitmap.size(), row), e.dense.size());
-    csr_total += std::min<uint64_t>(padded(e.csr.size(), row), e.dense.size());
+    for (size_t f = 0; f < formats.size(); ++f) {
+      e.by_format.push_back(compress_weight_box(e.dense, shape, formats[f]));
+      totals[f] += std::min<uint64_t>(padded(e.by_format.back().size(), row), e.dense.size());
+    }
     enc.push_back(std::move(e));
   }
-  const WeightFormat format = csr_total < bitmap_total ? WeightFormat::kCsr : WeightFormat::kBitmap;
-  const uint64_t total = std::min(bitmap_total, csr_total);
+  // The smallest in all; on a tie the earlier (simpler) format.
+  const size_t chosen = size_t(std::min_element(totals.begin(), totals.end()) - totals.begin());
+  const WeightFormat format = formats[chosen];
+  const uint64_t total = totals[chosen];
   if (total >= dense_total) return false;
   CompressedWeights& cw = compressed_[l.name];
   cw.format = format;
@@ -80,7 +87,7 @@ bool Lowering::plan_compressed_weights(const Layer& l) {
   for (size_t i = 0; i < enc.size(); ++i) {
     const WeightBox& b = it->second[i];
     const uint64_t row = uint64_t(b.n_cb) * es_;
-    const std::vector<uint8_t>& c = format == WeightFormat::kCsr ? enc[i].csr : enc[i].bitmap;
+    const std::vector<uint8_t>& c = enc[i].by_format[chosen];
     StoredBox sb;
     sb.addr = store.size();  // relative until the store is placed
     if (padded(c.size(), row) < enc[i].dense.size()) {

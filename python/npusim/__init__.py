@@ -148,7 +148,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
     weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype; docs/compression.md).
     weight_group: with weight_dtype "int4", a scale per group of this many weights (--weight-group).
-    compress_weights: "auto" to store weights compressed off chip (npusim run --compress-weights).
+    compress_weights: "auto" or "huffman" to store weights compressed off chip (npusim run
+        --compress-weights).
     Returns a Result; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -208,7 +209,7 @@ class TrainResult:
     """A training run's results: stats (dict, equal to stats.json; stats["training"] holds the
     loss per step, held-out accuracy, step cycles, samples/s, energy, off-chip memory), loss (list
     of floats, per step), report (report.txt), wall_seconds, mismatch ("" unless a step's check
-    failed: a bug in npusim)."""
+    failed: a bug in npusim); html(path) writes the HTML report (npusim train --html)."""
 
     def __init__(self, r):
         self.stats = json.loads(r["stats"])
@@ -216,6 +217,12 @@ class TrainResult:
         self.report = r["report"]
         self.wall_seconds = r["wall_seconds"]
         self.mismatch = r["mismatch"]
+        self._html = r["html"]
+
+    def html(self, path):
+        """Writes the HTML report (npusim train --html)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._html)
 
 
 def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=None,

@@ -294,7 +294,7 @@ class _Loader:
             "hw": lambda v: isinstance(v, str) and v != "",
             "prune": lambda v: isinstance(v, str) and v != "",
             "weight_dtype": lambda v: v in ("int8", "bf16", "int4"),
-            "compress_weights": lambda v: v in ("off", "auto"),
+            "compress_weights": lambda v: v in ("off", "auto", "huffman"),
             "weight_group": lambda v: v == "none" or (isinstance(v, int) and not isinstance(v, bool)
                                                       and 1 <= v <= 65536),
         }[flag](v)
@@ -304,7 +304,7 @@ class _Loader:
                         "hw": "a preset name or hardware JSON file",
                         "prune": "none or an npusim run --prune value",
                         "weight_dtype": "int8, bf16 or int4",
-                        "compress_weights": "off or auto",
+                        "compress_weights": "off, auto or huffman",
                         "weight_group": "none or an integer from 1 to 65536"}[flag]
             self.error(place, f"expected {expected}, got {json.dumps(v)}")
         return ok

@@ -4,7 +4,8 @@ chromium-driver through python3-selenium; a fresh profile directory, no sandbox)
 URL, finds the timeline and the per-layer chart with their bars, checks the energy, power and area
 charts against the run's stats.json (each stacked bar's segments add up to the figure stats.json
 gives: energy.total_j, power.average_w and idle_w, area.total_mm2, every layer's energy_j), saves a
-screenshot, then opens `npusim serve --html` of a small trace (check_serve_report); fails on any
+screenshot, then opens `npusim serve --html` of a small trace (check_serve_report) and `npusim
+train --html` of a few steps on the digits (check_train_report); fails on any
 JavaScript console message of level SEVERE or WARNING. Skips (exit 77) only when chromium
 or chromedriver is not installed. Usage: browser_test.py NPUSIM SCREENSHOT_PNG"""
 import json
@@ -77,6 +78,64 @@ def check_serve_report(browser, tmp, failures):
     if s["kv_cache"]["capacity_blocks"] != 3:
         failures.append(f"serve: the cache holds {s['kv_cache']['capacity_blocks']} blocks, not 3")
     return len(tracks)
+
+
+def check_train_report(browser, tmp, failures, chart_rows, expect_parts, expect_total):
+    """npusim train --html of six Adam steps of digits-mlp on the digits (held-out accuracy every
+    three steps): the loss line over every step, the held-out points equal to stats.json, the
+    step's phases adding up to its cycles, the energy chart equal to the first step's
+    energy.by_component_j, the off-chip memory parts adding up to the peak. Returns the steps."""
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    data, out, html = (os.path.join(tmp, n) for n in ("digits", "train", "train.html"))
+    p = subprocess.run([sys.executable, os.path.join(repo, "scripts", "digits_dataset.py"), data],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        failures.append(f"digits_dataset.py exited {p.returncode}: {p.stderr}")
+        return 0
+    p = subprocess.run([NPUSIM, "train", "--hw", "tpu-v4-like-core", "--workload",
+                        os.path.join(repo, "workloads", "training", "digits-mlp.json"),
+                        "--data", data, "--batch", "16", "--steps", "6", "--optimizer", "adam",
+                        "--lr", "0.001", "--eval-every", "3", "--html", html, "--out", out],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        failures.append(f"npusim train exited {p.returncode}: {p.stderr}")
+        return 0
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = json.load(f)
+    t = stats["training"]
+    browser.get("file://" + html)
+    title = browser.find_element(By.ID, "title").text
+    if "digits-mlp" not in title or "tpu-v4-like-core" not in title:
+        failures.append(f"train report title is '{title}'")
+    line = browser.find_element(By.CSS_SELECTOR, "#loss polyline[data-series=loss]")
+    if int(line.get_attribute("data-points")) != len(t["loss"]) or len(t["loss"]) != 6:
+        failures.append(f"train report: the loss line has {line.get_attribute('data-points')} "
+                        f"points, stats.json {len(t['loss'])} steps")
+    points = [(int(c.get_attribute("data-step")), float(c.get_attribute("data-accuracy")))
+              for c in browser.find_elements(By.CSS_SELECTOR, "#loss circle[data-step]")]
+    if points != [(h["step"], h["accuracy"]) for h in t["heldout"]] or len(points) != 2:
+        failures.append(f"train report: held-out points {points}, stats.json {t['heldout']}")
+    phases = chart_rows("phases")
+    if len(phases) != 1:
+        failures.append(f"train report: {len(phases)} phase bars")
+    else:
+        expect_total("train report phases", phases[0], t["step_cycles"])
+    energy = chart_rows("energy")
+    first = stats["first_step"]["energy"]
+    if len(energy) != 1:
+        failures.append(f"train report: {len(energy)} energy bars")
+    else:
+        expect_parts("train report energy", energy[0], first["by_component_j"])
+        expect_total("train report energy", energy[0], first["total_j"])
+    offchip = chart_rows("offchip")
+    if len(offchip) != 1:
+        failures.append(f"train report: {len(offchip)} off-chip memory bars")
+    else:
+        expect_total("train report off-chip memory", offchip[0], t["offchip"]["peak_bytes"])
+    rows = browser.find_element(By.ID, "steps").find_elements(By.CSS_SELECTOR, "tbody tr")
+    if len(rows) != 6:
+        failures.append(f"train report: {len(rows)} rows in the steps table")
+    return len(t["loss"])
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -173,6 +232,8 @@ with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.dirname(os.path.abspath(SHOT)), exist_ok=True)
         browser.save_screenshot(SHOT)
         serve_requests = check_serve_report(browser, tmp, failures)
+        train_steps = check_train_report(browser, tmp, failures, chart_rows, expect_parts,
+                                         expect_total)
         logs = browser.get_log("browser")
         for entry in logs:
             if entry.get("level") in ("SEVERE", "WARNING"):
@@ -186,4 +247,5 @@ with tempfile.TemporaryDirectory() as tmp:
     print(f"browser test passed: {len(bars)} timeline bars, {len(layers)} layer bars, "
           f"energy/power/area charts equal to stats.json ({len(layer_rows)} layers), "
           f"{len(logs)} console messages, screenshot {SHOT}; the serve report draws its "
-          f"{serve_requests} requests and their percentiles")
+          f"{serve_requests} requests and their percentiles; the train report its "
+          f"{train_steps} steps")

@@ -49,9 +49,8 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
     : c_(std::move(compiled)) {
   const Graph& g = c_.graph;
   const Program& prog = c_.program;
-  NPUSIM_CHECK(prog.layers.size() == g.layers.size() && prog.cores == 1,
-               "training: {} layer records for {} layers on {} cores", prog.layers.size(),
-               g.layers.size(), prog.cores);
+  NPUSIM_CHECK(prog.layers.size() == g.layers.size(), "training: {} layer records for {} layers",
+               prog.layers.size(), g.layers.size());
   // The memory plan (compiler/lowering/memory_plan.cpp) gives every device layer with weights a
   // weights and a bias segment, in layer order, before anything else.
   size_t segment = 0;

@@ -9,7 +9,8 @@ from the same initial weights (docs/training.md):
 
 Writes the digits (scripts/digits_dataset.py), runs the simulated training with --save-weights,
 runs the numpy reference from DIR/weights/initial over the same batches (in float32, and with
-every matrix product's inputs rounded to bf16, the simulated chip's precision rule), and prints
+every matrix product's inputs rounded to bf16, the simulated chip's precision rule, and with the
+loss's tensors also stored in bf16), and prints
 the loss of each every --eval-every steps, the largest relative loss difference over the first
 100 and all steps, the held-out accuracies, the simulated step's cycles, samples/s and energy,
 and the simulation's CPU and wall time.
@@ -73,27 +74,29 @@ def main():
                                        numpy_cnn.Optimizer(a.optimizer, a.lr), a.eval_every)
     numpy_wall = time.time() - start
     runs = [("numpy", losses, evals)]
-    # The same step with every matrix product's inputs rounded to bf16 (numpy_cnn.bf16).
-    model = (functools.partial(reference.loss_and_gradients, matrix_inputs="bf16"),
-             reference.accuracy)
-    _, losses16, evals16 = numpy_cnn.train(dict(params), x, y, xh, yh, a.steps, a.batch,
-                                           numpy_cnn.Optimizer(a.optimizer, a.lr), a.eval_every,
-                                           model=model)
-    runs.append(("numpy-bf16", losses16, evals16))
+    # The same step with every matrix product's inputs rounded to bf16 (numpy_cnn.bf16), and
+    # with the loss's tensors stored in bf16 as well.
+    for mode in ("bf16", "bf16-stored"):
+        model = (functools.partial(reference.loss_and_gradients, matrix_inputs=mode),
+                 reference.accuracy)
+        _, losses16, evals16 = numpy_cnn.train(dict(params), x, y, xh, yh, a.steps, a.batch,
+                                               numpy_cnn.Optimizer(a.optimizer, a.lr),
+                                               a.eval_every, model=model)
+        runs.append((f"numpy-{mode}", losses16, evals16))
     sim_loss = t["loss"]
     print(f"{a.workload}: {a.steps} steps of batch {a.batch}, {a.optimizer} lr {a.lr:g}, on {a.hw}")
-    print("step  loss npusim" + "".join(f"  {'loss ' + n:>15}" for n, _, _ in runs))
+    print("step  loss npusim" + "".join(f"  {'loss ' + n:>22}" for n, _, _ in runs))
     for s in sorted({1, *range(a.eval_every, a.steps + 1, max(a.eval_every, 1)), a.steps}):
-        print(f"{s:4d}  {sim_loss[s - 1]:11.4f}" + "".join(f"  {r[1][s - 1]:15.4f}" for r in runs))
+        print(f"{s:4d}  {sim_loss[s - 1]:11.4f}" + "".join(f"  {r[1][s - 1]:22.4f}" for r in runs))
     for name, ref, _ in runs:
         rel = [abs(u - v) / abs(v) for u, v in zip(sim_loss, ref)]
         for n in sorted({min(100, a.steps), a.steps}):
             print(f"largest relative loss difference from {name} over steps 1-{n}: "
                   f"{100 * max(rel[:n]):.2f} %")
-    print("step  held-out npusim" + "".join(f"  {'held-out ' + n:>19}" for n, _, _ in runs))
+    print("step  held-out npusim" + "".join(f"  {'held-out ' + n:>24}" for n, _, _ in runs))
     for i, hs in enumerate(t["heldout"]):
         print(f"{hs['step']:4d}  {100 * hs['accuracy']:14.1f} %" +
-              "".join(f"  {100 * r[2][i]['accuracy']:17.1f} %" for r in runs))
+              "".join(f"  {100 * r[2][i]['accuracy']:22.1f} %" for r in runs))
     print(f"step {t['step_cycles']:.0f} cycles (forward {t['forward_cycles']:.0f}, backward "
           f"{t['backward_cycles']:.0f}), {t['samples_per_s']:.0f} samples/s, "
           f"{t['energy_per_step_j']:.3g} J per step")

@@ -68,15 +68,16 @@ def bf16(a):
 
 def matmul(a, b, matrix_inputs):
     """a @ b accumulated in float32; matrix_inputs "bf16" rounds both operands to bf16 first
-    (mixed precision as TPUs train), "float32" leaves them."""
-    if matrix_inputs == "bf16":
+    (mixed precision as TPUs train), "float32" leaves them; "bf16-stored" is "bf16" with the
+    loss's tensors also stored in bf16 (loss_and_gradients)."""
+    if matrix_inputs != "float32":
         a, b = bf16(a), bf16(b)
     return a @ b
 
 
 def rounded(a, matrix_inputs):
     """A bias gradient's summands: the gradient as a matrix product with a ones vector reads it."""
-    return bf16(a) if matrix_inputs == "bf16" else a
+    return a if matrix_inputs == "float32" else bf16(a)
 
 
 def im2col3x3(x):
@@ -112,16 +113,31 @@ def forward(params, x, matrix_inputs="float32"):
 
 def loss_and_gradients(params, x, y, matrix_inputs="float32"):
     """Mean softmax cross-entropy over the batch and the gradient of every parameter;
-    matrix_inputs as matmul's, for every product of the forward and backward passes."""
+    matrix_inputs as matmul's ("float32", "bf16" or "bf16-stored"), for every product of the
+    forward and backward passes."""
     mi = matrix_inputs
     logits, s = forward(params, x, mi)
-    n = x.shape[0]
+    return loss_head(logits, y, mi, lambda dlogits: backward(params, s, dlogits, mi))
+
+
+def loss_head(logits, y, matrix_inputs, backward_of):
+    """The mean cross-entropy of the logits and backward_of(its gradient). "bf16-stored" rounds
+    what a chip storing every tensor in bf16 stores: the logits (the loss is computed from them),
+    the probabilities and their difference from the one-hot labels."""
+    stored = bf16 if matrix_inputs == "bf16-stored" else (lambda a: a)
+    logits = stored(logits)
+    n = logits.shape[0]
     shifted = logits - logits.max(axis=1, keepdims=True)
     logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     loss = -logp[np.arange(n), y].mean()
-    dlogits = np.exp(logp)
+    dlogits = stored(np.exp(logp))
     dlogits[np.arange(n), y] -= 1
-    dlogits /= n
+    dlogits = stored(dlogits) / np.float32(n)
+    return float(loss), backward_of(dlogits)
+
+
+def backward(params, s, dlogits, mi):
+    """Every parameter's gradient from the logits' gradient and what forward saved."""
     g = {}
     g["fc2.weight"] = matmul(dlogits.T, s["a1"], mi)
     g["fc2.bias"] = rounded(dlogits, mi).sum(axis=0)
@@ -146,8 +162,7 @@ def loss_and_gradients(params, x, y, matrix_inputs="float32"):
     dwk = matmul(s["cols"].reshape(-1, 9 * cin).T, dconv.reshape(-1, f), mi)  # [(kh, kw, in), out]
     g["conv1.weight"] = dwk.reshape(3, 3, cin, f).transpose(3, 2, 0, 1)
     g["conv1.bias"] = rounded(dconv, mi).sum(axis=(0, 1, 2))
-    g = {k: v.astype(params[k].dtype) for k, v in g.items()}
-    return float(loss), g
+    return {k: v.astype(params[k].dtype) for k, v in g.items()}
 
 
 class Optimizer:

@@ -45,16 +45,13 @@ def forward(params, x, matrix_inputs="float32"):
 
 def loss_and_gradients(params, x, y, matrix_inputs="float32"):
     """Mean softmax cross-entropy over the batch and the gradient of every parameter;
-    matrix_inputs "bf16" rounds every product's inputs to bf16 (numpy_cnn.matmul)."""
+    matrix_inputs as numpy_cnn.loss_and_gradients'."""
     mi = matrix_inputs
     logits, s = forward(params, x, mi)
-    n = x.shape[0]
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    loss = -logp[np.arange(n), y].mean()
-    dlogits = np.exp(logp)
-    dlogits[np.arange(n), y] -= 1
-    dlogits /= n
+    return numpy_cnn.loss_head(logits, y, mi, lambda dlogits: backward(params, s, dlogits, mi))
+
+
+def backward(params, s, dlogits, mi):
     g = {
         "fc2.weight": numpy_cnn.matmul(dlogits.T, s["a1"], mi),
         "fc2.bias": numpy_cnn.rounded(dlogits, mi).sum(axis=0),
@@ -62,7 +59,7 @@ def loss_and_gradients(params, x, y, matrix_inputs="float32"):
     dh1 = numpy_cnn.matmul(dlogits, params["fc2.weight"], mi) * (s["h1"] > 0)
     g["fc1.weight"] = numpy_cnn.matmul(dh1.T, s["flat"], mi)
     g["fc1.bias"] = numpy_cnn.rounded(dh1, mi).sum(axis=0)
-    return float(loss), {k: v.astype(np.float32) for k, v in g.items()}
+    return {k: v.astype(np.float32) for k, v in g.items()}
 
 
 def accuracy(params, x, y):

@@ -79,12 +79,13 @@ def test_bf16_rounding_equals_torch_bfloat16():
     assert np.array_equal(numpy_cnn.bf16(x), ref)
 
 
-def test_bf16_matrix_inputs_change_the_gradients_little():
-    """The bf16 variant is the same step: gradients within bf16's rounding of float32's."""
+@pytest.mark.parametrize("mode", ["bf16", "bf16-stored"])
+def test_bf16_variants_change_the_gradients_little(mode):
+    """The bf16 variants are the same step: gradients within bf16's rounding of float32's."""
     params = numpy_cnn.initial_parameters(3)
     x, y = random_batch()
     loss, grads = numpy_cnn.loss_and_gradients(params, x, y)
-    loss16, grads16 = numpy_cnn.loss_and_gradients(params, x, y, matrix_inputs="bf16")
+    loss16, grads16 = numpy_cnn.loss_and_gradients(params, x, y, matrix_inputs=mode)
     assert loss16 == pytest.approx(loss, rel=1e-2) and loss16 != loss
     for k, g in grads.items():
         a, b = g.astype(np.float64).ravel(), grads16[k].astype(np.float64).ravel()

@@ -8,11 +8,15 @@ from the same initial weights (docs/training.md):
                         [--lr 0.001] [--eval-every 50] [--work DIR]
 
 Writes the digits (scripts/digits_dataset.py), runs the simulated training with --save-weights,
-runs the numpy reference from DIR/weights/initial over the same batches, and prints the loss of
-both every --eval-every steps, the largest relative loss difference over all steps, the held-out
-accuracy of both, the simulated step's cycles, samples/s and energy, and the wall time.
+runs the numpy reference from DIR/weights/initial over the same batches (in float32, and with
+every matrix product's inputs rounded to bf16, the simulated chip's precision rule, and with the
+loss's tensors also stored in bf16), and prints
+the loss of each every --eval-every steps, the largest relative loss difference over the first
+100 and all steps, the held-out accuracies, the simulated step's cycles, samples/s and energy,
+and the simulation's CPU and wall time.
 """
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -49,11 +53,15 @@ def main():
     workload = a.workload if a.workload == "mnist-cnn" else os.path.join(
         ROOT, "workloads", "training", "digits-mlp.json")
     reference = numpy_cnn if a.workload == "mnist-cnn" else numpy_mlp
+    cpu = os.times()
     subprocess.run([a.npusim, "train", "--hw", a.hw, "--workload", workload, "--data", data,
                     "--batch", str(a.batch), "--steps", str(a.steps), "--optimizer", a.optimizer,
                     "--lr", str(a.lr), "--eval-every", str(a.eval_every), "--save-weights",
                     weights, "--out", out], check=True, stdout=subprocess.DEVNULL)
     sim_wall = time.time() - start
+    after = os.times()
+    sim_cpu = (after.children_user - cpu.children_user) + (after.children_system -
+                                                           cpu.children_system)
     with open(os.path.join(out, "stats.json")) as f:
         t = json.load(f)["training"]
     x = np.load(os.path.join(data, "x.npy"))
@@ -62,24 +70,38 @@ def main():
     yh = np.load(os.path.join(data, "heldout", "y.npy"))
     params = reference.load_parameters(os.path.join(weights, "initial"))
     start = time.time()
-    _, losses, evals = reference.train(params, x, y, xh, yh, a.steps, a.batch,
+    _, losses, evals = reference.train(dict(params), x, y, xh, yh, a.steps, a.batch,
                                        numpy_cnn.Optimizer(a.optimizer, a.lr), a.eval_every)
-    sim_loss = t["loss"]
     numpy_wall = time.time() - start
+    runs = [("numpy", losses, evals)]
+    # The same step with every matrix product's inputs rounded to bf16 (numpy_cnn.bf16), and
+    # with the loss's tensors stored in bf16 as well.
+    for mode in ("bf16", "bf16-stored"):
+        model = (functools.partial(reference.loss_and_gradients, matrix_inputs=mode),
+                 reference.accuracy)
+        _, losses16, evals16 = numpy_cnn.train(dict(params), x, y, xh, yh, a.steps, a.batch,
+                                               numpy_cnn.Optimizer(a.optimizer, a.lr),
+                                               a.eval_every, model=model)
+        runs.append((f"numpy-{mode}", losses16, evals16))
+    sim_loss = t["loss"]
     print(f"{a.workload}: {a.steps} steps of batch {a.batch}, {a.optimizer} lr {a.lr:g}, on {a.hw}")
-    print("step  loss npusim  loss numpy")
+    print("step  loss npusim" + "".join(f"  {'loss ' + n:>22}" for n, _, _ in runs))
     for s in sorted({1, *range(a.eval_every, a.steps + 1, max(a.eval_every, 1)), a.steps}):
-        print(f"{s:4d}  {sim_loss[s - 1]:11.4f}  {losses[s - 1]:10.4f}")
-    rel = [abs(u - v) / abs(v) for u, v in zip(sim_loss, losses)]
-    for n in sorted({min(100, a.steps), a.steps}):
-        print(f"largest relative loss difference over steps 1-{n}: {100 * max(rel[:n]):.2f} %")
-    print("step  held-out npusim  held-out numpy")
-    for hs, hn in zip(t["heldout"], evals):
-        print(f"{hs['step']:4d}  {100 * hs['accuracy']:14.1f} %  {100 * hn['accuracy']:13.1f} %")
+        print(f"{s:4d}  {sim_loss[s - 1]:11.4f}" + "".join(f"  {r[1][s - 1]:22.4f}" for r in runs))
+    for name, ref, _ in runs:
+        rel = [abs(u - v) / abs(v) for u, v in zip(sim_loss, ref)]
+        for n in sorted({min(100, a.steps), a.steps}):
+            print(f"largest relative loss difference from {name} over steps 1-{n}: "
+                  f"{100 * max(rel[:n]):.2f} %")
+    print("step  held-out npusim" + "".join(f"  {'held-out ' + n:>24}" for n, _, _ in runs))
+    for i, hs in enumerate(t["heldout"]):
+        print(f"{hs['step']:4d}  {100 * hs['accuracy']:14.1f} %" +
+              "".join(f"  {100 * r[2][i]['accuracy']:22.1f} %" for r in runs))
     print(f"step {t['step_cycles']:.0f} cycles (forward {t['forward_cycles']:.0f}, backward "
           f"{t['backward_cycles']:.0f}), {t['samples_per_s']:.0f} samples/s, "
           f"{t['energy_per_step_j']:.3g} J per step")
-    print(f"npusim train wall time {sim_wall:.1f} s, numpy {numpy_wall:.1f} s")
+    print(f"npusim train {sim_cpu:.1f} s of CPU (user + system), {sim_wall:.1f} s wall; numpy "
+          f"{numpy_wall:.1f} s wall")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-// npusim train (npusim/npusim.hpp, docs/training.md): each step the forward graph, with the
-// current weights, differentiated into one training-step graph (compiler/passes/training_step),
-// compiled and simulated with values and checked like any run; the simulated gradients update the
-// fp32 master weights on the host (npusim/training_state.hpp).
+// npusim train (npusim/npusim.hpp, docs/training.md): the forward graph differentiated into one
+// training-step graph (compiler/passes/training_step), compiled once with the weights and labels
+// as run-time inputs (npusim/training_program.hpp), then simulated every step with values and
+// checked like any run; the simulated gradients update the fp32 master weights on the host
+// (npusim/training_state.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "compiler/frontend/workload.hpp"
 #include "compiler/passes/training_step.hpp"
@@ -16,6 +18,7 @@
 #include "npusim/npusim.hpp"
 #include "npusim/simulate.hpp"
 #include "npusim/tensor_io.hpp"
+#include "npusim/training_program.hpp"
 #include "npusim/training_state.hpp"
 #include "support/error.hpp"
 
@@ -52,15 +55,19 @@ struct Simulated {
   uint64_t dram_bytes = 0;  // the program's off-chip address space
 };
 
-Simulated simulate_graph(const HwConfig& hw, Graph g, const Batch& b, const TrainOptions& o,
-                         systolic::Fidelity fidelity) {
-  const std::string name = g.name;
+// The graph compiled once for bf16 values; `b` stands for the run-time batch.
+Compiled compile_for_training(const HwConfig& hw, Graph g, const Batch& b, const TrainOptions& o) {
   Target t = o;
   t.dtype = "bf16";
   t.batch.reset();
-  Compiled c = compile_graph(hw, std::move(g), b.bytes, b.x, t, /*values=*/true);
+  return compile_graph(hw, std::move(g), b.bytes, b.x, t, /*values=*/true);
+}
+
+Simulated run_program(const Compiled& c, const Batch& b, const TrainOptions& o,
+                      systolic::Fidelity fidelity) {
+  const std::string& name = c.graph.name;
   RunDescription run{c.hw.name, name, o.fidelity, o.seed, true};
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run);
+  SimulationResult r = simulate(c.hw, c.program, c.graph, b.bytes, fidelity, run);
   Simulated s;
   s.stats = std::move(r.stats);
   s.dram_bytes = c.program.dram_bytes;
@@ -123,27 +130,48 @@ void check_options(const TrainOptions& o) {
   }
 }
 
-// Held-out accuracy: the forward graph with the current weights, simulated on the held-out set.
-double heldout_accuracy(const HwConfig& hw, const Graph& fwd, const Parameters& p,
-                        const DataSet& held, const TrainOptions& o, systolic::Fidelity fidelity,
-                        std::string& mismatch) {
-  Graph g = fwd;
-  set_layer_weights(g, p);
-  g.batch = int(held.size());
-  std::vector<size_t> all(held.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const Batch b = gather(held, all);
-  Simulated s = simulate_graph(hw, std::move(g), b, o, fidelity);
-  if (mismatch.empty()) mismatch = s.mismatch;
-  const Tensor& probs = s.outputs.at(fwd.outputs[0]);
-  const size_t classes = probs.values.size() / held.size();
-  size_t right = 0;
-  for (size_t i = 0; i < held.size(); ++i) {
-    const float* v = probs.values.data() + i * classes;
-    right += size_t(std::max_element(v, v + classes) - v) == size_t(held.y[i]) ? 1 : 0;
+// Held-out accuracy: the forward graph on the whole held-out set, compiled at the first
+// evaluation, simulated with the current weights.
+class HeldOut {
+ public:
+  HeldOut(const HwConfig& hw, const Graph& fwd, const DataSet& held)
+      : hw_(hw), fwd_(fwd), held_(held) {}
+
+  double accuracy(const Parameters& p, const TrainOptions& o, systolic::Fidelity fidelity,
+                  std::string& mismatch) {
+    if (!program_) {
+      std::vector<size_t> all(held_.size());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+      batch_ = gather(held_, all);
+      Graph g = fwd_;
+      set_layer_weights(g, p);
+      g.batch = int(held_.size());
+      std::vector<WeightUse> uses;
+      for (const Layer& l : fwd_.layers) {
+        if (l.has_weights()) uses.push_back({l.name, l.name, false});
+      }
+      program_.emplace(compile_for_training(hw_, std::move(g), batch_, o), std::move(uses), p);
+    }
+    program_->write_parameters(p);
+    Simulated s = run_program(program_->compiled(), batch_, o, fidelity);
+    if (mismatch.empty()) mismatch = s.mismatch;
+    const Tensor& probs = s.outputs.at(fwd_.outputs[0]);
+    const size_t classes = probs.values.size() / held_.size();
+    size_t right = 0;
+    for (size_t i = 0; i < held_.size(); ++i) {
+      const float* v = probs.values.data() + i * classes;
+      right += size_t(std::max_element(v, v + classes) - v) == size_t(held_.y[i]) ? 1 : 0;
+    }
+    return double(right) / double(held_.size());
   }
-  return double(right) / double(held.size());
-}
+
+ private:
+  const HwConfig& hw_;
+  const Graph& fwd_;
+  const DataSet& held_;
+  Batch batch_;
+  std::optional<TrainingProgram> program_;
+};
 
 }  // namespace
 
@@ -180,17 +208,28 @@ TrainResult train(const TrainOptions& o) {
   double cycles_sum = 0, fwd_sum = 0, bwd_sum = 0, energy_sum = 0;
   uint64_t peak_program_dram = 0;
   double clock_mhz = 0;
+  // The step compiled once, on the first batch; each step writes its weights and labels.
+  std::optional<TrainingProgram> program;
+  TrainingStep ts;
+  HeldOut evaluation(hw, fwd, held);
   for (int step = 1; step <= o.steps; ++step) {
     const Batch b = gather(data, order.next(batch));
-    Graph g = fwd;
-    set_layer_weights(g, params);
-    TrainingStep ts;
-    try {
-      ts = build_training_step(g, batch, b.y);
-    } catch (const UserError& e) {
-      throw UserError(fmt::format("{}: {}", origin, e.what()));
+    if (!program) {
+      Graph g = fwd;
+      set_layer_weights(g, params);
+      try {
+        ts = build_training_step(g, batch, b.y);
+      } catch (const UserError& e) {
+        throw UserError(fmt::format("{}: {}", origin, e.what()));
+      }
+      Graph step_graph = std::move(ts.graph);
+      ts.graph = {};
+      program.emplace(compile_for_training(hw, std::move(step_graph), b, o), ts.weight_uses, params,
+                      ts.labels_layer);
     }
-    Simulated s = simulate_graph(hw, std::move(ts.graph), b, o, fidelity);
+    program->write_parameters(params);
+    program->write_constants(minus_onehot(b.y, classes));
+    Simulated s = run_program(program->compiled(), b, o, fidelity);
     if (result.mismatch.empty()) result.mismatch = s.mismatch;
     const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
     Parameters grads;
@@ -222,7 +261,7 @@ TrainResult train(const TrainOptions& o) {
                      {"energy_j", energy}});
     if (step == 1) result.stats["first_step"] = std::move(s.stats);
     if (held.size() > 0 && ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps)) {
-      const double acc = heldout_accuracy(hw, fwd, params, held, o, fidelity, result.mismatch);
+      const double acc = evaluation.accuracy(params, o, fidelity, result.mismatch);
       heldout.push_back({{"step", step}, {"accuracy", acc}});
     }
   }

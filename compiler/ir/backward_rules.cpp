@@ -140,6 +140,7 @@ void backward_dense(BackwardBuilder& b, const Layer& l) {
   for (int i = 0; i < in; ++i) {
     for (int o = 0; o < out; ++o) gx.weights[size_t(o) * in + i] = l.weights[size_t(i) * out + o];
   }
+  b.weight_uses.push_back({gx.name, l.name, /*transposed=*/true});
   b.accumulate(l.inputs[0], b.add(std::move(gx)));
 }
 

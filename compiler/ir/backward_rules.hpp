@@ -31,6 +31,15 @@ struct ParameterGradient {
   bool outputs_first = true;
 };
 
+// A layer of the step graph whose weights are a forward layer's parameters: the same [in][out]
+// matrix, or its transpose (a dense layer's input gradient reads W^T). The step program takes
+// them as run-time inputs (npusim/training_program.hpp).
+struct WeightUse {
+  std::string layer;      // in the step graph
+  std::string parameter;  // the forward layer whose parameters it reads
+  bool transposed = false;
+};
+
 struct BackwardBuilder {
   explicit BackwardBuilder(Graph& s) : step(s) {}
   Graph& step;  // the rules append layers to it
@@ -39,6 +48,7 @@ struct BackwardBuilder {
   std::map<std::string, TensorShape> sample_shape;
   std::map<std::string, std::string> gradient;  // forward tensor -> the tensor of dLoss/d(it)
   std::vector<ParameterGradient> parameters;
+  std::vector<WeightUse> weight_uses;  // of the backward layers
   // Tensors whose gradient is wanted: outputs of a layer with parameters or of a layer reading
   // such a tensor (not the graph input, nor what only depends on it).
   std::set<std::string> needs_gradient;

@@ -40,6 +40,16 @@ void check_trainable(const Graph& g, const std::string& origin) {
   }
 }
 
+std::vector<float> minus_onehot(const std::vector<int>& labels, int classes) {
+  std::vector<float> v(labels.size() * size_t(classes), 0.0f);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    NPUSIM_CHECK(labels[i] >= 0 && labels[i] < classes, "training: label {} of {} classes",
+                 labels[i], classes);
+    v[i * size_t(classes) + size_t(labels[i])] = -1.0f;
+  }
+  return v;
+}
+
 TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<int>& labels) {
   NPUSIM_CHECK(batch >= 1 && labels.size() == size_t(batch), "training: {} labels for batch {}",
                labels.size(), batch);
@@ -77,20 +87,19 @@ TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<
   NPUSIM_CHECK(softmax.out_shape.rank() == 1, "training: softmax {} of shape {}", softmax.name,
                to_string(softmax.out_shape));
 
-  // Softmax cross-entropy, mean over the batch: dL/dlogits = (softmax - onehot) / batch.
-  std::vector<int32_t> onehot(size_t(batch) * t.classes, 0);
-  for (int i = 0; i < batch; ++i) {
-    NPUSIM_CHECK(labels[i] >= 0 && labels[i] < t.classes, "training: label {} of {} classes",
-                 labels[i], t.classes);
-    onehot[size_t(i) * t.classes + labels[i]] = 1;
-  }
+  // Softmax cross-entropy, mean over the batch: dL/dlogits = (softmax - onehot) / batch. The
+  // labels are the constants of a move whose every element is constant j (a run of the constants
+  // block): another batch's labels change those bytes, not the move's boxes.
   const std::vector<int> dims{batch, t.classes};
-  const std::string minus_onehot =
-      b.add(constant_move("loss.minus_onehot", softmax.output, dims, {0.0f, -1.0f}, onehot));
+  std::vector<int32_t> each(size_t(batch) * t.classes);
+  for (size_t j = 0; j < each.size(); ++j) each[j] = int32_t(j);
+  t.labels_layer = b.add(constant_move("loss.minus_onehot", softmax.output, dims,
+                                       minus_onehot(labels, t.classes), each));
+  const std::string& minus_labels = t.labels_layer;
   Layer diff;
   diff.name = diff.output = "loss.softmax_minus_onehot";
   diff.kind = OpKind::kAdd;
-  diff.inputs = {softmax.output, minus_onehot};
+  diff.inputs = {softmax.output, minus_labels};
   const std::string d = b.add(std::move(diff));
   const std::string inv_batch =
       b.add(constant_move("loss.inverse_batch", softmax.output, dims, {1.0f / float(batch)},
@@ -109,6 +118,10 @@ TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<
     rule(b, l);
   }
   t.parameters = b.parameters;
+  for (const Layer& f : fwd.layers) {
+    if (f.has_weights()) t.weight_uses.push_back({f.name, f.name, false});
+  }
+  t.weight_uses.insert(t.weight_uses.end(), b.weight_uses.begin(), b.weight_uses.end());
   g.outputs.push_back(t.logits);
   for (const ParameterGradient& p : t.parameters) g.outputs.push_back(p.tensor);
 

@@ -19,7 +19,12 @@ struct TrainingStep {
   Graph graph;
   std::string logits;
   std::vector<ParameterGradient> parameters;  // in backward order
-  std::set<std::string> forward_layers;       // the step's layers of the forward pass
+  // Every layer whose weights are parameters: the forward layers' own, then the backward's.
+  std::vector<WeightUse> weight_uses;
+  // The move of constants that holds -onehot(labels) [batch, classes], in output order: the one
+  // layer that depends on the batch's labels (its constants only, not its data movement).
+  std::string labels_layer;
+  std::set<std::string> forward_layers;  // the step's layers of the forward pass
   int classes = 0;
 };
 
@@ -27,6 +32,9 @@ struct TrainingStep {
 // output, every other layer with a backward rule. Throws UserError naming the first layer that
 // is not, prefixed with `origin` (the workload).
 void check_trainable(const Graph& forward, const std::string& origin);
+
+// -onehot(labels) [labels.size(), classes], row-major: the labels_layer's constants.
+std::vector<float> minus_onehot(const std::vector<int>& labels, int classes);
 
 // `forward` passes check_trainable and holds the real-valued weights and biases of every layer
 // that has them; labels: `batch` classes in [0, classes).

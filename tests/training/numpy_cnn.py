@@ -58,6 +58,28 @@ def load_parameters(directory):
     return params
 
 
+def bf16(a):
+    """Rounds float32 values to the nearest bfloat16 (8 significand bits), ties to even, kept as
+    float32: what a matrix unit with bf16 inputs reads."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32).reshape(np.shape(a))
+
+
+def matmul(a, b, matrix_inputs):
+    """a @ b accumulated in float32; matrix_inputs "bf16" rounds both operands to bf16 first
+    (mixed precision as TPUs train), "float32" leaves them; "bf16-stored" is "bf16" with the
+    loss's tensors also stored in bf16 (loss_and_gradients)."""
+    if matrix_inputs != "float32":
+        a, b = bf16(a), bf16(b)
+    return a @ b
+
+
+def rounded(a, matrix_inputs):
+    """A bias gradient's summands: the gradient as a matrix product with a ones vector reads it."""
+    return a if matrix_inputs == "float32" else bf16(a)
+
+
 def im2col3x3(x):
     """[N, H, W, C] -> [N, H-2, W-2, 9*C], patch order (kh, kw, c)."""
     n, h, w, c = x.shape
@@ -65,46 +87,65 @@ def im2col3x3(x):
     return np.concatenate(cols, axis=3)
 
 
-def forward(params, x):
+def forward(params, x, matrix_inputs="float32"):
     """Returns the logits and what the backward pass needs."""
+    mi = matrix_inputs
     f = params["conv1.weight"].shape[0]
     cin = params["conv1.weight"].shape[1]
     # [out, in, kh, kw] -> [(kh, kw, in), out], the im2col patch order.
     wk = params["conv1.weight"].transpose(2, 3, 1, 0).reshape(9 * cin, f)
     cols = im2col3x3(x)
-    conv = cols @ wk + params["conv1.bias"]
+    conv = matmul(cols.reshape(-1, 9 * cin), wk, mi).reshape(*cols.shape[:3], f) + \
+        params["conv1.bias"]
     act = np.maximum(conv, 0)
     n, h, w, _ = act.shape
     hp, wp = h // 2, w // 2
     windows = act[:, :2 * hp, :2 * wp, :].reshape(n, hp, 2, wp, 2, f)
     pooled = windows.max(axis=(2, 4))
     flat = pooled.reshape(n, -1)
-    h1 = flat @ params["fc1.weight"].T + params["fc1.bias"]
+    h1 = matmul(flat, params["fc1.weight"].T, mi) + params["fc1.bias"]
     a1 = np.maximum(h1, 0)
-    logits = a1 @ params["fc2.weight"].T + params["fc2.bias"]
+    logits = matmul(a1, params["fc2.weight"].T, mi) + params["fc2.bias"]
     saved = dict(cols=cols, conv=conv, act=act, windows=windows, pooled=pooled, flat=flat, h1=h1,
                  a1=a1)
     return logits, saved
 
 
-def loss_and_gradients(params, x, y):
-    """Mean softmax cross-entropy over the batch and the gradient of every parameter."""
-    logits, s = forward(params, x)
-    n = x.shape[0]
+def loss_and_gradients(params, x, y, matrix_inputs="float32"):
+    """Mean softmax cross-entropy over the batch and the gradient of every parameter;
+    matrix_inputs as matmul's ("float32", "bf16" or "bf16-stored"), for every product of the
+    forward and backward passes."""
+    mi = matrix_inputs
+    logits, s = forward(params, x, mi)
+    return loss_head(logits, y, mi, lambda dlogits: backward(params, s, dlogits, mi))
+
+
+def loss_head(logits, y, matrix_inputs, backward_of):
+    """The mean cross-entropy of the logits and backward_of(its gradient). "bf16-stored" rounds
+    what a chip storing every tensor in bf16 stores: the logits (the loss is computed from them),
+    the probabilities and their difference from the one-hot labels."""
+    stored = bf16 if matrix_inputs == "bf16-stored" else (lambda a: a)
+    logits = stored(logits)
+    n = logits.shape[0]
     shifted = logits - logits.max(axis=1, keepdims=True)
     logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     loss = -logp[np.arange(n), y].mean()
-    dlogits = np.exp(logp)
+    dlogits = stored(np.exp(logp))
     dlogits[np.arange(n), y] -= 1
-    dlogits /= n
+    dlogits = stored(dlogits) / np.float32(n)
+    return float(loss), backward_of(dlogits)
+
+
+def backward(params, s, dlogits, mi):
+    """Every parameter's gradient from the logits' gradient and what forward saved."""
     g = {}
-    g["fc2.weight"] = dlogits.T @ s["a1"]
-    g["fc2.bias"] = dlogits.sum(axis=0)
-    da1 = dlogits @ params["fc2.weight"]
+    g["fc2.weight"] = matmul(dlogits.T, s["a1"], mi)
+    g["fc2.bias"] = rounded(dlogits, mi).sum(axis=0)
+    da1 = matmul(dlogits, params["fc2.weight"], mi)
     dh1 = da1 * (s["h1"] > 0)
-    g["fc1.weight"] = dh1.T @ s["flat"]
-    g["fc1.bias"] = dh1.sum(axis=0)
-    dflat = dh1 @ params["fc1.weight"]
+    g["fc1.weight"] = matmul(dh1.T, s["flat"], mi)
+    g["fc1.bias"] = rounded(dh1, mi).sum(axis=0)
+    dflat = matmul(dh1, params["fc1.weight"], mi)
     dpooled = dflat.reshape(s["pooled"].shape)
     # Max-pool backward: the gradient goes to the first maximum of each window (row-major).
     win = s["windows"]  # [n, hp, 2, wp, 2, f]
@@ -118,11 +159,10 @@ def loss_and_gradients(params, x, y):
     dact[:, :2 * hp, :2 * wp, :] = dwin.reshape(nb, 2 * hp, 2 * wp, f)
     dconv = dact * (s["conv"] > 0)
     cin = params["conv1.weight"].shape[1]
-    dwk = s["cols"].reshape(-1, 9 * cin).T @ dconv.reshape(-1, f)  # [(kh, kw, in), out]
+    dwk = matmul(s["cols"].reshape(-1, 9 * cin).T, dconv.reshape(-1, f), mi)  # [(kh, kw, in), out]
     g["conv1.weight"] = dwk.reshape(3, 3, cin, f).transpose(3, 2, 0, 1)
-    g["conv1.bias"] = dconv.sum(axis=(0, 1, 2))
-    g = {k: v.astype(params[k].dtype) for k, v in g.items()}
-    return float(loss), g
+    g["conv1.bias"] = rounded(dconv, mi).sum(axis=(0, 1, 2))
+    return {k: v.astype(params[k].dtype) for k, v in g.items()}
 
 
 class Optimizer:

@@ -34,32 +34,32 @@ def load_parameters(directory):
     return params
 
 
-def forward(params, x):
+def forward(params, x, matrix_inputs="float32"):
+    mi = matrix_inputs
     flat = x.reshape(x.shape[0], -1).astype(np.float32)
-    h1 = flat @ params["fc1.weight"].T + params["fc1.bias"]
+    h1 = numpy_cnn.matmul(flat, params["fc1.weight"].T, mi) + params["fc1.bias"]
     a1 = np.maximum(h1, 0)
-    logits = a1 @ params["fc2.weight"].T + params["fc2.bias"]
+    logits = numpy_cnn.matmul(a1, params["fc2.weight"].T, mi) + params["fc2.bias"]
     return logits, dict(flat=flat, h1=h1, a1=a1)
 
 
-def loss_and_gradients(params, x, y):
-    """Mean softmax cross-entropy over the batch and the gradient of every parameter."""
-    logits, s = forward(params, x)
-    n = x.shape[0]
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    loss = -logp[np.arange(n), y].mean()
-    dlogits = np.exp(logp)
-    dlogits[np.arange(n), y] -= 1
-    dlogits /= n
+def loss_and_gradients(params, x, y, matrix_inputs="float32"):
+    """Mean softmax cross-entropy over the batch and the gradient of every parameter;
+    matrix_inputs as numpy_cnn.loss_and_gradients'."""
+    mi = matrix_inputs
+    logits, s = forward(params, x, mi)
+    return numpy_cnn.loss_head(logits, y, mi, lambda dlogits: backward(params, s, dlogits, mi))
+
+
+def backward(params, s, dlogits, mi):
     g = {
-        "fc2.weight": dlogits.T @ s["a1"],
-        "fc2.bias": dlogits.sum(axis=0),
+        "fc2.weight": numpy_cnn.matmul(dlogits.T, s["a1"], mi),
+        "fc2.bias": numpy_cnn.rounded(dlogits, mi).sum(axis=0),
     }
-    dh1 = (dlogits @ params["fc2.weight"]) * (s["h1"] > 0)
-    g["fc1.weight"] = dh1.T @ s["flat"]
-    g["fc1.bias"] = dh1.sum(axis=0)
-    return float(loss), {k: v.astype(np.float32) for k, v in g.items()}
+    dh1 = numpy_cnn.matmul(dlogits, params["fc2.weight"], mi) * (s["h1"] > 0)
+    g["fc1.weight"] = numpy_cnn.matmul(dh1.T, s["flat"], mi)
+    g["fc1.bias"] = numpy_cnn.rounded(dh1, mi).sum(axis=0)
+    return {k: v.astype(np.float32) for k, v in g.items()}
 
 
 def accuracy(params, x, y):
@@ -67,9 +67,9 @@ def accuracy(params, x, y):
     return float((logits.argmax(axis=1) == y).mean())
 
 
-def train(params, x, y, xh, yh, steps, batch, optimizer, eval_every=0):
+def train(params, x, y, xh, yh, steps, batch, optimizer, eval_every=0, model=None):
     return numpy_cnn.train(params, x, y, xh, yh, steps, batch, optimizer, eval_every,
-                           model=(loss_and_gradients, accuracy))
+                           model=model or (loss_and_gradients, accuracy))
 
 
 def main():

@@ -69,6 +69,30 @@ def test_optimizer_steps_equal_torch_optim(kind):
         assert np.abs(v - ref).max() < 1e-5, f"{kind} {k}"
 
 
+def test_bf16_rounding_equals_torch_bfloat16():
+    """numpy_cnn.bf16 (the mixed-precision variant's rounding of matrix inputs) is torch's
+    float32 -> bfloat16 conversion: nearest, ties to even."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(10000).astype(np.float32) * 10.0 ** rng.integers(
+        -20, 20, 10000), np.float32([0.0, -0.0, 1.0 + 2.0**-8, 1.0 + 3 * 2.0**-8, 65504.0])])
+    ref = torch.from_numpy(x).to(torch.bfloat16).to(torch.float32).numpy()
+    assert np.array_equal(numpy_cnn.bf16(x), ref)
+
+
+@pytest.mark.parametrize("mode", ["bf16", "bf16-stored"])
+def test_bf16_variants_change_the_gradients_little(mode):
+    """The bf16 variants are the same step: gradients within bf16's rounding of float32's."""
+    params = numpy_cnn.initial_parameters(3)
+    x, y = random_batch()
+    loss, grads = numpy_cnn.loss_and_gradients(params, x, y)
+    loss16, grads16 = numpy_cnn.loss_and_gradients(params, x, y, matrix_inputs=mode)
+    assert loss16 == pytest.approx(loss, rel=1e-2) and loss16 != loss
+    for k, g in grads.items():
+        a, b = g.astype(np.float64).ravel(), grads16[k].astype(np.float64).ravel()
+        assert a @ b / (np.linalg.norm(a) * np.linalg.norm(b)) > 0.99, k
+        assert not np.array_equal(a, b), k
+
+
 def test_batches_in_file_order_wrap_around():
     got = [list(b) for b in numpy_cnn.batches(5, 2, 4)]
     assert got == [[0, 1], [2, 3], [4, 0], [1, 2]]

@@ -219,7 +219,7 @@ tlm::tlm_sync_enum DmaEngine::nb_transport_bw(tlm::tlm_generic_payload& payload,
   free_.push_back(&p);
   const Slot* issuing = issuing_;
   pump(now, sim_now);  // the freed window slot goes to the transfer being issued
-  if (early) {  // it ended neither the issuing nor a transfer: nothing to notify or report
+  if (early) {         // it ended neither the issuing nor a transfer: nothing to notify or report
     NPUSIM_CHECK(issuing_ == issuing, "{}: an early response ended the issuing", name());
     for (const auto& owned : in_flight_) {
       if (owned->reported) continue;

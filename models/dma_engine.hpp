@@ -18,7 +18,9 @@
 // decompressor writes the dense one, one row per cycle (rows of the queue's successive compressed
 // loads one after another), its last row no earlier than the cycle after the last byte arrived.
 // Bursts are issued from the memory's completion callbacks, so the queue's thread
-// wakes once or twice per instruction, not once per burst. An indexed load (an embedding lookup)
+// wakes once or twice per instruction, not once per burst; the queue takes early responses
+// (early_response.hpp) for the completions that end neither a transfer nor the issuing of one, so
+// the memory need not wake at each completion cycle either. An indexed load (an embedding lookup)
 // waits for the queue to drain, then runs as two transfers: its ids (4 bytes each, one box row)
 // with the same rule, then, from the cycle the last id arrived, one row per id at the address the
 // id selects; the ids' values come through the memory's debug transport, so a timing-only run

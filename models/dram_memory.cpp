@@ -138,8 +138,8 @@ bool DramMemory::deliver(uint64_t c, bool early) {
     f.payload->set_response_status(tlm::TLM_OK_RESPONSE);
     // The initiator may send new requests from inside this call; they arrive at cycle >= c.
     const tlm::tlm_sync_enum r = socket[f.initiator]->nb_transport_bw(*f.payload, phase, t);
-    NPUSIM_CHECK(r == tlm::TLM_COMPLETED, "{}: initiator {} did not complete its response",
-                 name(), f.initiator);
+    NPUSIM_CHECK(r == tlm::TLM_COMPLETED, "{}: initiator {} did not complete its response", name(),
+                 f.initiator);
   }
   completed_.clear();
   delivered_ = 0;

@@ -94,6 +94,8 @@ class DmaTransfer {
   bool finished() const { return next_row_ == rows_ && outstanding_ == 0; }
   // Every burst has been sent: the address generator is free from next_row_cycle() on.
   bool all_issued() const { return next_row_ == rows_; }
+  // Rows not issued whole yet (the one in progress included); each has at least one burst to send.
+  uint64_t rows_left() const { return rows_ - next_row_; }
   uint64_t next_row_cycle() const { return next_row_cycle_; }
   uint64_t outstanding() const { return outstanding_; }
   // The latest burst completion so far, at least start + 1: the end cycle once finished().

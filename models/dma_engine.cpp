@@ -35,6 +35,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const Program& program,
 DmaEngine::Payload* DmaEngine::take_payload() {
   if (free_.empty()) {
     pool_.push_back(std::make_unique<Payload>());
+    pool_.back()->set_extension(new EarlyResponseExtension(this));  // the payload owns it
     return pool_.back().get();
   }
   Payload* p = free_.back();
@@ -58,7 +59,7 @@ void DmaEngine::burst_done(Slot& s, const tlm::tlm_generic_payload& p, uint64_t 
   }
 }
 
-std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst, uint64_t now) {
+std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst, uint64_t sim_now) {
   Payload* p = take_payload();
   p->slot = &s;
   p->set_command(s.load ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
@@ -69,12 +70,12 @@ std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst, uint64_t
   p->set_byte_enable_ptr(nullptr);
   p->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
-  sc_core::sc_time delay = clock_.cycles(burst.issue_cycle - now);
+  sc_core::sc_time delay = clock_.cycles(burst.issue_cycle - sim_now);
   ++bursts_;
   if (burst_track_ != timeline::InstructionRecord::kNone) burst_issue_[p] = burst.issue_cycle;
   const tlm::tlm_sync_enum r = socket->nb_transport_fw(*p, phase, delay);
   if (r == tlm::TLM_COMPLETED) {  // early completion: the simple memory
-    const uint64_t done = now + clock_.to_cycles(delay);
+    const uint64_t done = sim_now + clock_.to_cycles(delay);
     burst_done(s, *p, done);
     free_.push_back(p);
     return done;
@@ -84,10 +85,11 @@ std::optional<uint64_t> DmaEngine::send(Slot& s, const DmaBurst& burst, uint64_t
   return std::nullopt;
 }
 
-void DmaEngine::pump(uint64_t now) {
+void DmaEngine::pump(uint64_t now, uint64_t sim_now) {
   if (issuing_ == nullptr) return;
   Slot& s = *issuing_;
-  s.transfer->pump(now, [this, &s, now](const DmaBurst& burst) { return send(s, burst, now); });
+  s.transfer->pump(now,
+                   [this, &s, sim_now](const DmaBurst& burst) { return send(s, burst, sim_now); });
   if (s.transfer->all_issued()) {
     issuing_ = nullptr;
     issued_event_.notify(sc_core::SC_ZERO_TIME);
@@ -190,7 +192,7 @@ DmaEngine::Slot& DmaEngine::issue(std::unique_ptr<Slot> owned, const int32_t* id
   NPUSIM_CHECK(issuing_ == nullptr, "{}: instruction {} issued while the address generator is busy",
                name(), s.instr->id);
   issuing_ = &s;
-  pump(clock_.now());
+  pump(clock_.now(), clock_.now());
   while (issuing_ == &s) wait(issued_event_);
   retire();
   // The address generator takes the next instruction from the cycle after this one's last row.
@@ -202,19 +204,53 @@ DmaEngine::Slot& DmaEngine::issue(std::unique_ptr<Slot> owned, const int32_t* id
 tlm::tlm_sync_enum DmaEngine::nb_transport_bw(tlm::tlm_generic_payload& payload,
                                               tlm::tlm_phase& phase, sc_core::sc_time& delay) {
   auto& p = static_cast<Payload&>(payload);
-  NPUSIM_CHECK(phase == tlm::BEGIN_RESP && delay == sc_core::SC_ZERO_TIME && p.slot != nullptr &&
-                   p.slot->transfer && p.slot->transfer->outstanding() > 0,
+  NPUSIM_CHECK(phase == tlm::BEGIN_RESP && p.slot != nullptr && p.slot->transfer &&
+                   p.slot->transfer->outstanding() > 0,
                "{}: unexpected response (phase {})", name(), int(phase));
-  const uint64_t now = clock_.now();
+  // An early response (early_response.hpp) completes `delay` after the simulated time.
+  const uint64_t sim_now = clock_.now();
+  const bool early = delay != sc_core::SC_ZERO_TIME;
+  NPUSIM_CHECK(!early || response_is_quiet(p), "{}: early response that is not quiet", name());
+  const uint64_t now = early ? sim_now + clock_.to_cycles(delay) : sim_now;
   Slot& s = *p.slot;
   s.transfer->completed(now);
   burst_done(s, p, now);
   p.slot = nullptr;
   free_.push_back(&p);
-  pump(now);  // the freed window slot goes to the transfer being issued
-  retire();
+  const Slot* issuing = issuing_;
+  pump(now, sim_now);  // the freed window slot goes to the transfer being issued
+  if (early) {         // it ended neither the issuing nor a transfer: nothing to notify or report
+    NPUSIM_CHECK(issuing_ == issuing, "{}: an early response ended the issuing", name());
+    for (const auto& owned : in_flight_) {
+      if (owned->reported) continue;
+      NPUSIM_CHECK(!owned->transfer->finished(), "{}: an early response ended instruction {}",
+                   name(), owned->instr->id);
+      break;
+    }
+  } else {
+    retire();
+  }
   phase = tlm::END_RESP;
   return tlm::TLM_COMPLETED;
+}
+
+bool DmaEngine::response_is_quiet(const tlm::tlm_generic_payload& payload) const {
+  if (burst_track_ != timeline::InstructionRecord::kNone) return false;
+  const Slot& s = *static_cast<const Payload&>(payload).slot;
+  if (s.transfer->outstanding() <= 1 && s.transfer->all_issued()) {
+    for (const auto& owned : in_flight_) {  // retire() reports from the oldest unreported one
+      if (owned->reported) continue;
+      if (owned.get() == &s) return false;
+      break;
+    }
+  }
+  if (issuing_ != nullptr) {
+    // The window gets one slot back; pump() sends at most that many bursts, one row at least each.
+    if (params_.max_outstanding <= 0) return false;
+    const uint64_t free = uint64_t(params_.max_outstanding) + 1 - window_.in_flight;
+    if (issuing_->transfer->rows_left() <= free) return false;
+  }
+  return true;
 }
 
 void DmaEngine::read_ids(const Instruction& instr, const DmaOp& op) {

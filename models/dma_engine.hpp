@@ -18,7 +18,9 @@
 // decompressor writes the dense one, one row per cycle (rows of the queue's successive compressed
 // loads one after another), its last row no earlier than the cycle after the last byte arrived.
 // Bursts are issued from the memory's completion callbacks, so the queue's thread
-// wakes once or twice per instruction, not once per burst. An indexed load (an embedding lookup)
+// wakes once or twice per instruction, not once per burst; the queue takes early responses
+// (early_response.hpp) for the completions that end neither a transfer nor the issuing of one, so
+// the memory need not wake at each completion cycle either. An indexed load (an embedding lookup)
 // waits for the queue to drain, then runs as two transfers: its ids (4 bytes each, one box row)
 // with the same rule, then, from the cycle the last id arrived, one row per id at the address the
 // id selects; the ids' values come through the memory's debug transport, so a timing-only run
@@ -36,12 +38,13 @@
 #include <vector>
 
 #include "models/dma_core.hpp"
+#include "models/early_response.hpp"
 #include "models/execution_unit.hpp"
 #include "models/onchip_buffers.hpp"
 
 namespace npusim {
 
-class DmaEngine : public ExecutionUnit {
+class DmaEngine : public ExecutionUnit, public EarlyResponses {
  public:
   tlm_utils::simple_initiator_socket<DmaEngine> socket;
 
@@ -61,6 +64,10 @@ class DmaEngine : public ExecutionUnit {
   // With the timeline's burst detail: records each burst (issue to completion) on `track`.
   void record_bursts(uint32_t track) { burst_track_ = track; }
   void register_stats(stats::Registry& reg, const std::string& prefix) const override;
+  // A burst's completion is quiet (early_response.hpp) unless it may end the oldest transfer in
+  // flight (its report goes to the scoreboard) or let the transfer being issued send its last burst
+  // (which wakes the queue's thread), or bursts are recorded.
+  bool response_is_quiet(const tlm::tlm_generic_payload& payload) const override;
 
  protected:
   void before_issue(const Instruction& instr) override;
@@ -92,8 +99,8 @@ class DmaEngine : public ExecutionUnit {
   // Waits until the oldest transfer in flight has finished (or its completion cycle, if reported).
   void wait_for_oldest();
   // Issues bursts of the transfer being issued, at core cycle `now`, until the window is full or
-  // its box is done.
-  void pump(uint64_t now);
+  // its box is done; `sim_now` is the simulated time's cycle (< now for an early response).
+  void pump(uint64_t now, uint64_t sim_now);
   // Reports the completions of the finished transfers at the head of the queue, in order.
   void retire();
   // Drops the slots whose completion cycle has passed.
@@ -102,9 +109,9 @@ class DmaEngine : public ExecutionUnit {
   bool overlaps_in_flight(const DmaOp& op, bool load) const;
   // An indexed load's ids, read off chip with timing; checked against index_rows.
   void read_ids(const Instruction& instr, const DmaOp& op);
-  // Sends one burst of `slot` at core cycle `now`; its completion cycle if the memory completed it
-  // at once.
-  std::optional<uint64_t> send(Slot& slot, const DmaBurst& burst, uint64_t now);
+  // Sends one burst of `slot`, its delay counted from `sim_now` (the simulated time's cycle); its
+  // completion cycle if the memory completed it at once.
+  std::optional<uint64_t> send(Slot& slot, const DmaBurst& burst, uint64_t sim_now);
   void burst_done(Slot& slot, const tlm::tlm_generic_payload& p, uint64_t cycle);
   tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& payload, tlm::tlm_phase& phase,
                                      sc_core::sc_time& delay);

@@ -111,41 +111,52 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
   return tlm::TLM_ACCEPTED;
 }
 
-void DramMemory::deliver(uint64_t c) {
-  while (!completed_.empty()) {
-    delivering_.swap(completed_);
-    for (const Completion& done : delivering_) {
-      NPUSIM_CHECK(crossing_.seen_core_cycle(done.memory_cycle) == c,
-                   "{}: completion at memory cycle {} delivered at core cycle {}", name(),
-                   done.memory_cycle, c);
-      const InFlight& f = in_flight_[done.slot];  // stays put: nothing is admitted meanwhile
-      free_slots_.push_back(done.slot);
-      if (timeline_) {
-        const uint64_t addr = f.payload->get_address();
-        timeline_->memory_bytes(channel_tracks_[size_t(memory_.mapper().map(addr).channel)], c,
-                                f.payload->get_data_length());
-      }
-      tlm::tlm_phase phase = tlm::BEGIN_RESP;
-      sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
-      f.payload->set_response_status(tlm::TLM_OK_RESPONSE);
-      // The initiator may send new requests from inside this call; they arrive at cycle >= c.
-      const tlm::tlm_sync_enum r = socket[f.initiator]->nb_transport_bw(*f.payload, phase, zero);
-      NPUSIM_CHECK(r == tlm::TLM_COMPLETED, "{}: initiator {} did not complete its response",
-                   name(), f.initiator);
+bool DramMemory::deliver(uint64_t c, bool early) {
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  if (early) delay = clock_.cycles(c - clock_.now());
+  // Nothing completes meanwhile (only advance_to() adds completions), and nothing is admitted: the
+  // in-flight entries stay put.
+  while (delivered_ < completed_.size()) {
+    const Completion done = completed_[delivered_];
+    NPUSIM_CHECK(crossing_.seen_core_cycle(done.memory_cycle) == c,
+                 "{}: completion at memory cycle {} delivered at core cycle {}", name(),
+                 done.memory_cycle, c);
+    const InFlight& f = in_flight_[done.slot];
+    if (early) {
+      const auto* ext = f.payload->get_extension<EarlyResponseExtension>();
+      if (ext == nullptr || !ext->initiator->response_is_quiet(*f.payload)) return false;
     }
-    delivering_.clear();
+    ++delivered_;
+    free_slots_.push_back(done.slot);
+    if (timeline_) {
+      const uint64_t addr = f.payload->get_address();
+      timeline_->memory_bytes(channel_tracks_[size_t(memory_.mapper().map(addr).channel)], c,
+                              f.payload->get_data_length());
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_RESP;
+    sc_core::sc_time t = delay;
+    f.payload->set_response_status(tlm::TLM_OK_RESPONSE);
+    // The initiator may send new requests from inside this call; they arrive at cycle >= c.
+    const tlm::tlm_sync_enum r = socket[f.initiator]->nb_transport_bw(*f.payload, phase, t);
+    NPUSIM_CHECK(r == tlm::TLM_COMPLETED, "{}: initiator {} did not complete its response", name(),
+                 f.initiator);
   }
+  completed_.clear();
+  delivered_ = 0;
+  return true;
 }
 
-void DramMemory::advance(uint64_t c) {
+bool DramMemory::advance(uint64_t c, bool early) {
   const uint64_t target = crossing_.entry_memory_cycle(c);
   if (target > memory_.now()) {
+    NPUSIM_CHECK(completed_.empty(), "{}: {} completions left undelivered before core cycle {}",
+                 name(), completed_.size() - delivered_, c);
     const bool in_flight = in_flight_.size() > free_slots_.size();
     memory_.advance_to(target);
     order_completions(memory_.waiting_ended_at());
     record_commands(in_flight, memory_.waiting_ended_at());
   }
-  deliver(c);
+  return deliver(c, early);
 }
 
 void DramMemory::record_commands(bool in_flight, uint64_t waiting_ended_at) {
@@ -214,37 +225,60 @@ void DramMemory::admit_arrivals(uint64_t c) {
 }
 
 void DramMemory::step() {
-  const uint64_t c = clock_.now();
+  ++wake_ups_;
+  const uint64_t now = clock_.now();
+  // Early responses need every completion delivered with the same effects as at its own cycle.
+  const bool early_responses = !waves_ && timeline_ == nullptr;
+  // A pending arrival notification would only bound the look-ahead: `next` covers the arrivals.
+  if (early_responses) arrival_event_.cancel();
   in_step_ = true;
-  advance(c);
-  in_step_ = false;
-  NPUSIM_CHECK(arrivals_.empty() || arrivals_.earliest() >= c,
-               "{}: request arriving at core cycle {} missed (now {})", name(),
-               arrivals_.earliest(), c);
-  if (!arrivals_.empty() && arrivals_.earliest() == c) {
-    // Requests of cycle c may still come from processes that run later in this cycle (a queue
-    // starting an instruction); admitting them all at once, by initiator, keeps the order of
-    // simultaneous requests independent of the kernel's process order.
-    if (sc_core::sc_pending_activity_at_current_time()) {
-      next_trigger(sc_core::SC_ZERO_TIME);
-      return;
+  uint64_t c = now, next = dram::kNever;
+  uint64_t horizon = 0;  // the first core cycle another process has activity at, once known
+  bool horizon_known = false;
+  while (true) {
+    if (!advance(c, c > now)) {  // a response that is not quiet: deliver it at its cycle
+      next = c;
+      break;
     }
-    admit_arrivals(c);
+    NPUSIM_CHECK(arrivals_.empty() || arrivals_.earliest() >= c,
+                 "{}: request arriving at core cycle {} missed (now {})", name(),
+                 arrivals_.earliest(), c);
+    if (!arrivals_.empty() && arrivals_.earliest() == c) {
+      // Requests of cycle c may still come from processes that run later in this cycle (a queue
+      // starting an instruction); admitting them all at once, by initiator, keeps the order of
+      // simultaneous requests independent of the kernel's process order. (Ahead of the simulated
+      // time no other process runs.)
+      if (c == now && sc_core::sc_pending_activity_at_current_time()) {
+        in_step_ = false;
+        next_trigger(sc_core::SC_ZERO_TIME);
+        return;
+      }
+      admit_arrivals(c);
+    }
+    next = dram::kNever;
+    if (!arrivals_.empty()) next = arrivals_.earliest();
+    // Requests in the controllers or waiting for them: every slot not free (advance() delivered
+    // every completion seen by now), without asking each channel for its queues. Only completions
+    // need the process awake (advance() issues the commands before them when it next runs), unless
+    // waveforms show every command at its own cycle.
+    if (in_flight_.size() > free_slots_.size()) {
+      const uint64_t e = waves_ ? memory_.next_event_cycle() : memory_.next_completion_bound();
+      if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
+    }
+    if (next == dram::kNever || !early_responses) break;
+    if (!horizon_known) {
+      const sc_core::sc_time t = sc_core::sc_time_to_pending_activity();
+      horizon = now + clock_.to_cycles(t);  // floor: a cycle no later than that activity
+      horizon_known = true;
+    }
+    if (next >= horizon) break;
+    c = next;
   }
-  uint64_t next = dram::kNever;
-  if (!arrivals_.empty()) next = arrivals_.earliest();
-  // Requests in the controllers or waiting for them: every slot not free (advance() delivered
-  // every completion seen by now), without asking each channel for its queues. Only completions
-  // need the process awake (advance() issues the commands before them when it next runs), unless
-  // waveforms show every command at its own cycle.
-  if (in_flight_.size() > free_slots_.size()) {
-    const uint64_t e = waves_ ? memory_.next_event_cycle() : memory_.next_completion_bound();
-    if (e != dram::kNever) next = std::min(next, std::max(c + 1, crossing_.seen_core_cycle(e)));
-  }
+  in_step_ = false;
   if (next == dram::kNever) {
     next_trigger(arrival_event_);
   } else {
-    next_trigger(clock_.cycles(next - c), arrival_event_);
+    next_trigger(clock_.cycles(next - now), arrival_event_);
   }
 }
 

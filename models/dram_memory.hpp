@@ -25,6 +25,11 @@
 // cycles: the commands between two wake-ups are issued by the next advance_to. With nothing in
 // flight it sleeps until the next request, and the refreshes of the idle stretch are replayed by
 // the next advance_to. The FIFOs live in the channel controllers (ChannelController::add_or_wait).
+// Early responses (models/early_response.hpp): while no other process has activity pending before
+// the next such cycle, one wake-up goes on to it and delivers its completions early, as long as
+// their initiators call them quiet (without waveforms and timeline recording only); a cycle
+// whose completions are not all quiet is a wake-up of its own, so the initiators see the same
+// responses at the same cycles in the same order.
 //
 // Recording (off unless asked for): completed bytes per channel and, with burst detail, every DRAM
 // command go to the timeline; with waveforms, "<channel>.command" (0 none, else 1 + the
@@ -42,6 +47,7 @@
 #include <vector>
 
 #include "models/dram/memory_system.hpp"
+#include "models/early_response.hpp"
 #include "models/offchip_memory_interface.hpp"
 
 namespace npusim {
@@ -141,6 +147,8 @@ class DramMemory : public OffChipMemoryInterface {
   uint64_t burst_bytes() const override { return burst_bytes_; }
   const dram::MemorySystem& memory() const { return memory_; }
   const ClockCrossing& crossing() const { return crossing_; }
+  // Activations of the module's process (tests: early responses save some).
+  uint64_t wake_ups() const { return wake_ups_; }
   // Brings the memory to core cycle `end_cycle` (refresh and background of the tail included) and
   // returns its statistics. Contract: nothing may be in flight.
   dram::MemoryStats finish(uint64_t end_cycle);
@@ -164,15 +172,17 @@ class DramMemory : public OffChipMemoryInterface {
                                      tlm::tlm_phase& phase, sc_core::sc_time& delay) override;
   // The module's process: brings the memory to now, then sleeps until the next arrival or event.
   void step();
-  // Brings the memory to core cycle `c` and delivers the completions seen at `c`.
-  void advance(uint64_t c);
+  // Brings the memory to core cycle `c` and delivers the completions seen at `c`. With `early`
+  // (c is after the simulated time, early_response.hpp) it stops before a response that is not
+  // quiet and returns false; the rest are delivered by advance(c) at cycle c.
+  bool advance(uint64_t c, bool early);
   // Hands the requests arriving at `c` to the memory (they wait there while their queue is full).
   void admit_arrivals(uint64_t c);
   // Puts completed_ in the order of the rule (see advance()).
   void order_completions(uint64_t waiting_ended_at);
   // Hands the commands of the last advance to the timeline in the same order.
   void record_commands(bool in_flight, uint64_t waiting_ended_at);
-  void deliver(uint64_t c);
+  bool deliver(uint64_t c, bool early);
   void observe_commands();
   void on_command(int channel, dram::Command cmd, uint32_t bank, uint32_t row, uint64_t cycle);
   void clear_commands();
@@ -188,9 +198,11 @@ class DramMemory : public OffChipMemoryInterface {
     uint32_t slot;
     uint64_t memory_cycle;
   };
-  std::vector<Completion> completed_, delivering_;  // completed and not yet delivered
+  std::vector<Completion> completed_;  // completed; [delivered_, end) not yet delivered
+  size_t delivered_ = 0;
   sc_core::sc_event arrival_event_;
   bool in_step_ = false;  // step() is delivering completions
+  uint64_t wake_ups_ = 0;
 
   timeline::Timeline* timeline_ = nullptr;
   struct CommandRecord {

@@ -6,8 +6,10 @@
 // Contract: transactions use the base protocol's non-blocking transport, one per DMA burst (one
 // per row with burst_bytes() 0). A model either completes a request at once (TLM_COMPLETED, the
 // annotated delay up to its completion) or accepts it (TLM_ACCEPTED) and later calls
-// nb_transport_bw(BEGIN_RESP) at the core cycle it completes. The bytes move when the request is
-// received and are counted then. Simultaneous requests are served in socket binding order.
+// nb_transport_bw(BEGIN_RESP) at the core cycle it completes (or earlier, with the delay up to it
+// annotated, for initiators that allow it: models/early_response.hpp). The bytes move when the
+// request is received and are counted then. Simultaneous requests are served in socket binding
+// order.
 // The debug transport (transport_dbg) reads the contents without timing and without counting, in
 // timing-only runs too: an indexed DMA learns its ids through it after reading them with timing.
 #pragma once

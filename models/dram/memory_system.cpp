@@ -14,6 +14,7 @@ MemorySystem::MemorySystem(MemoryConfig config, Callback on_complete)
     channels_.push_back(std::make_unique<ChannelController>(cfg_));
   }
   next_.assign(channels_.size(), kUnknown);
+  bound_.assign(channels_.size(), kUnknown);
 }
 
 void MemorySystem::add_request(uint64_t addr, bool is_write, uint64_t id) {
@@ -29,7 +30,10 @@ uint64_t MemorySystem::next_event_cycle() {
 
 uint64_t MemorySystem::next_completion_bound() {
   uint64_t next = kNever;
-  for (auto& ch : channels_) next = std::min(next, ch->next_completion_bound());
+  for (size_t ch = 0; ch < channels_.size(); ++ch) {
+    if (bound_[ch] == kUnknown) bound_[ch] = channels_[ch]->next_completion_bound();
+    next = std::min(next, bound_[ch]);
+  }
   return next;
 }
 
@@ -43,6 +47,7 @@ void MemorySystem::advance_to(uint64_t cycle) {
     const size_t before = c.waiting();
     c.advance_to(cycle, on_complete_);
     next_[ch] = kUnknown;
+    bound_[ch] = kUnknown;
     if (before > 0) {
       waiting_ -= before - c.waiting();
       if (c.waiting() == 0) drained = std::max(drained, c.waiting_drained_at());

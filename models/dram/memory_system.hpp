@@ -76,6 +76,7 @@ class MemorySystem {
     c.skip_to(now_);
     if (!c.add_or_wait(a, is_write, id, now_)) ++waiting_;
     next_[a.channel] = kUnknown;
+    bound_[a.channel] = kUnknown;
   }
   // Requests waiting for a queue slot (add_or_wait()).
   size_t waiting() const { return waiting_; }
@@ -112,6 +113,7 @@ class MemorySystem {
     c.skip_to(now_);
     c.add(a, is_write, id, now_);
     next_[ch] = kUnknown;
+    bound_[ch] = kUnknown;
   }
   uint64_t channel_next(size_t ch) {
     if (next_[ch] == kUnknown) next_[ch] = channels_[ch]->next_event_cycle();
@@ -127,6 +129,7 @@ class MemorySystem {
   AddressMapper mapper_;
   std::vector<std::unique_ptr<ChannelController>> channels_;
   std::vector<uint64_t> next_;
+  std::vector<uint64_t> bound_;  // each channel's next_completion_bound(), kept the same way
   size_t waiting_ = 0;
   uint64_t waiting_ended_at_ = 0;
   Callback on_complete_;

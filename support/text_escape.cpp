@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "support/embedded_files.hpp"
 #include "support/error.hpp"
 
@@ -117,12 +119,16 @@ std::string html_page_with_data(const std::string& page, const nlohmann::json& d
   const EmbeddedFile* file = find_embedded_file("html", page);
   NPUSIM_CHECK(file != nullptr, "html page '{}' is not embedded", page);
   std::string html = file->text;
-  // The chart helpers the pages share (traces/html/charts.js), where the page's script asks.
-  const std::string charts_marker = "@NPUSIM_CHARTS_JS@";
-  if (const size_t c = html.find(charts_marker); c != std::string::npos) {
-    const EmbeddedFile* charts = find_embedded_file("html", "charts");
-    NPUSIM_CHECK(charts != nullptr, "html page '{}': the chart helpers are not embedded", page);
-    html.replace(c, charts_marker.size(), charts->text);
+  // What the pages share, where a page asks for it: the chart helpers (traces/html/charts.js) in
+  // its script and their styles (traces/html/chart_styles.css) in its <style>.
+  for (const auto& [marker, shared] :
+       {std::pair<std::string, std::string>{"@NPUSIM_CHARTS_JS@", "charts"},
+        {"@NPUSIM_CHART_STYLES@", "chart_styles"}}) {
+    if (const size_t c = html.find(marker); c != std::string::npos) {
+      const EmbeddedFile* text = find_embedded_file("html", shared);
+      NPUSIM_CHECK(text != nullptr, "html page '{}': {} is not embedded", page, shared);
+      html.replace(c, marker.size(), text->text);
+    }
   }
   const std::string marker = "@NPUSIM_REPORT_DATA@";
   const size_t at = html.find(marker);

@@ -38,7 +38,8 @@ std::string dump_json(const nlohmann::json& j, int indent = -1);
 // The embedded HTML page `page` (traces/html/<page>.html) with `data` in place of its marker
 // @NPUSIM_REPORT_DATA@ (inside a <script> element: dump_json(data) with "</", which would end
 // the element, written "<\/", the same string to a JSON parser), and the shared chart helpers
-// (traces/html/charts.js) in place of @NPUSIM_CHARTS_JS@ when the page has it.
+// (traces/html/charts.js) and styles (traces/html/chart_styles.css) in place of
+// @NPUSIM_CHARTS_JS@ and @NPUSIM_CHART_STYLES@ when the page has them.
 std::string html_page_with_data(const std::string& page, const nlohmann::json& data);
 
 }  // namespace npusim

@@ -1,6 +1,7 @@
 // npusim's HTML reports: the chart helpers every page shares (report.html, serving.html,
-// training.html). support/text_escape.cpp's html_page_with_data puts this text where a page's
-// script says @NPUSIM_CHARTS_JS@, inside the page's own function, so these names are local to it.
+// training.html; their styles are chart_styles.css). support/text_escape.cpp's
+// html_page_with_data puts this text where a page's script says @NPUSIM_CHARTS_JS@, inside the
+// page's own function, so these names are local to it.
   const NS = "http://www.w3.org/2000/svg";
   function el(parent, name, attrs, text) {
     const e = document.createElementNS(NS, name);

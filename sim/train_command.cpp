@@ -47,6 +47,7 @@ int command_train(const std::vector<std::string>& args) {
                                    "matrix-unit model: fast (default) or pe")(
       "out", po::value<std::string>(),
       "directory for stats.json, report.txt and loss.npy (float64 [steps])");
+  add_memory_fidelity_option(o);
   po::variables_map vm;
   if (!parse_command_line("train",
                           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
@@ -69,6 +70,7 @@ int command_train(const std::vector<std::string>& args) {
   t.seed = vm["seed"].as<uint64_t>();
   if (vm.count("dtype")) t.dtype = vm["dtype"].as<std::string>();
   t.fidelity = vm["fidelity"].as<std::string>();
+  t.memory_fidelity = memory_fidelity_from(vm);
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();

@@ -51,6 +51,8 @@ BulkTiming::BulkTiming(MemoryConfig config, uint64_t core_period_ps, uint64_t me
   wtr_ = uint64_t(t.write_to_read_s());
   frontend_ = uint64_t(cfg_.controller.frontend_latency_cycles);
   refresh_ = cfg_.controller.refresh;
+  act_bus_halves_ = t.dual_command_bus ? 0 : uint64_t(std::max(t.act_command_cycles - 1, 0));
+  pre_bus_halves_ = t.dual_command_bus ? 0 : uint64_t(std::max(t.row_command_cycles - 1, 0));
   const size_t channels = size_t(cfg_.org.channels);
   const size_t pcs = channels * size_t(pcs_per_channel_);
   banks_.resize(pcs * size_t(banks_per_pc_));
@@ -99,25 +101,46 @@ uint64_t BulkTiming::access(int initiator, uint64_t addr, uint64_t len, bool is_
   return std::max(seen_core_cycle(done), arrival + 1);
 }
 
-uint64_t BulkTiming::completion_of(Initiator& init, uint64_t k) const {
-  for (const WindowSegment& s : init.segments) {
-    if (k < s.first + s.n) return k >= s.first ? s.done + (k - s.first) * s.step : 0;
+void BulkTiming::add_completion(Initiator& init, uint64_t cycle) const {
+  if (cycle < init.cursor) {  // already behind the cursor: counted at once
+    ++init.counted;
+    return;
   }
-  return 0;
+  if (init.completions.empty()) init.completions.assign(1u << 12, 0);
+  if (cycle - init.cursor >= init.completions.size()) {  // beyond the ring: grow it
+    size_t size = init.completions.size();
+    while (cycle - init.cursor >= size) size *= 2;
+    std::vector<uint32_t> grown(size, 0);
+    const size_t old = init.completions.size();
+    for (uint64_t t = init.cursor; t < init.cursor + old; ++t) {
+      grown[t & (size - 1)] = init.completions[t & (old - 1)];
+    }
+    init.completions.swap(grown);
+  }
+  ++init.completions[cycle & (init.completions.size() - 1)];
+}
+
+uint64_t BulkTiming::completed_by(Initiator& init, uint64_t count) const {
+  NPUSIM_CHECK(count <= init.next, "bulk dram: waiting for {} completions of {} bursts", count,
+               init.next);
+  const uint64_t mask = init.completions.size() - 1;
+  while (init.counted < count) {
+    uint32_t& here = init.completions[init.cursor & mask];
+    init.counted += here;
+    here = 0;
+    ++init.cursor;
+  }
+  return init.cursor - 1;
 }
 
 uint64_t BulkTiming::window_bound(Initiator& init, uint64_t n, uint64_t step) const {
   const uint64_t k0 = init.next;
   if (window_ == 0 || k0 < window_) return 0;
-  while (!init.segments.empty() &&
-         init.segments.front().first + init.segments.front().n <= k0 - window_) {
-    init.segments.pop_front();
-  }
-  // The DMA sends burst k in the core cycle it sees burst k - W complete.
+  // The DMA sends burst k in the core cycle it sees the (k - W + 1)-th completion.
   auto sent = [&](uint64_t e) { return entry_memory_cycle(seen_core_cycle(e)) + frontend_; };
-  uint64_t bound = sent(completion_of(init, k0 - window_));
-  if (n > 1 && n - 1 < window_) {
-    const uint64_t last = sent(completion_of(init, k0 + n - 1 - window_));
+  uint64_t bound = sent(completed_by(init, k0 - window_ + 1));
+  if (n > 1) {
+    const uint64_t last = sent(completed_by(init, k0 + n - window_));
     if (last > (n - 1) * step) bound = std::max(bound, last - (n - 1) * step);
   }
   return bound;
@@ -181,14 +204,13 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
     // Behind the placed segments that arrived no later than this one.
     uint64_t bus = p.bus_free;
     bool jumped = false, behind_write = false;
-    if (!p.recent.empty() && p.recent.back().ready > r) {
+    if (r < p.max_ready) {  // some placed segment arrived after this one
       jumped = true;
       bus = r;
-      for (auto it = p.recent.rbegin(); it != p.recent.rend(); ++it) {
-        if (it->ready <= r) {
-          bus = it->bus_end;
-          behind_write = it->is_write;
-          break;
+      for (const Placed& x : p.recent) {
+        if (x.ready <= r && x.bus_end >= bus) {
+          bus = x.bus_end;
+          behind_write = x.is_write;
         }
       }
     }
@@ -205,7 +227,8 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
     const bool hit = bk.open && bk.row == d.row;
     if (!hit) {
       uint64_t act = r;
-      if (bk.open) {  // row conflict: PRE, then ACT
+      const bool conflict = bk.open;
+      if (conflict) {  // PRE, then ACT
         uint64_t pre = std::max(r, bk.act + ras_);
         if (bk.read_seen) pre = std::max(pre, bk.last_read + rtp_);
         if (bk.write_seen) pre = std::max(pre, bk.last_write + wtp_);
@@ -237,6 +260,11 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
       group_act = act + rrd_l_;
       ++acts_;
       col = std::max(col, act + rcd);
+      if (act_bus_halves_ > 0 && p.bus_free > act) {  // the ACT fits between streaming columns
+        p.act_bus_loss += act_bus_halves_ + (conflict ? pre_bus_halves_ : 0);
+        col += p.act_bus_loss / 2;
+        p.act_bus_loss %= 2;
+      }
     } else {
       col = std::max(col, bk.act + rcd);
     }
@@ -281,9 +309,10 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
       p.bus_free += k * step_s_ + (turnaround ? rtw_ + wtr_ : 0);
     }
     p.recent.push_back({r, bus_end, is_write});
+    p.max_ready = std::max(p.max_ready, r);
     if (p.recent.size() > kRecentSegments) p.recent.pop_front();
     if (window_ > 0) {
-      init.segments.push_back({init.next, k, col + latency, step_l_});
+      for (uint64_t j = 0; j < k; ++j) add_completion(init, col + j * step_l_ + latency);
     }
     init.next += k;
     channel_bursts_[d.channel] += k;

@@ -21,9 +21,12 @@
 //       * refresh: every tREFI each pseudo-channel precharges its open banks (after their last
 //         column and tRAS), refreshes for tRFC and reopens rows on demand; a segment whose columns
 //         would cross the due cycle is split there;
-//       * the DMA window: burst k of an initiator enters no earlier than the core cycle burst
-//         k - W completed (W = memory.max_outstanding_bursts), as the DMA queue would send it; for
-//         a segment this bounds its first and its last column.
+//       * the DMA window: burst k of an initiator is sent no earlier than the core cycle at which
+//         k - W + 1 of its earlier bursts have completed (W = memory.max_outstanding_bursts: at
+//         most W in flight), as the DMA queue sends it; for a segment this bounds its first and
+//         its last column;
+//       * on a shared command bus (LPDDR4, DDR3), each ACT (PRE) delays the columns around it by
+//         (its bus cycles - 1) / 2 on average, where it has to fit between column commands.
 //   - a read completes tCL + BL/2 after its column command, a write tCWL + BL/2 after; the request
 //     completes at its last segment's completion, seen at core cycle ceil(e*Pm/Pc).
 // Energy: the command-level model's per-event prices (MemoryStats) applied to these counts: ACTs,
@@ -99,30 +102,30 @@ class BulkTiming {
     uint64_t refs = 0;
     int open_banks = 0;
     std::deque<Placed> recent;  // the last segments placed, in placement order
+    uint64_t max_ready = 0;     // of every segment placed
+    uint64_t act_bus_loss = 0;  // half cycles of shared command bus not yet charged
   };
   struct Channel {
     int open_banks = 0;
     uint64_t open_since = 0;
     uint64_t active_cycles = 0;
   };
-  // A segment of an initiator's bursts as the window sees them.
-  struct WindowSegment {
-    uint64_t first;  // index of its first burst among the initiator's bursts
-    uint64_t n;
-    uint64_t done;  // memory cycle its first burst completes
-    uint64_t step;
-  };
+  // An initiator's bursts as its window sees them: how many complete at each memory cycle from
+  // `cursor` on (a ring indexed by cycle), and how many completed before it.
   struct Initiator {
-    uint64_t next = 0;  // bursts so far
-    std::deque<WindowSegment> segments;
+    uint64_t next = 0;                  // bursts so far
+    std::vector<uint32_t> completions;  // power-of-two size
+    uint64_t cursor = 0;
+    uint64_t counted = 0;
   };
 
   // Places one segment; returns its last burst's completion (memory cycle).
   uint64_t place(int initiator, const DramAddress& a, uint64_t n, bool is_write, uint64_t ready);
   // Applies pc's refreshes due at or before `cycle`.
   void refresh_until(uint32_t pc_index, uint64_t cycle);
-  // The memory cycle burst `k` of `init` completes (k must be placed and not dropped).
-  uint64_t completion_of(Initiator& init, uint64_t k) const;
+  // The first memory cycle by which `count` of `init`'s bursts have completed.
+  uint64_t completed_by(Initiator& init, uint64_t count) const;
+  void add_completion(Initiator& init, uint64_t cycle) const;
   uint64_t window_bound(Initiator& init, uint64_t n, uint64_t step) const;
   void open_bank(uint32_t channel, Bank& b, uint64_t act_cycle);
   void close_pc_banks(uint32_t pc_index, uint64_t pre_cycle);
@@ -138,6 +141,8 @@ class BulkTiming {
   uint64_t step_l_, step_s_, rl_, wl_, rcd_r_, rcd_w_, rp_, ras_, rc_, rtp_, wtp_, rrd_s_, rrd_l_,
       faw_, rfc_, refi_, rtw_, wtr_, frontend_;
   bool refresh_;
+  // ACT - 1 and PRE - 1 command bus cycles, in half cycles (0: dual bus).
+  uint64_t act_bus_halves_, pre_bus_halves_;
   std::vector<Bank> banks_;          // [channel][pc][bank group][bank]
   std::vector<Pc> pcs_;              // [channel][pc]
   std::vector<uint64_t> group_act_;  // [channel][pc][bank group]: last ACT + tRRD_L

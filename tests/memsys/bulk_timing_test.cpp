@@ -112,15 +112,20 @@ void expect_within_two_percent(const char* preset, uint64_t rows, uint64_t row_b
 TEST(BulkTiming, SequentialReadsWithinTwoPercentOfTheCommandLevel) {
   expect_within_two_percent("hbm2", 1024, 4096, 4096, 0);
   expect_within_two_percent("ddr3-2133", 256, 4096, 4096, 0);
+  expect_within_two_percent("lpddr4", 256, 4096, 4096, 0);
 }
 
 TEST(BulkTiming, StridedRowsWithinTwoPercentOfTheCommandLevel) {
   // 512-byte rows 64 KiB apart: a new DRAM row for every request.
   expect_within_two_percent("hbm2", 4096, 512, 65536, 0);
+  // LPDDR4's shared command bus: every ACT has to fit between column commands.
+  expect_within_two_percent("lpddr4", 1024, 256, 4096, 0);
+  expect_within_two_percent("lpddr4", 1024, 256, 65536, 0);
 }
 
 TEST(BulkTiming, ReadsAndWritesWithinTwoPercentOfTheCommandLevel) {
   expect_within_two_percent("hbm2", 1024, 4096, 4096, 4);
+  expect_within_two_percent("lpddr4", 256, 4096, 4096, 4);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "models/dram/bulk_timing.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "support/error.hpp"
 
@@ -146,6 +147,18 @@ uint64_t BulkTiming::window_bound(Initiator& init, uint64_t n, uint64_t step) co
   return bound;
 }
 
+uint64_t BulkTiming::first_fit(const Pc& p, uint64_t from, uint64_t cycles) {
+  std::array<std::pair<uint64_t, uint64_t>, kRecentSegments> busy;
+  size_t n = 0;
+  for (const Placed& x : p.recent) {
+    if (x.bus_end > from) busy[n++] = {x.bus_start, x.bus_end};
+  }
+  std::sort(busy.begin(), busy.begin() + std::ptrdiff_t(n));
+  uint64_t t = from;
+  for (size_t i = 0; i < n && busy[i].first < t + cycles; ++i) t = std::max(t, busy[i].second);
+  return t;
+}
+
 void BulkTiming::open_bank(uint32_t channel, Bank& b, uint64_t act_cycle) {
   b.open = true;
   Channel& c = channels_[channel];
@@ -201,37 +214,26 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
     // At most a window of bursts at once: the later ones wait for the first ones' completions.
     const uint64_t piece = window_ > 0 ? std::min(n, window_) : n;
     const uint64_t r = std::max(ready, window_bound(init, piece, step_l_));
-    // Behind the placed segments that arrived no later than this one.
-    uint64_t bus = p.bus_free;
-    bool jumped = false, behind_write = false;
-    if (r < p.max_ready) {  // some placed segment arrived after this one
-      jumped = true;
-      bus = r;
-      for (const Placed& x : p.recent) {
-        if (x.ready <= r && x.bus_end >= bus) {
-          bus = x.bus_end;
-          behind_write = x.is_write;
-        }
-      }
-    }
-    uint64_t col = std::max(r, bus);
-    bool turnaround = false;
+    // In order of arrival: behind every segment placed so far, unless some placed segment
+    // arrived after this one (another initiator sent it earlier); then in the first gap of the
+    // bus those segments left (below).
+    const bool jumped = r < p.max_ready;
+    uint64_t col = jumped ? r : std::max(r, p.bus_free);
     if (!jumped) {
       if (is_write && p.read_seen && p.last_read + rtw_ > col) col = p.last_read + rtw_;
       if (!is_write && p.write_seen && p.last_write + wtr_ > col) col = p.last_write + wtr_;
-    } else if (behind_write != is_write && bus > r) {
-      turnaround = true;
-      col = std::max(col, bus - step_s_ + (is_write ? rtw_ : wtr_));
     }
     if (refresh_) refresh_until(pci, col);
     const bool hit = bk.open && bk.row == d.row;
     if (!hit) {
       uint64_t act = r;
       const bool conflict = bk.open;
+      // A segment placed before later-placed ones sees the bank as they leave it (its row may
+      // be another), but not their cycles, which lie after its own.
       if (conflict) {  // PRE, then ACT
-        uint64_t pre = std::max(r, bk.act + ras_);
-        if (bk.read_seen) pre = std::max(pre, bk.last_read + rtp_);
-        if (bk.write_seen) pre = std::max(pre, bk.last_write + wtp_);
+        uint64_t pre = jumped ? r : std::max(r, bk.act + ras_);
+        if (bk.read_seen && !jumped) pre = std::max(pre, bk.last_read + rtp_);
+        if (bk.write_seen && !jumped) pre = std::max(pre, bk.last_write + wtp_);
         ++pres_;
         bk.open = false;
         --p.open_banks;
@@ -239,9 +241,11 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
         if (--c.open_banks == 0 && pre > c.open_since) c.active_cycles += pre - c.open_since;
         act = pre + rp_;
       }
-      if (bk.activated) act = std::max(act, bk.act + rc_);
-      act = std::max({act, p.act_ok, p.any_act ? p.last_act + rrd_s_ : 0,
-                      faw_ > 0 ? p.faw[p.faw_pos] : 0, group_act});
+      if (!jumped) {
+        if (bk.activated) act = std::max(act, bk.act + rc_);
+        act = std::max({act, p.act_ok, p.any_act ? p.last_act + rrd_s_ : 0,
+                        faw_ > 0 ? p.faw[p.faw_pos] : 0, group_act});
+      }
       if (refresh_ && act >= p.next_due) {
         refresh_until(pci, act);
         act = std::max(act, p.act_ok);
@@ -249,15 +253,17 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
       open_bank(d.channel, bk, act);
       ++p.open_banks;
       bk.row = d.row;
-      bk.act = act;
+      bk.act = std::max(bk.act, act);
       bk.activated = true;
-      p.last_act = act;
-      p.any_act = true;
-      if (faw_ > 0) {
-        p.faw[p.faw_pos] = act + faw_;
-        p.faw_pos = (p.faw_pos + 1) & 3;
+      if (!jumped) {
+        p.last_act = act;
+        p.any_act = true;
+        if (faw_ > 0) {
+          p.faw[p.faw_pos] = act + faw_;
+          p.faw_pos = (p.faw_pos + 1) & 3;
+        }
+        group_act = act + rrd_l_;
       }
-      group_act = act + rrd_l_;
       ++acts_;
       col = std::max(col, act + rcd);
       if (act_bus_halves_ > 0 && p.bus_free > act) {  // the ACT fits between streaming columns
@@ -265,7 +271,7 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
         col += p.act_bus_loss / 2;
         p.act_bus_loss %= 2;
       }
-    } else {
+    } else if (!jumped) {
       col = std::max(col, bk.act + rcd);
     }
     // The columns before the next refresh falls due; the rest after it.
@@ -277,6 +283,7 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
       }
       k = (p.next_due - col + step_l_ - 1) / step_l_;
     }
+    if (jumped) col = first_fit(p, col, (k - 1) * step_l_ + step_s_);
     const uint64_t last_col = col + (k - 1) * step_l_;
     const uint64_t done = last_col + latency;
     if (is_write) {
@@ -302,13 +309,9 @@ uint64_t BulkTiming::place(int initiator, const DramAddress& d, uint64_t n, bool
       p.read_seen = true;
     }
     row_hits_ += hit ? k : k - 1;
-    const uint64_t bus_end = col + k * step_s_;
-    if (!jumped) {
-      p.bus_free = std::max(p.bus_free, bus_end);
-    } else {  // the segments it went ahead of would have waited for it
-      p.bus_free += k * step_s_ + (turnaround ? rtw_ + wtr_ : 0);
-    }
-    p.recent.push_back({r, bus_end, is_write});
+    const uint64_t bus_end = last_col + step_s_;
+    p.bus_free = std::max(p.bus_free, bus_end);
+    p.recent.push_back({r, col, bus_end});
     p.max_ready = std::max(p.max_ready, r);
     if (p.recent.size() > kRecentSegments) p.recent.pop_front();
     if (window_ > 0) {

@@ -8,10 +8,10 @@
 //   - its bursts are cut by the preset's address mapping into segments: consecutive bursts in one
 //     (channel, pseudo-channel, bank, row). A segment's n column commands go to its pseudo-channel
 //     back to back, one every max(tCCD_L, BL/2) (same bank group), from the first cycle that
-//       * its data bus is free (each pseudo-channel keeps the cycle its last segment's columns end:
-//         segments are served in the order they arrive, as the controller's FIFO order does for
-//         a stream; a segment that arrives before segments already placed goes behind only those
-//         that arrived before it, and pushes the later ones' successors back by its own time),
+//       * its data bus is free: segments are served in the order they arrive, as the controller's
+//         FIFO order does for a stream, each behind the last one's columns; a segment that
+//         arrives before segments already placed (another DMA queue sent those earlier, with
+//         their later arrival cycles) takes the first gap of its length those left on the bus,
 //       * a read follows a write by tCWL + BL/2 + tWTR_S, a write a read by tCL + BL/2 - tCWL +
 //         tRTRS,
 //       * its row is open: a segment to another row of its bank pays PRE (after tRAS, tRTP or the
@@ -85,9 +85,9 @@ class BulkTiming {
   };
   // A placed segment, as later arrivals see it.
   struct Placed {
-    uint64_t ready;    // the cycle it could start (arrival, window)
-    uint64_t bus_end;  // the cycle its columns left the bus free
-    bool is_write;
+    uint64_t ready;      // the cycle it could start (arrival, window)
+    uint64_t bus_start;  // its first column
+    uint64_t bus_end;    // the cycle its columns left the bus free
   };
   struct Pc {
     uint64_t bus_free = 0;
@@ -121,6 +121,8 @@ class BulkTiming {
 
   // Places one segment; returns its last burst's completion (memory cycle).
   uint64_t place(int initiator, const DramAddress& a, uint64_t n, bool is_write, uint64_t ready);
+  // The first cycle >= `from` at which `cycles` of bus are free between the recent segments.
+  static uint64_t first_fit(const Pc& p, uint64_t from, uint64_t cycles);
   // Applies pc's refreshes due at or before `cycle`.
   void refresh_until(uint32_t pc_index, uint64_t cycle);
   // The first memory cycle by which `count` of `init`'s bursts have completed.

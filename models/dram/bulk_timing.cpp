@@ -155,6 +155,8 @@ uint64_t BulkTiming::first_fit(const Pc& p, uint64_t from, uint64_t cycles) {
   }
   std::sort(busy.begin(), busy.begin() + std::ptrdiff_t(n));
   uint64_t t = from;
+  // Before the oldest segment remembered, the bus may have been busy with forgotten ones.
+  if (p.recent.size() == kRecentSegments) t = std::max(t, p.recent.front().bus_start);
   for (size_t i = 0; i < n && busy[i].first < t + cycles; ++i) t = std::max(t, busy[i].second);
   return t;
 }

@@ -54,8 +54,8 @@ void add_memory_fidelity_option(boost::program_options::options_description& opt
   options.add_options()("memory-fidelity", boost::program_options::value<std::string>(),
                         "how the DRAM model simulates (memory.model \"dram\"): command (every "
                         "burst through the command-level controller) or bulk (each DMA row timed "
-                        "in closed form from the preset, within 2 % of command on the zoo and "
-                        "many times faster on memory-bound runs: docs/memory_system.md); default: "
+                        "in closed form from the preset: within a few % of command, many times "
+                        "faster on memory-bound runs; docs/memory_system.md); default: "
                         "the hardware's memory.fidelity (command unless it says otherwise)");
 }
 

@@ -14,6 +14,9 @@
 namespace npusim {
 
 const char* to_string(MemoryModel model) { return model == MemoryModel::kDram ? "dram" : "simple"; }
+const char* to_string(MemoryFidelity fidelity) {
+  return fidelity == MemoryFidelity::kBulk ? "bulk" : "command";
+}
 
 const char* to_string(Topology topology) {
   return topology == Topology::kCrossbar ? "crossbar" : "ring";
@@ -117,11 +120,14 @@ void read_memory(ObjectReader& top, OffChipMemoryConfig& m) {
     }
     m.max_outstanding_bursts =
         static_cast<int>(r.integer("max_outstanding_bursts", m.max_outstanding_bursts, 1, 1 << 16));
+    m.fidelity = r.choice("fidelity", "command", {"command", "bulk"}) == "bulk"
+                     ? MemoryFidelity::kBulk
+                     : MemoryFidelity::kCommand;
     if (!m.preset.empty() && channels_ok) m.dram = resolve_preset(r, m);
     if (m.dram) default_capacity = m.dram->org.capacity_bytes();
   } else {
     m.latency_ns = r.number("latency_ns", m.latency_ns, 0.0, 1e6);
-    for (const char* key : {"preset", "channels", "max_outstanding_bursts"}) {
+    for (const char* key : {"preset", "channels", "max_outstanding_bursts", "fidelity"}) {
       only_for(key, MemoryModel::kDram);
     }
   }
@@ -369,6 +375,7 @@ json memory_json(const OffChipMemoryConfig& m) {
     j["preset"] = m.preset;
     j["channels"] = m.channels;
     j["max_outstanding_bursts"] = m.max_outstanding_bursts;
+    j["fidelity"] = to_string(m.fidelity);
   } else {
     j["latency_ns"] = m.latency_ns;
   }

@@ -56,6 +56,13 @@ enum class MemoryModel {
 };
 const char* to_string(MemoryModel model);  // "simple", "dram": memory.model in the JSON
 
+// How the "dram" model simulates its preset (docs/memory_system.md, "Memory fidelity").
+enum class MemoryFidelity {
+  kCommand,  // command level: every burst through the controller (models/dram_memory.hpp)
+  kBulk,     // each DMA row timed in closed form from the preset (models/bulk_dram_memory.hpp)
+};
+const char* to_string(MemoryFidelity fidelity);  // "command", "bulk": memory.fidelity
+
 struct OffChipMemoryConfig {
   MemoryModel model = MemoryModel::kSimple;
   double bandwidth_gbps = 34.0;  // GB/s (10^9 bytes per second); for "dram", the preset's peak
@@ -65,6 +72,7 @@ struct OffChipMemoryConfig {
   std::string preset;                // "dram" only: a configs/memory name or a .json path
   int channels = 0;                  // "dram" only: channels used; 0 keeps the preset's count
   int max_outstanding_bursts = 256;  // "dram" only: bursts in flight per DMA queue
+  MemoryFidelity fidelity = MemoryFidelity::kCommand;  // "dram" only
   // DMA instructions (descriptors) in flight per DMA queue (models/dma_engine.hpp); 1: serial.
   int max_outstanding_transfers = 4;
   // "dram" only: the preset resolved while the description was read, `channels` applied and

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "models/bulk_dram_memory.hpp"
 #include "models/dram_memory.hpp"
 #include "models/offchip_memory.hpp"
 #include "support/error.hpp"
@@ -48,6 +49,10 @@ std::unique_ptr<OffChipMemoryInterface> make_offchip_memory(const HwConfig& hw, 
       return std::make_unique<OffChipMemory>("memory", bytes, hw, clock);
     case MemoryModel::kDram:
       NPUSIM_CHECK(hw.memory.dram.has_value(), "memory.model dram without a resolved preset");
+      if (hw.memory.fidelity == MemoryFidelity::kBulk) {
+        return std::make_unique<BulkDramMemory>("memory", bytes, hw.memory.preset, *hw.memory.dram,
+                                                hw.memory.max_outstanding_bursts, clock);
+      }
       return std::make_unique<DramMemory>("memory", bytes, hw.memory.preset, *hw.memory.dram,
                                           clock);
   }

@@ -1,7 +1,8 @@
 // What the SoC sees of its off-chip memory, whichever model runs it: a TLM-2.0 target socket the
 // DMA queues bind to, the functional bytes, byte counters, figures for stats.json and recording.
 // make_offchip_memory() builds the model memory.model names (arch/hw_config.hpp): the simple
-// latency + bandwidth OffChipMemory or the command-level DramMemory.
+// latency + bandwidth OffChipMemory, the command-level DramMemory or, with memory.fidelity
+// "bulk", the closed-form BulkDramMemory.
 //
 // Contract: transactions use the base protocol's non-blocking transport, one per DMA burst (one
 // per row with burst_bytes() 0). A model either completes a request at once (TLM_COMPLETED, the

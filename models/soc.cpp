@@ -128,6 +128,10 @@ void Soc::register_stats(stats::Registry& reg, const HwConfig& hw, uint64_t end_
   if (interconnect) interconnect->register_stats(reg, end_cycle);
   reg.value("memory.model", "", "off-chip memory model: simple or dram",
             to_string(hw.memory.model));
+  if (hw.memory.model == MemoryModel::kDram) {
+    reg.value("memory.fidelity", "", "how the dram model simulates: command or bulk",
+              to_string(hw.memory.fidelity));
+  }
   memory->register_stats(reg, "memory", end_cycle);
 }
 

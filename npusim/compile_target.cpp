@@ -224,8 +224,22 @@ Graph load_with_input_batch(const Target& t, std::optional<int> batch) {
 }  // namespace
 
 HwConfig target_hardware(const Target& t) {
-  if (t.hw_description) return parse_hw_config(*t.hw_description, t.hw.empty() ? "hw" : t.hw);
-  return load_hw_config(t.hw);
+  HwConfig hw = t.hw_description ? parse_hw_config(*t.hw_description, t.hw.empty() ? "hw" : t.hw)
+                                 : load_hw_config(t.hw);
+  if (t.memory_fidelity.empty()) return hw;
+  if (t.memory_fidelity != "command" && t.memory_fidelity != "bulk") {
+    throw UserError(
+        fmt::format("--memory-fidelity '{}': expected command or bulk", t.memory_fidelity));
+  }
+  if (hw.memory.model != MemoryModel::kDram) {
+    throw UserError(fmt::format(
+        "--memory-fidelity {}: hardware '{}' has memory.model \"simple\"; the fidelity applies "
+        "to the \"dram\" model",
+        t.memory_fidelity, hw.name));
+  }
+  hw.memory.fidelity =
+      t.memory_fidelity == "bulk" ? MemoryFidelity::kBulk : MemoryFidelity::kCommand;
+  return hw;
 }
 
 Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) {

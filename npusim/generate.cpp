@@ -418,6 +418,9 @@ GenerateResult generate(const GenerateOptions& o) {
   result.stats["values"] = o.values ? "on" : "off";
   result.stats["seed"] = o.seed;
   result.stats["fidelity"] = o.fidelity;
+  if (hw.memory.model == MemoryModel::kDram) {
+    result.stats["memory_fidelity"] = to_string(hw.memory.fidelity);
+  }
   result.stats["clock_mhz"] = hw.clock_mhz;
   result.stats["generation"] = gen;
   result.stats["steps"] = steps;

@@ -61,6 +61,9 @@ struct Target {
   // Weights stored compressed off chip (docs/compression.md): "" or "off", or "auto" (each
   // convolution and dense layer whose stored weights shrink in the bitmap or CSR-like format).
   std::string compress_weights;
+  // How the DRAM model simulates (docs/memory_system.md, "Memory fidelity"): "" keeps the
+  // hardware's memory.fidelity, "command" or "bulk" overrides it (memory.model "dram" only).
+  std::string memory_fidelity;
 };
 
 // Which part of a run the recorded timeline keeps (docs/traces.md).

@@ -57,6 +57,7 @@ npusim::Target target(const py::dict& o) {
   if (o.contains("compress_weights")) {
     t.compress_weights = o["compress_weights"].cast<std::string>();
   }
+  if (o.contains("memory_fidelity")) t.memory_fidelity = o["memory_fidelity"].cast<std::string>();
   return t;
 }
 

@@ -179,6 +179,7 @@ int command_run(const std::vector<std::string>& args) {
       "parameters, no quantization, the real input) as DIR/<name>.npy (file names as for "
       "--save-outputs), to measure int8 or bf16 "
       "accuracy against (scripts/quant_accuracy.py)");
+  add_memory_fidelity_option(o);
   TraceOutputs::add_options(o);
   po::variables_map vm;
   if (!parse_command_line("run", "--hw HW --workload NET [options]", o, args, vm)) return 0;
@@ -212,6 +213,7 @@ int command_run(const std::vector<std::string>& args) {
   RunOptions options;
   static_cast<Target&>(options) = target_from(vm);
   options.fidelity = vm["fidelity"].as<std::string>();
+  options.memory_fidelity = memory_fidelity_from(vm);
   options.values = values == "on";
   options.intermediates = vm.count("save-intermediates") > 0;
   options.float_outputs = vm.count("save-float-outputs") > 0;

@@ -50,4 +50,22 @@ void create_output_directory(const std::string& flag, const std::filesystem::pat
   for (const std::string& f : stale) std::filesystem::remove(dir / f, ec);
 }
 
+void add_memory_fidelity_option(boost::program_options::options_description& options) {
+  options.add_options()("memory-fidelity", boost::program_options::value<std::string>(),
+                        "how the DRAM model simulates (memory.model \"dram\"): command (every "
+                        "burst through the command-level controller) or bulk (each DMA row timed "
+                        "in closed form from the preset: within a few % of command, many times "
+                        "faster on memory-bound runs; docs/memory_system.md); default: "
+                        "the hardware's memory.fidelity (command unless it says otherwise)");
+}
+
+std::string memory_fidelity_from(const boost::program_options::variables_map& vm) {
+  if (vm.count("memory-fidelity") == 0) return "";
+  const std::string f = vm["memory-fidelity"].as<std::string>();
+  if (f != "command" && f != "bulk") {
+    throw UsageError(fmt::format("--memory-fidelity '{}': expected command or bulk", f));
+  }
+  return f;
+}
+
 }  // namespace npusim

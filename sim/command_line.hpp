@@ -24,6 +24,11 @@ bool parse_command_line(const std::string& command, const std::string& synopsis,
                         const std::vector<std::string>& args,
                         boost::program_options::variables_map& vm);
 
+// --memory-fidelity, which run, generate, serve and train take: the description of the flag, and
+// its value ("" when not given: the hardware's memory.fidelity).
+void add_memory_fidelity_option(boost::program_options::options_description& options);
+std::string memory_fidelity_from(const boost::program_options::variables_map& vm);
+
 // Writes `text` to `path` atomically (a temporary file renamed): readers never see a half-written
 // file; a failure is a UserError naming the file.
 void write_file(const std::filesystem::path& path, const std::string& text);

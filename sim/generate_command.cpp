@@ -64,6 +64,7 @@ int command_generate(const std::vector<std::string>& args) {
       "directory for stats.json, report.txt, tokens.npy (the generated ids, int32 [batch, new "
       "tokens]) and logits.npy (float32 [new tokens, batch, vocab], the logits each id was "
       "sampled from)")("list", "list the built-in decoders and exit");
+  add_memory_fidelity_option(o);
   po::variables_map vm;
   if (std::find(args.begin(), args.end(), "--list") != args.end()) {
     for (const DecoderEntry& e : decoders()) {
@@ -104,6 +105,7 @@ int command_generate(const std::vector<std::string>& args) {
   if (vm.count("weight-group")) g.weight_group = vm["weight-group"].as<int>();
   g.parallel = vm["parallel"].as<std::string>();
   g.fidelity = vm["fidelity"].as<std::string>();
+  g.memory_fidelity = memory_fidelity_from(vm);
   const std::string values = vm["values"].as<std::string>();
   if (values != "on" && values != "off") {
     throw UsageError(fmt::format("--values '{}': expected on or off", values));

@@ -56,6 +56,7 @@ int command_serve(const std::vector<std::string>& args) {
       "html", po::value<std::string>(),
       "write the HTML report to this file: latency percentiles and distributions, a track per "
       "request, KV cache, batch and power over time");
+  add_memory_fidelity_option(o);
   po::variables_map vm;
   if (!parse_command_line("serve", "--hw HW --workload DECODER --trace requests.csv --out DIR", o,
                           args, vm)) {
@@ -76,6 +77,7 @@ int command_serve(const std::vector<std::string>& args) {
   if (vm.count("dtype")) s.dtype = vm["dtype"].as<std::string>();
   s.parallel = vm["parallel"].as<std::string>();
   s.fidelity = vm["fidelity"].as<std::string>();
+  s.memory_fidelity = memory_fidelity_from(vm);
   s.seed = vm["seed"].as<uint64_t>();
   s.values = false;
   for (const auto& [flag, v] :

@@ -50,6 +50,7 @@ int command_train(const std::vector<std::string>& args) {
       "html", po::value<std::string>(),
       "write the HTML report to this file: the loss per step with the held-out accuracy, a "
       "step's cycles by phase, energy by component, off-chip memory, the steps");
+  add_memory_fidelity_option(o);
   po::variables_map vm;
   if (!parse_command_line("train",
                           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
@@ -72,6 +73,7 @@ int command_train(const std::vector<std::string>& args) {
   t.seed = vm["seed"].as<uint64_t>();
   if (vm.count("dtype")) t.dtype = vm["dtype"].as<std::string>();
   t.fidelity = vm["fidelity"].as<std::string>();
+  t.memory_fidelity = memory_fidelity_from(vm);
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();

@@ -137,7 +137,7 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
         fidelity="fast", parallel="auto", micro_batch=None, host_ops=None, calibration=None,
         calibration_method="max", calibration_percentile=None, intermediates=False,
         float_outputs=False, trace=False, prune=None, weight_dtype=None, weight_group=None,
-        compress_weights=None):
+        compress_weights=None, memory_fidelity=None):
     """Compiles `workload` for `hw` and simulates it (npusim run).
 
     hw: a preset name (presets()), a hardware JSON file, or a description as a dict.
@@ -150,6 +150,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     weight_group: with weight_dtype "int4", a scale per group of this many weights (--weight-group).
     compress_weights: "auto" or "huffman" to store weights compressed off chip (npusim run
         --compress-weights).
+    memory_fidelity: "command" or "bulk" (--memory-fidelity; docs/memory_system.md); default the
+    hardware's memory.fidelity.
     Returns a Result; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -159,7 +161,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
         o.update(fidelity=fidelity, values=bool(values), intermediates=bool(intermediates),
                  float_outputs=bool(float_outputs), trace=bool(trace), prune=prune or "",
                  weight_dtype=weight_dtype or "", weight_group=weight_group,
-                 compress_weights=compress_weights or "")
+                 compress_weights=compress_weights or "",
+                 memory_fidelity=memory_fidelity or "")
         return Result(_npusim.run(o))
     finally:
         tmp.close()
@@ -183,13 +186,15 @@ class GenerateResult:
 
 def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, batch=None,
              weights=None, values=True, seed=1, dtype=None, fidelity="fast", parallel="auto",
-             prune=None, weight_dtype=None, weight_group=None, compress_weights=None):
+             prune=None, weight_dtype=None, weight_group=None, compress_weights=None,
+             memory_fidelity=None):
     """Generates tokens with a decoder-only transformer (npusim generate, docs/llm.md).
 
     workload: a built-in decoder (decoders()) or a decoder JSON file.
     prompt: the prompt ids (an int array [batch, tokens] or a .npy path); default drawn from the
     seed, prompt_tokens long (default 16). weights: a .safetensors file (Hugging Face names).
     prune, weight_dtype, weight_group, compress_weights: as for run (docs/compression.md).
+    memory_fidelity: "command" or "bulk", as for run.
     Returns a GenerateResult; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -199,7 +204,8 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
         o.update(fidelity=fidelity, values=bool(values), prompt_tokens=int(prompt_tokens or 0),
                  new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "",
                  prune=prune or "", weight_dtype=weight_dtype or "", weight_group=weight_group,
-                 compress_weights=compress_weights or "")
+                 compress_weights=compress_weights or "",
+                 memory_fidelity=memory_fidelity or "")
         return GenerateResult(_npusim.generate(o))
     finally:
         tmp.close()
@@ -226,7 +232,8 @@ class TrainResult:
 
 
 def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=None,
-          shuffle=False, eval_every=0, save_weights=None, seed=1, dtype=None, fidelity="fast"):
+          shuffle=False, eval_every=0, save_weights=None, seed=1, dtype=None, fidelity="fast",
+          memory_fidelity=None):
     """Training steps of a classifier on the simulated chip (npusim train, docs/training.md).
 
     workload: a classifier ending in a softmax (workloads/training/digits-mlp.json).
@@ -241,7 +248,8 @@ def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=Non
         o.update(fidelity=fidelity, steps=int(steps), optimizer=optimizer, lr=float(lr),
                  data=os.fspath(data) if data else "", shuffle=bool(shuffle),
                  eval_every=int(eval_every),
-                 save_weights=os.fspath(save_weights) if save_weights else "")
+                 save_weights=os.fspath(save_weights) if save_weights else "",
+                 memory_fidelity=memory_fidelity or "")
         return TrainResult(_npusim.train(o))
     finally:
         tmp.close()
@@ -293,7 +301,7 @@ def _csv_rows(text):
 
 def serve(hw, workload, trace, *, max_batch=32, kv_block_tokens=16, max_step_tokens=2048,
           kv_cache_bytes=None, slo_ttft=0.0, slo_tpot=0.0, grid_tokens=64, max_simulated_batch=16,
-          seed=1, dtype=None, fidelity="fast", parallel="auto"):
+          seed=1, dtype=None, fidelity="fast", parallel="auto", memory_fidelity=None):
     """Replays a request trace (CSV: id,arrival_s,prompt_tokens,output_tokens) on the simulated
     chip with continuous batching over a paged KV cache (npusim serve, docs/serving.md).
     Returns a ServeResult; raises InputError on bad input."""
@@ -305,7 +313,8 @@ def serve(hw, workload, trace, *, max_batch=32, kv_block_tokens=16, max_step_tok
                  kv_block_tokens=int(kv_block_tokens), max_step_tokens=int(max_step_tokens),
                  kv_cache_bytes=kv_cache_bytes, slo_ttft=float(slo_ttft),
                  slo_tpot=float(slo_tpot), grid_tokens=int(grid_tokens),
-                 max_simulated_batch=int(max_simulated_batch))
+                 max_simulated_batch=int(max_simulated_batch),
+                 memory_fidelity=memory_fidelity or "")
         return ServeResult(_npusim.serve(o))
     finally:
         tmp.close()

@@ -29,7 +29,8 @@ RECORDED_EXIT_CODES = (0, 1, 2)
 
 
 # npusim serve's options a task may carry: the run flags it shares, then its own (serve_spec).
-SERVE_OPTIONS = ("dtype", "seed", "fidelity") + tuple(serve_spec.SERVE_FLAGS)
+SERVE_OPTIONS = (("dtype", "seed", "fidelity", "memory_fidelity")
+                 + tuple(serve_spec.SERVE_FLAGS))
 # What a run leaves that the sweep keeps, per command.
 FILES = {"run": ("stats.json", "config.resolved.json", "report.txt"),
          "serve": ("stats.json", "report.txt", "requests.csv")}
@@ -50,7 +51,7 @@ def command(task, hw_path, out_dir, trace_path="trace.csv"):
     args = [task["npusim"], "run", "--hw", hw_path, "--workload", task["workload"], "--out",
             out_dir]
     for flag in ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype",
-                 "weight_group", "compress_weights"):
+                 "weight_group", "compress_weights", "memory_fidelity"):
         if flag in task["flags"] and not (flag in ("prune", "weight_group")
                                           and task["flags"][flag] == "none"):
             args += [f"--{flag.replace('_', '-')}", str(task["flags"][flag])]
@@ -157,7 +158,8 @@ def execute_in_process(task):
     try:
         hw_path = write_hw(task, work)
         flags = task["flags"]
-        kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity") if k in flags}
+        kwargs = {k: flags[k] for k in ("batch", "dtype", "seed", "fidelity", "memory_fidelity")
+                  if k in flags}
         if flags.get("prune", "none") != "none":
             kwargs["prune"] = flags["prune"]
         if "weight_dtype" in flags:

@@ -17,11 +17,12 @@ from .npusim_cli import NpusimError, decoder_names, resolved_hw, zoo_names
 
 # npusim run flags a parameter may vary, and those a spec's "run" may fix
 FLAGS = ("hw", "batch", "dtype", "seed", "fidelity", "prune", "weight_dtype", "weight_group",
-         "compress_weights")
+         "compress_weights", "memory_fidelity")
 RUN_KEYS = ("batch", "dtype", "seed", "fidelity", "values", "prune", "weight_dtype",
-            "weight_group", "compress_weights")
+            "weight_group", "compress_weights", "memory_fidelity")
 COMMANDS = ("run", "serve")
-SERVE_RUN_KEYS = ("dtype", "seed", "fidelity")  # npusim run flags npusim serve takes too
+# npusim run flags npusim serve takes too
+SERVE_RUN_KEYS = ("dtype", "seed", "fidelity", "memory_fidelity")
 METHODS = ("grid", "random", "lhs")
 # Columns of results.csv that a parameter name must not shadow.
 RESERVED = ("point", "key", "workload", "status", "error", "run_seconds")
@@ -295,6 +296,7 @@ class _Loader:
             "prune": lambda v: isinstance(v, str) and v != "",
             "weight_dtype": lambda v: v in ("int8", "bf16", "int4"),
             "compress_weights": lambda v: v in ("off", "auto", "huffman"),
+            "memory_fidelity": lambda v: v in ("command", "bulk"),
             "weight_group": lambda v: v == "none" or (isinstance(v, int) and not isinstance(v, bool)
                                                       and 1 <= v <= 65536),
         }[flag](v)
@@ -305,6 +307,7 @@ class _Loader:
                         "prune": "none or an npusim run --prune value",
                         "weight_dtype": "int8, bf16 or int4",
                         "compress_weights": "off, auto or huffman",
+                        "memory_fidelity": "command or bulk",
                         "weight_group": "none or an integer from 1 to 65536"}[flag]
             self.error(place, f"expected {expected}, got {json.dumps(v)}")
         return ok

@@ -115,7 +115,7 @@ def test_module_and_cli_give_the_same_serving_sweep(tmp_path, npusim):
 
 @pytest.mark.parametrize("change, message", [
     (lambda s: s["parameters"].append({"name": "b", "flag": "batch", "values": [1, 2]}),
-     "/parameters/2/flag: expected one of hw, dtype, seed, fidelity, max_batch"),
+     "/parameters/2/flag: expected one of hw, dtype, seed, fidelity, memory_fidelity, max_batch"),
     (lambda s: s["serve"].update(max_batch=0), "/serve/max_batch: expected an integer of at least 1"),
     (lambda s: s["serve"].update(trace="missing.csv"), "/serve/trace: 'missing.csv': cannot read"),
     (lambda s: s["serve"]["trace"].update(prompt="normal:3"), "/serve/trace/prompt: prompt"),

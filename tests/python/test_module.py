@@ -172,3 +172,16 @@ def test_serve_equals_the_cli(tmp_path):
         bad = tmp_path / "bad.csv"
         bad.write_text("id,prompt_tokens,output_tokens\n")
         npusim.serve(hw="tpu-v4-like-core", workload=str(model), trace=bad)
+
+
+def test_memory_fidelity_kwarg_selects_the_dram_model():
+    """memory_fidelity= is --memory-fidelity: recorded in stats.json; a bad value is refused."""
+    command = npusim.run("tpu-v1-hbm", "mnist-cnn", values=False)
+    bulk = npusim.run("tpu-v1-hbm", "mnist-cnn", values=False, memory_fidelity="bulk")
+    assert command.stats["memory"]["fidelity"] == "command"
+    assert bulk.stats["memory"]["fidelity"] == "bulk"
+    assert bulk.stats["memory"]["read_bursts"] == command.stats["memory"]["read_bursts"]
+    assert abs(bulk.stats["total_cycles"] - command.stats["total_cycles"]) <= \
+        0.02 * command.stats["total_cycles"]
+    with pytest.raises(npusim.InputError, match="--memory-fidelity 'fast'"):
+        npusim.run("tpu-v1-hbm", "mnist-cnn", values=False, memory_fidelity="fast")

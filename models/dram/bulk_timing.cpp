@@ -359,37 +359,8 @@ MemoryStats BulkTiming::stats(uint64_t end) const {
   const uint64_t all = end * uint64_t(channels_.size());
   active = std::min(active, all);
   const uint64_t precharged = all - active;
-  const uint64_t columns = s.reads + s.writes;
-  s.bytes = columns * burst_bytes_;
-  if (s.reads > 0) {
-    s.avg_read_latency_cycles = double(read_latency_sum_) / double(s.reads);
-    auto percentile = [&](double q) {
-      uint64_t rank = std::max<uint64_t>(uint64_t(q * double(s.reads) + 0.999999), 1);
-      uint64_t seen = 0;
-      for (size_t i = 0; i < read_latency_histogram_.size(); ++i) {
-        seen += read_latency_histogram_[i];
-        if (seen >= rank) return uint64_t(i);
-      }
-      return uint64_t(read_latency_histogram_.size());
-    };
-    s.p50_read_latency_cycles = percentile(0.50);
-    s.p99_read_latency_cycles = percentile(0.99);
-    s.max_read_latency_cycles = percentile(1.0);
-  }
-  if (s.writes > 0) s.avg_write_latency_cycles = double(write_latency_sum_) / double(s.writes);
-  if (columns > 0) s.row_hit_rate = double(s.row_hits) / double(columns);
-  if (end > 0) s.bandwidth_gbps = double(s.bytes) / (double(end) * cfg_.timing.tck_ns);
-  const DramEnergy& e = cfg_.energy;
-  s.act_energy_pj = double(s.acts) * e.act_pj;
-  s.read_energy_pj = double(s.reads) * e.read_pj;
-  s.write_energy_pj = double(s.writes) * e.write_pj;
-  s.refresh_energy_pj = double(s.refs) * e.refresh_pj;
-  s.background_energy_pj =
-      double(active) * e.active_standby_pj + double(precharged) * e.precharge_standby_pj;
-  s.total_energy_pj = s.act_energy_pj + s.read_energy_pj + s.write_energy_pj + s.refresh_energy_pj +
-                      s.background_energy_pj;
-  if (s.bytes > 0) s.energy_pj_per_bit = s.total_energy_pj / (8.0 * double(s.bytes));
-  if (end > 0) s.average_power_mw = s.total_energy_pj / (double(end) * cfg_.timing.tck_ns);
+  derive_memory_figures(s, cfg_, read_latency_sum_, write_latency_sum_, read_latency_histogram_,
+                        active, precharged);
   return s;
 }
 

@@ -63,6 +63,45 @@ size_t MemorySystem::outstanding() const {
   return n;
 }
 
+void derive_memory_figures(MemoryStats& s, const MemoryConfig& config, uint64_t read_latency_sum,
+                           uint64_t write_latency_sum,
+                           const std::vector<uint64_t>& read_latency_histogram,
+                           uint64_t active_cycles, uint64_t precharged_cycles) {
+  const uint64_t columns = s.reads + s.writes;
+  s.bytes = columns * uint64_t(config.org.access_bytes());
+  if (s.reads > 0) {
+    s.avg_read_latency_cycles = double(read_latency_sum) / double(s.reads);
+    // Nearest-rank percentiles of the exact histogram.
+    auto percentile = [&](double p) {
+      const uint64_t rank = std::max<uint64_t>(uint64_t(p * double(s.reads) + 0.999999), 1);
+      uint64_t seen = 0;
+      for (size_t i = 0; i < read_latency_histogram.size(); ++i) {
+        seen += read_latency_histogram[i];
+        if (seen >= rank) return uint64_t(i);
+      }
+      return uint64_t(read_latency_histogram.size());
+    };
+    s.p50_read_latency_cycles = percentile(0.50);
+    s.p99_read_latency_cycles = percentile(0.99);
+    s.max_read_latency_cycles = percentile(1.0);
+  }
+  if (s.writes > 0) s.avg_write_latency_cycles = double(write_latency_sum) / double(s.writes);
+  if (columns > 0) s.row_hit_rate = double(s.row_hits) / double(columns);
+  const double seconds_ns = double(s.cycles) * config.timing.tck_ns;
+  if (s.cycles > 0) s.bandwidth_gbps = double(s.bytes) / seconds_ns;
+  const DramEnergy& e = config.energy;
+  s.act_energy_pj = double(s.acts) * e.act_pj;
+  s.read_energy_pj = double(s.reads) * e.read_pj;
+  s.write_energy_pj = double(s.writes) * e.write_pj;
+  s.refresh_energy_pj = double(s.refs) * e.refresh_pj;
+  s.background_energy_pj = double(active_cycles) * e.active_standby_pj +
+                           double(precharged_cycles) * e.precharge_standby_pj;
+  s.total_energy_pj = s.act_energy_pj + s.read_energy_pj + s.write_energy_pj + s.refresh_energy_pj +
+                      s.background_energy_pj;
+  if (s.bytes > 0) s.energy_pj_per_bit = s.total_energy_pj / (8.0 * double(s.bytes));
+  if (s.cycles > 0) s.average_power_mw = s.total_energy_pj / seconds_ns;
+}
+
 MemoryStats MemorySystem::stats() const {
   MemoryStats s;
   s.cycles = now_;
@@ -90,40 +129,8 @@ MemoryStats MemorySystem::stats() const {
       histogram[i] += c.read_latency_histogram[i];
     }
   }
-  const uint64_t columns = s.reads + s.writes;
-  s.bytes = columns * uint64_t(cfg_.org.access_bytes());
-  if (s.reads > 0) {
-    s.avg_read_latency_cycles = double(read_latency_sum) / double(s.reads);
-    // Nearest-rank percentiles of the exact histogram.
-    auto percentile = [&](double p) {
-      uint64_t rank = uint64_t(p * double(s.reads) + 0.999999);
-      rank = std::max<uint64_t>(rank, 1);
-      uint64_t seen = 0;
-      for (size_t i = 0; i < histogram.size(); ++i) {
-        seen += histogram[i];
-        if (seen >= rank) return uint64_t(i);
-      }
-      return uint64_t(histogram.size());
-    };
-    s.p50_read_latency_cycles = percentile(0.50);
-    s.p99_read_latency_cycles = percentile(0.99);
-    s.max_read_latency_cycles = percentile(1.0);
-  }
-  if (s.writes > 0) s.avg_write_latency_cycles = double(write_latency_sum) / double(s.writes);
-  if (columns > 0) s.row_hit_rate = double(s.row_hits) / double(columns);
-  if (now_ > 0) s.bandwidth_gbps = double(s.bytes) / (double(now_) * cfg_.timing.tck_ns);
-
-  const DramEnergy& e = cfg_.energy;
-  s.act_energy_pj = double(s.acts) * e.act_pj;
-  s.read_energy_pj = double(s.reads) * e.read_pj;
-  s.write_energy_pj = double(s.writes) * e.write_pj;
-  s.refresh_energy_pj = double(s.refs) * e.refresh_pj;
-  s.background_energy_pj =
-      double(active) * e.active_standby_pj + double(precharged) * e.precharge_standby_pj;
-  s.total_energy_pj = s.act_energy_pj + s.read_energy_pj + s.write_energy_pj + s.refresh_energy_pj +
-                      s.background_energy_pj;
-  if (s.bytes > 0) s.energy_pj_per_bit = s.total_energy_pj / (8.0 * double(s.bytes));
-  if (now_ > 0) s.average_power_mw = s.total_energy_pj / (double(now_) * cfg_.timing.tck_ns);
+  derive_memory_figures(s, cfg_, read_latency_sum, write_latency_sum, histogram, active,
+                        precharged);
   return s;
 }
 

@@ -47,6 +47,17 @@ struct MemoryStats {
   double average_power_mw = 0;
 };
 
+// Fills in the figures of `s` that follow from its counts (reads, writes, acts, refs, row hits;
+// s.cycles the run's end, in memory cycles): bytes, the read latencies' mean and nearest-rank
+// percentiles from `read_latency_histogram` (reads per latency in cycles), the write latency's
+// mean, the row hit rate, bandwidth, and the energy priced from `config` (background from the
+// channels' active and precharged cycles). Both DRAM fidelities (command-level MemorySystem and
+// the bulk model, bulk_timing.hpp) end their stats with it, so they price alike.
+void derive_memory_figures(MemoryStats& s, const MemoryConfig& config, uint64_t read_latency_sum,
+                           uint64_t write_latency_sum,
+                           const std::vector<uint64_t>& read_latency_histogram,
+                           uint64_t active_cycles, uint64_t precharged_cycles);
+
 class MemorySystem {
  public:
   using Callback = ChannelController::Callback;

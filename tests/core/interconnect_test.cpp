@@ -11,6 +11,7 @@
 #include "models/hazard_checker.hpp"
 #include "models/interconnect_timing.hpp"
 #include "models/soc.hpp"
+#include "tests/memsys/soc_run.hpp"
 
 namespace npusim {
 namespace {
@@ -117,12 +118,6 @@ std::vector<Window> windows_of(const Soc& soc) {
   std::vector<Window> w;
   for (const auto& t : soc.scoreboard.timings()) w.push_back({t.start_cycle, t.end_cycle});
   return w;
-}
-
-void run(Soc& soc) {
-  sc_core::sc_start();
-  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
-  ASSERT_TRUE(soc.scoreboard.all_done());
 }
 
 // Core 0 computes 1000 bytes, copies them to core 1 (one hop), where a LUT waits for the copy.

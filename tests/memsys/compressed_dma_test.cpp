@@ -15,6 +15,7 @@
 #include "arch/program.hpp"
 #include "models/soc.hpp"
 #include "support/json_reader.hpp"
+#include "tests/memsys/soc_run.hpp"
 
 namespace npusim {
 namespace {
@@ -81,12 +82,6 @@ Instruction load(uint32_t id, uint64_t wb, uint32_t rows, WeightFormat format,
   op.dense = WeightBoxShape{dense_rows, kWidth, 1, 0, 0};
   i.op = op;
   return i;
-}
-
-void run(Soc& soc) {
-  sc_core::sc_start();
-  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
-  ASSERT_TRUE(soc.scoreboard.all_done());
 }
 
 // 200 dense rows with 2 non-zeros each: a bitmap byte and 2 bytes per row, 600 bytes in 75 rows

@@ -14,6 +14,7 @@
 #include "models/soc.hpp"
 #include "run_npusim.hpp"
 #include "support/json_reader.hpp"
+#include "tests/memsys/soc_run.hpp"
 
 namespace npusim {
 namespace {
@@ -62,12 +63,6 @@ Program program_of(std::vector<Instruction> instructions) {
   for (int i = 0; i < (1 << 20); ++i) seg.bytes.push_back(uint8_t(i * 13 + i / 4096));
   p.dram_init.push_back(seg);
   return p;
-}
-
-void run(Soc& soc) {
-  sc_core::sc_start();
-  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
-  ASSERT_TRUE(soc.scoreboard.all_done());
 }
 
 // 32 independent loads of 16 KiB (512 KiB) into disjoint buffer bytes: the bandwidth bound is

@@ -17,6 +17,7 @@
 #include "models/dram_memory.hpp"
 #include "models/soc.hpp"
 #include "support/json_reader.hpp"
+#include "tests/memsys/soc_run.hpp"
 
 namespace npusim {
 namespace {
@@ -74,12 +75,6 @@ Program lookup_program(const std::vector<int32_t>& ids) {
 }
 
 DramMemory& dram_of(Soc& soc) { return dynamic_cast<DramMemory&>(*soc.memory); }
-
-void run(Soc& soc) {
-  sc_core::sc_start();
-  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
-  ASSERT_TRUE(soc.scoreboard.all_done());
-}
 
 // Its cycles: the ids (one 64-byte burst into an idle memory at core cycle 0) open DRAM row 0 and
 // arrive at core cycle c1 = seen(a + fe + tRCD + tCL + burst); the queue then issues the table row

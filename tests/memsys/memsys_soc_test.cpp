@@ -18,6 +18,7 @@
 #include "models/dram_memory.hpp"
 #include "models/soc.hpp"
 #include "support/json_reader.hpp"
+#include "tests/memsys/soc_run.hpp"
 
 namespace npusim {
 namespace {
@@ -89,12 +90,6 @@ Program program_of(std::vector<Instruction> instructions) {
   for (int i = 0; i < 65536; ++i) seg.bytes.push_back(uint8_t(i * 7 + 3));
   p.dram_init.push_back(seg);
   return p;
-}
-
-void run(Soc& soc) {
-  sc_core::sc_start();
-  if (auto failure = ExecutionUnit::failure()) std::rethrow_exception(failure);
-  ASSERT_TRUE(soc.scoreboard.all_done());
 }
 
 // One 64-byte burst into an idle memory. Issued at core cycle 0, it enters at memory cycle

@@ -18,6 +18,7 @@
 #include "npusim/npusim.hpp"
 #include "npusim/simulate.hpp"
 #include "npusim/tensor_io.hpp"
+#include "npusim/training_parallel.hpp"
 #include "npusim/training_program.hpp"
 #include "npusim/training_state.hpp"
 #include "support/error.hpp"
@@ -56,10 +57,13 @@ struct Simulated {
 };
 
 // The graph compiled once for bf16 values; `b` stands for the run-time batch.
-Compiled compile_for_training(const HwConfig& hw, Graph g, const Batch& b, const TrainOptions& o) {
+// `parallel`: overrides --parallel ("" keeps it).
+Compiled compile_for_training(const HwConfig& hw, Graph g, const Batch& b, const TrainOptions& o,
+                              const std::string& parallel = "") {
   Target t = o;
   t.dtype = "bf16";
   t.batch.reset();
+  if (!parallel.empty()) t.parallel = parallel;
   return compile_graph(hw, std::move(g), b.bytes, b.x, t, /*values=*/true);
 }
 
@@ -184,6 +188,8 @@ TrainResult train(const TrainOptions& o) {
   Graph fwd = load_workload(o.workload, std::nullopt);
   check_trainable(fwd, origin);
   const int batch = o.batch.value_or(32);
+  const TrainingParallelism parallel = plan_training_parallelism(hw, o.parallel, batch);
+  const int cores = parallel.cores;
   const int classes = fwd.layers.back().out_shape.last();
   const uint64_t sample = fwd.input_shape.elements();
 
@@ -205,7 +211,8 @@ TrainResult train(const TrainOptions& o) {
 
   TrainResult result;
   nlohmann::json steps = nlohmann::json::array(), heldout = nlohmann::json::array();
-  double cycles_sum = 0, fwd_sum = 0, bwd_sum = 0, energy_sum = 0;
+  double cycles_sum = 0, fwd_sum = 0, bwd_sum = 0, comm_sum = 0, energy_sum = 0;
+  AllReduceSummary allreduce;
   uint64_t peak_program_dram = 0;
   double clock_mhz = 0;
   // The step compiled once, on the first batch; each step writes its weights and labels.
@@ -217,39 +224,61 @@ TrainResult train(const TrainOptions& o) {
     if (!program) {
       Graph g = fwd;
       set_layer_weights(g, params);
+      // Each core's step: its share of the batch, the loss a mean over the whole batch.
+      const int share = batch / cores;
       try {
-        ts = build_training_step(g, batch, b.y);
+        ts = build_training_step(g, share, std::vector<int>(b.y.begin(), b.y.begin() + share),
+                                 batch);
       } catch (const UserError& e) {
         throw UserError(fmt::format("{}: {}", origin, e.what()));
       }
       Graph step_graph = std::move(ts.graph);
       ts.graph = {};
-      program.emplace(compile_for_training(hw, std::move(step_graph), b, o), ts.weight_uses, params,
-                      ts.labels_layer);
+      if (cores > 1) {
+        spread_step_over_cores(step_graph, ts, cores, b.y);
+        Compiled c = compile_for_training(hw, std::move(step_graph), b, o, "data");
+        NPUSIM_CHECK(c.program.cores == cores, "training: the step compiled for {} cores of {}",
+                     c.program.cores, cores);
+        allreduce = add_gradient_allreduce(c, ts);
+        program.emplace(std::move(c), ts.weight_uses, params, ts.labels_layer);
+      } else {
+        program.emplace(compile_for_training(hw, std::move(step_graph), b, o), ts.weight_uses,
+                        params, ts.labels_layer);
+      }
     }
     program->write_parameters(params);
     program->write_constants(minus_onehot(b.y, classes));
     Simulated s = run_program(program->compiled(), b, o, fidelity);
     if (result.mismatch.empty()) result.mismatch = s.mismatch;
+    if (cores > 1 && result.mismatch.empty()) {
+      result.mismatch =
+          check_gradient_allreduce(s.outputs, ts, cores, allreduce_piece_bytes(hw));
+    }
     const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
     Parameters grads;
     for (const ParameterGradient& pg : ts.parameters) {
-      grads[pg.layer] = split_gradient(pg, s.outputs.at(pg.tensor).values, params.at(pg.layer));
+      const std::string& tensor = cores > 1 ? pg.tensor + ".allreduced" : pg.tensor;
+      grads[pg.layer] = split_gradient(pg, s.outputs.at(tensor).values, params.at(pg.layer));
     }
     opt.step(params, grads);
 
     const double total = stat_or_zero(s.stats, "total_cycles");
-    double forward_end = 0;
+    // Phases: the forward layers, then the loss gradient and backward rules, then the
+    // all-reduce's layers (which start when every core's backward has ended).
+    double forward_end = 0, backward_end = 0;
     for (const auto& l : s.stats.at("layers")) {
-      if (ts.forward_layers.count(l.at("name").get<std::string>())) {
-        forward_end = std::max(forward_end, l.at("end_cycle").get<double>());
-      }
+      const std::string name = l.at("name").get<std::string>();
+      const double end = l.at("end_cycle").get<double>();
+      if (ts.forward_layers.count(name)) forward_end = std::max(forward_end, end);
+      if (name.rfind("allreduce ", 0) != 0) backward_end = std::max(backward_end, end);
     }
+    const double communication = total - backward_end;
     const double energy = stat_or_zero(s.stats.at("energy"), "total_j");
     clock_mhz = stat_or_zero(s.stats, "clock_mhz");
     cycles_sum += total;
     fwd_sum += forward_end;
-    bwd_sum += total - forward_end;
+    bwd_sum += backward_end - forward_end;
+    comm_sum += communication;
     energy_sum += energy;
     peak_program_dram = std::max(peak_program_dram, s.dram_bytes);
     result.loss.push_back(loss);
@@ -257,7 +286,8 @@ TrainResult train(const TrainOptions& o) {
                      {"loss", loss},
                      {"cycles", total},
                      {"forward_cycles", forward_end},
-                     {"backward_cycles", total - forward_end},
+                     {"backward_cycles", backward_end - forward_end},
+                     {"communication_cycles", communication},
                      {"energy_j", energy}});
     if (step == 1) result.stats["first_step"] = std::move(s.stats);
     if (held.size() > 0 && ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps)) {
@@ -277,6 +307,18 @@ TrainResult train(const TrainOptions& o) {
   t["hardware"] = hw.name;
   t["dtype"] = "bf16";
   t["batch"] = batch;
+  t["parallel"] = parallel.mode;
+  t["cores"] = cores;
+  t["samples_per_core"] = batch / cores;
+  t["parallel_summary"] = parallel.summary;
+  if (cores > 1) {
+    t["allreduce"] = {{"gradient_bytes", allreduce.tensor_bytes},
+                      {"link_bytes", allreduce.link_bytes},
+                      {"max_core_link_bytes", allreduce.max_core_link_bytes},
+                      {"dram_read_bytes", allreduce.dram_read_bytes},
+                      {"dram_write_bytes", allreduce.dram_write_bytes},
+                      {"piece_bytes", allreduce_piece_bytes(hw)}};
+  }
   t["steps"] = o.steps;
   t["optimizer"] = o.optimizer;
   t["lr"] = o.lr;
@@ -287,6 +329,7 @@ TrainResult train(const TrainOptions& o) {
   t["step_cycles"] = step_cycles;
   t["forward_cycles"] = fwd_sum / n;
   t["backward_cycles"] = bwd_sum / n;
+  t["communication_cycles"] = comm_sum / n;
   t["optimizer_cycles"] = 0;
   t["optimizer_on"] = "host";
   t["step_s"] = step_s;
@@ -320,11 +363,15 @@ std::string TrainResult::report() const {
     r += fmt::format("  held-out accuracy after step {}: {:.1f} %\n", h.at("step").get<int>(),
                      100.0 * h.at("accuracy").get<double>());
   }
+  const bool several = t.value("cores", 1) > 1;
+  if (several) r += fmt::format("  parallel: {}\n", t.at("parallel_summary").get<std::string>());
+  const std::string communication =
+      several ? fmt::format(", all-reduce {:.0f}", t.at("communication_cycles").get<double>()) : "";
   r += fmt::format(
-      "  step: {:.0f} cycles (forward {:.0f}, backward {:.0f}; optimizer on the host), {:.0f} "
+      "  step: {:.0f} cycles (forward {:.0f}, backward {:.0f}{}; optimizer on the host), {:.0f} "
       "samples/s\n",
       t.at("step_cycles").get<double>(), t.at("forward_cycles").get<double>(),
-      t.at("backward_cycles").get<double>(), t.at("samples_per_s").get<double>());
+      t.at("backward_cycles").get<double>(), communication, t.at("samples_per_s").get<double>());
   r += fmt::format("  energy: {:.3g} J per step, {:.3g} J per sample\n",
                    t.at("energy_per_step_j").get<double>(),
                    t.at("energy_per_sample_j").get<double>());

@@ -49,7 +49,8 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
     : c_(std::move(compiled)) {
   const Graph& g = c_.graph;
   const Program& prog = c_.program;
-  NPUSIM_CHECK(prog.layers.size() == g.layers.size(), "training: {} layer records for {} layers",
+  // Records after the graph's layers are the all-reduce's (compiler/lowering/ring_allreduce.hpp).
+  NPUSIM_CHECK(prog.layers.size() >= g.layers.size(), "training: {} layer records for {} layers",
                prog.layers.size(), g.layers.size());
   // The memory plan (compiler/lowering/memory_plan.cpp) gives every device layer with weights a
   // weights and a bias segment, in layer order, before anything else.
@@ -74,23 +75,38 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
       if (g.layers[constants_layer_].name == constants_layer) break;
     }
     NPUSIM_CHECK(constants_layer_ < g.layers.size(), "training: no layer {}", constants_layer);
-    // Its first load reads the start of its constants block.
+    // Each core's first load of the layer reads the start of that core's constants block (a
+    // data-parallel step has one block per core, docs/training.md).
     const LayerRecord& rec = prog.layers[constants_layer_];
-    std::optional<uint64_t> addr;
-    for (uint32_t k = rec.first_instruction; k < rec.end_instruction && !addr; ++k) {
+    std::vector<std::optional<uint64_t>> addr(size_t(std::max(1, prog.cores)));
+    for (uint32_t k = rec.first_instruction; k < rec.end_instruction; ++k) {
       const Instruction& in = prog.instructions[k];
-      if (in.unit == UnitKind::kDmaLoad) addr = std::get<DmaOp>(in.op).dram_addr;
+      NPUSIM_CHECK(size_t(in.core) < addr.size(), "training: instruction {} on core {} of {}", k,
+                   in.core, addr.size());
+      if (in.unit == UnitKind::kDmaLoad && !addr[size_t(in.core)])
+        addr[size_t(in.core)] = std::get<DmaOp>(in.op).dram_addr;
     }
-    NPUSIM_CHECK(addr.has_value(), "training: layer {} loads nothing", constants_layer);
-    for (constants_segment_ = 0; constants_segment_ < prog.dram_init.size(); ++constants_segment_) {
-      if (prog.dram_init[constants_segment_].addr == *addr) break;
-    }
-    NPUSIM_CHECK(constants_segment_ < prog.dram_init.size() && constants_segment_ >= segment,
-                 "training: no constants segment at {} for layer {}", *addr, constants_layer);
     const Layer& l = g.layers[constants_layer_];
-    NPUSIM_CHECK(same_bytes(prog.dram_init[constants_segment_], bf16_values(l.move_constants)),
-                 "training: layer {}: its constants segment does not hold its constants",
-                 constants_layer);
+    for (const auto& a : addr) {
+      NPUSIM_CHECK(a.has_value(), "training: layer {} loads nothing on a core", constants_layer);
+      size_t seg = 0;
+      while (seg < prog.dram_init.size() && prog.dram_init[seg].addr != *a) ++seg;
+      NPUSIM_CHECK(seg < prog.dram_init.size() && seg >= segment,
+                   "training: no constants segment at {} for layer {}", *a, constants_layer);
+      constants_segments_.push_back(seg);
+    }
+    // The lowering built every core's block from image 0's constants.
+    const size_t per_core = l.move_constants.size() / constants_segments_.size();
+    NPUSIM_CHECK(per_core * constants_segments_.size() == l.move_constants.size(),
+                 "training: layer {}: {} constants over {} cores", constants_layer,
+                 l.move_constants.size(), constants_segments_.size());
+    const std::vector<float> first(l.move_constants.begin(),
+                                   l.move_constants.begin() + std::ptrdiff_t(per_core));
+    for (size_t seg : constants_segments_) {
+      NPUSIM_CHECK(same_bytes(prog.dram_init[seg], bf16_values(first)),
+                   "training: layer {}: its constants segment does not hold its constants",
+                   constants_layer);
+    }
   }
   for (const Slot& s : slots_) {
     const Layer& l = g.layers[s.layer];
@@ -121,7 +137,12 @@ void TrainingProgram::write_constants(const std::vector<float>& values) {
   NPUSIM_CHECK(values.size() == l.move_constants.size(), "training: {} constants for {}",
                values.size(), l.move_constants.size());
   l.move_constants = values;
-  store(c_.program.dram_init[constants_segment_], bf16_values(values));
+  const size_t per_core = values.size() / constants_segments_.size();
+  for (size_t c = 0; c < constants_segments_.size(); ++c) {
+    const auto from = values.begin() + std::ptrdiff_t(c * per_core);
+    store(c_.program.dram_init[constants_segments_[c]],
+          bf16_values(std::vector<float>(from, from + std::ptrdiff_t(per_core))));
+  }
 }
 
 }  // namespace npusim

@@ -34,7 +34,8 @@ class TrainingProgram {
 
   // The parameters, into the program's off-chip segments and the compiled graph.
   void write_parameters(const Parameters& p);
-  // The constants layer's values (its move_constants, output order), likewise.
+  // The constants layer's values (its move_constants, output order; on several cores each core's
+  // in turn, compiler/ir/backward_rules.hpp kPerImageConstants), likewise.
   void write_constants(const std::vector<float>& values);
 
   const Compiled& compiled() const { return c_; }
@@ -47,7 +48,8 @@ class TrainingProgram {
   };
   Compiled c_;
   std::vector<Slot> slots_;
-  size_t constants_layer_ = 0, constants_segment_ = 0;
+  size_t constants_layer_ = 0;
+  std::vector<size_t> constants_segments_;  // per core
   bool has_constants_ = false;
 };
 

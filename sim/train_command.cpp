@@ -41,6 +41,11 @@ int command_train(const std::vector<std::string>& args) {
       "seed", po::value<uint64_t>()->default_value(1),
       "seed of the initial weights (Glorot uniform, zero biases), "
       "the shuffle and the random data")(
+      "parallel", po::value<std::string>()->default_value("auto"),
+      "on a chip of several cores: data (each core trains on batch / cores samples, the "
+      "gradients summed by a ring all-reduce over the interconnect; the batch must be a multiple "
+      "of the cores) or auto (data when the batch splits evenly, else one core); "
+      "docs/training.md")(
       "dtype", po::value<std::string>(),
       "bf16 (the default and the only one: bf16 matrix inputs, fp32 accumulation and master "
       "weights); int8 is refused")("fidelity", po::value<std::string>()->default_value("fast"),
@@ -54,7 +59,7 @@ int command_train(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_command_line("train",
                           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
-                          "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] "
+                          "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] [--parallel data|auto] "
                           "[--save-weights DIR] [--html FILE] --out DIR",
                           o, args, vm)) {
     return 0;
@@ -71,6 +76,7 @@ int command_train(const std::vector<std::string>& args) {
   t.eval_every = vm["eval-every"].as<int>();
   if (vm.count("save-weights")) t.save_weights = vm["save-weights"].as<std::string>();
   t.seed = vm["seed"].as<uint64_t>();
+  t.parallel = vm["parallel"].as<std::string>();
   if (vm.count("dtype")) t.dtype = vm["dtype"].as<std::string>();
   t.fidelity = vm["fidelity"].as<std::string>();
   t.memory_fidelity = memory_fidelity_from(vm);

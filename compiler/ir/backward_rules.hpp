@@ -69,6 +69,12 @@ Layer ones_column_move(const std::string& name, const std::string& input, int ro
 // move reads at least one tensor) and is not read.
 Layer constant_move(const std::string& name, const std::string& anchor, std::vector<int> dims,
                     std::vector<float> values, std::vector<int32_t> index);
+// The move_op of a constant move whose move_constants hold every image's own constants, one after
+// the other (batch x the constants one image reads): image i reads values[index[j] + i x n] at
+// element j, n = move_constants.size() / batch. A data-parallel training step has one image per
+// core (docs/training.md): each core's labels are its image's constants. The lowering builds the
+// constants block of image 0; the caller writes each core's block (npusim/training_program.hpp).
+inline constexpr char kPerImageConstants[] = "constant per image";
 
 void backward_dense(BackwardBuilder& b, const Layer& l);
 void backward_activation(BackwardBuilder& b, const Layer& l);

@@ -50,9 +50,13 @@ std::vector<float> minus_onehot(const std::vector<int>& labels, int classes) {
   return v;
 }
 
-TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<int>& labels) {
+TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<int>& labels,
+                                 int mean_over) {
   NPUSIM_CHECK(batch >= 1 && labels.size() == size_t(batch), "training: {} labels for batch {}",
                labels.size(), batch);
+  if (mean_over == 0) mean_over = batch;
+  NPUSIM_CHECK(mean_over >= batch, "training: the mean over {} samples of a batch of {}", mean_over,
+               batch);
   TrainingStep t;
   Graph& g = t.graph;
   g.name = fwd.name + ".train_step";
@@ -87,7 +91,7 @@ TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<
   NPUSIM_CHECK(softmax.out_shape.rank() == 1, "training: softmax {} of shape {}", softmax.name,
                to_string(softmax.out_shape));
 
-  // Softmax cross-entropy, mean over the batch: dL/dlogits = (softmax - onehot) / batch. The
+  // Softmax cross-entropy, mean over the batch: dL/dlogits = (softmax - onehot) / mean_over. The
   // labels are the constants of a move whose every element is constant j (a run of the constants
   // block): another batch's labels change those bytes, not the move's boxes.
   const std::vector<int> dims{batch, t.classes};
@@ -102,7 +106,7 @@ TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<
   diff.inputs = {softmax.output, minus_labels};
   const std::string d = b.add(std::move(diff));
   const std::string inv_batch =
-      b.add(constant_move("loss.inverse_batch", softmax.output, dims, {1.0f / float(batch)},
+      b.add(constant_move("loss.inverse_batch", softmax.output, dims, {1.0f / float(mean_over)},
                           std::vector<int32_t>(size_t(batch) * t.classes, 0)));
   Layer mean;
   mean.name = mean.output = "loss.grad_logits";

@@ -37,7 +37,10 @@ void check_trainable(const Graph& forward, const std::string& origin);
 std::vector<float> minus_onehot(const std::vector<int>& labels, int classes);
 
 // `forward` passes check_trainable and holds the real-valued weights and biases of every layer
-// that has them; labels: `batch` classes in [0, classes).
-TrainingStep build_training_step(const Graph& forward, int batch, const std::vector<int>& labels);
+// that has them; labels: `batch` classes in [0, classes). `mean_over`: the samples the loss is the
+// mean over (0: `batch`). Data parallelism (docs/training.md) builds each core's step on its share
+// of the batch with the mean over the whole batch, so the cores' gradients sum to the batch's.
+TrainingStep build_training_step(const Graph& forward, int batch, const std::vector<int>& labels,
+                                 int mean_over = 0);
 
 }  // namespace npusim

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/backward_rules.hpp"
 #include "compiler/ir/graph.hpp"
 #include "support/error.hpp"
 
@@ -45,11 +46,17 @@ template <class Ops, class T>
 std::vector<T> move(const Layer& l, int batch, const std::vector<const std::vector<T>*>& in) {
   const uint64_t n = l.out_shape.elements();
   std::vector<T> y(batch * n);
+  const bool per_image = l.move_op == kPerImageConstants;
+  NPUSIM_CHECK(!per_image || l.move_constants.size() % size_t(batch) == 0,
+               "move {}: {} per-image constants for batch {}", l.name, l.move_constants.size(),
+               batch);
+  const size_t image_constants = per_image ? l.move_constants.size() / size_t(batch) : 0;
   for (int b = 0; b < batch; ++b) {
     for (uint64_t j = 0; j < n; ++j) {
       const MoveSource& s = l.move_from[j];
       if (s.input < 0) {
-        y[b * n + j] = Ops::move_constant(l, l.move_constants[static_cast<size_t>(s.element)]);
+        const size_t c = static_cast<size_t>(s.element) + size_t(b) * image_constants;
+        y[b * n + j] = Ops::move_constant(l, l.move_constants[c]);
         continue;
       }
       const auto k = static_cast<size_t>(s.input);

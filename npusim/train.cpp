@@ -251,8 +251,7 @@ TrainResult train(const TrainOptions& o) {
     Simulated s = run_program(program->compiled(), b, o, fidelity);
     if (result.mismatch.empty()) result.mismatch = s.mismatch;
     if (cores > 1 && result.mismatch.empty()) {
-      result.mismatch =
-          check_gradient_allreduce(s.outputs, ts, cores, allreduce_piece_bytes(hw));
+      result.mismatch = check_gradient_allreduce(s.outputs, ts, cores, allreduce_piece_bytes(hw));
     }
     const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
     Parameters grads;

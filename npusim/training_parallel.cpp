@@ -83,8 +83,8 @@ std::string check_gradient_allreduce(const std::map<std::string, Tensor>& output
     const std::vector<float>& partials = outputs.at(pg.tensor).values;
     const std::vector<float>& sum = outputs.at(pg.tensor + ".allreduced").values;
     NPUSIM_CHECK(partials.size() == sum.size() * size_t(cores),
-                 "training: {} partial values of {} for {} cores of {}", partials.size(),
-                 pg.tensor, cores, sum.size());
+                 "training: {} partial values of {} for {} cores of {}", partials.size(), pg.tensor,
+                 cores, sum.size());
     std::vector<std::vector<uint16_t>> parts(static_cast<size_t>(cores));
     for (int c = 0; c < cores; ++c) {
       for (size_t i = 0; i < sum.size(); ++i)

@@ -57,11 +57,12 @@ int command_train(const std::vector<std::string>& args) {
       "step's cycles by phase, energy by component, off-chip memory, the steps");
   add_memory_fidelity_option(o);
   po::variables_map vm;
-  if (!parse_command_line("train",
-                          "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
-                          "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] [--parallel data|auto] "
-                          "[--save-weights DIR] [--html FILE] --out DIR",
-                          o, args, vm)) {
+  if (!parse_command_line(
+          "train",
+          "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
+          "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] [--parallel data|auto] "
+          "[--save-weights DIR] [--html FILE] --out DIR",
+          o, args, vm)) {
     return 0;
   }
   TrainOptions t;

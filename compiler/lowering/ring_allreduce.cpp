@@ -14,8 +14,8 @@ namespace npusim {
 
 namespace {
 
-constexpr uint64_t kElementBytes = 2;     // bf16
-constexpr uint64_t kChunkElements = 32;   // chunk boundaries: 64-byte aligned buffer addresses
+constexpr uint64_t kElementBytes = 2;      // bf16
+constexpr uint64_t kChunkElements = 32;    // chunk boundaries: 64-byte aligned buffer addresses
 constexpr uint64_t kDramAlignment = 4096;  // as the memory plan aligns tensors
 
 struct Range {
@@ -74,9 +74,9 @@ class Emitter {
     d.dram_addr = dram;
     NPUSIM_CHECK(bytes > 0 && bytes <= UINT32_MAX, "all-reduce: a DMA of {} bytes", bytes);
     d.count[0] = uint32_t(bytes);
-    emit(core, load ? UnitKind::kDmaLoad : UnitKind::kDmaStore, d,
-         {{BufferId::kDram, dram, dram + bytes, !load},
-          {BufferId::kUnified, ub, ub + bytes, load}});
+    emit(
+        core, load ? UnitKind::kDmaLoad : UnitKind::kDmaStore, d,
+        {{BufferId::kDram, dram, dram + bytes, !load}, {BufferId::kUnified, ub, ub + bytes, load}});
     LayerRecord& rec = p_.layers.back();
     (load ? rec.dram_read_bytes : rec.dram_write_bytes) += bytes;
   }
@@ -209,8 +209,8 @@ AllReduceSummary append_ring_allreduce(Program& p, const HwConfig& hw,
       }
       for (int c = 0; c < n; ++c) {  // each core's completed chunk, off chip
         const Range& r = ch[size_t(mod(c + 1, n))];
-        if (r.bytes() > 0) e.dma(c, false, at(r), sum.dram_addr + off + r.begin * kElementBytes,
-                                 r.bytes());
+        if (r.bytes() > 0)
+          e.dma(c, false, at(r), sum.dram_addr + off + r.begin * kElementBytes, r.bytes());
       }
       for (int step = 0; step + 1 < n; ++step) {  // all-gather
         for (int c = 0; c < n; ++c) {

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <map>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -131,6 +132,10 @@ TEST_P(RingAllReduce, SumsEveryCoresPartialOverTheLinks) {
 
 INSTANTIATE_TEST_SUITE_P(Cores, RingAllReduce,
                          ::testing::Values(Case{2, 1000, 16 << 20}, Case{3, 1000, 16 << 20},
-                                           Case{4, 20000, 64 << 10}, Case{32, 320, 64 << 10}));
+                                           Case{4, 20000, 64 << 10}, Case{32, 320, 64 << 10}),
+                         [](const ::testing::TestParamInfo<Case>& param) {
+                           return "cores" + std::to_string(param.param.cores) + "_elements" +
+                                  std::to_string(param.param.elements);
+                         });
 
 }  // namespace

@@ -149,11 +149,23 @@ def test_one_step_on_n_cores_is_one_core_within_the_summation_bound(tmp_path, di
         assert diff.max() > 0 and diff.max() < 4 * U * np.abs(g1[name]).max(), name
 
 
+@pytest.fixture(scope="module")
+def three_steps(tmp_path_factory, digits, four_cores):
+    """Three SGD steps (lr 0.1) on a hardware name, run once."""
+    runs = {}
+
+    def get(hw):
+        if hw not in runs:
+            runs[hw] = train(str(tmp_path_factory.mktemp("steps")), hardware(hw, four_cores),
+                             digits, BATCH, "--steps", "3", "--optimizer", "sgd", "--lr", "0.1")
+        return runs[hw]
+    return get
+
+
 @pytest.mark.parametrize("hw", ["tpu-v4-like", "x4"])
-def test_three_steps_on_n_cores_follow_one_core(tmp_path, digits, four_cores, hw):
-    args = ("--steps", "3", "--optimizer", "sgd", "--lr", "0.1")
-    s1, w0, f1 = train(str(tmp_path / "one"), "tpu-v4-like-core", digits, BATCH, *args)
-    sn, _, fn = train(str(tmp_path / "n"), hardware(hw, four_cores), digits, BATCH, *args)
+def test_three_steps_on_n_cores_follow_one_core(three_steps, hw):
+    s1, w0, f1 = three_steps("tpu-v4-like-core")
+    sn, _, fn = three_steps(hw)
     assert sn["training"]["loss"] == pytest.approx(s1["training"]["loss"], rel=2e-3)
     for name in w0:
         a, b = (f1[name] - w0[name]).ravel(), (fn[name] - w0[name]).ravel()

@@ -7,10 +7,10 @@
 // element, onnx_affine.cpp: free), or an add of two same-shape tensors (a ratio per row and
 // operand: one vector instruction per run of rows on the same ratios); no activation; (2) every
 // layer that reads it, followed through reshapes, works row by row: a layer norm over the last
-// axis, or an add of two same-shape tensors; it is not a graph output; (3) on the calibration batch
-// the smallest row's magnitude is below 1/kSmallRowRatio of the tensor's. Then each such small row
-// gets its own scale and the other rows keep the tensor's, bit for bit, so a graph where no tensor
-// qualifies quantizes as before.
+// axis (at least one), or an add of two same-shape tensors; it is not a graph output; (3) on the
+// calibration batch some row's magnitude is below 1/kSmallRowRatio of the tensor's. Then each such
+// small row gets its own scale and the other rows keep the tensor's, bit for bit, so a graph where
+// no tensor qualifies quantizes as before.
 #pragma once
 
 #include <vector>

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Where vit_b_16 loses its int8 accuracy (docs/onnx.md, "Why vit_b_16 loses it in int8"): every
+"""Where vit_b_16 lost its int8 accuracy (docs/onnx.md, "vit_b_16 in int8: per-row scales"): every
 encoder layer's residual output and layer norms, int8 in npusim against torch's float, for the
 whole tensor and for the class token's row alone (the only row the classifier reads).
 
@@ -11,7 +11,8 @@ token drawn from a normal of standard deviation S instead of torchvision's zeros
 a trained model's learned token), runs `npusim run --hw tpu-v1 --dtype int8 --save-outputs
 --save-intermediates`, takes torch's own tensors with forward hooks, and prints one line per
 tensor: cosine of the whole tensor, cosine of the class-token row, and the largest magnitude of
-that row and of the tensor. Also prints the encoder input's int8 step and the class row's codes.
+that row and of the tensor. Also prints the encoder input's int8 step and the class row's codes
+with one scale for the whole tensor (what npusim did before per-row scales).
 Needs Debian's python3-torch and python3-torchvision (/usr/bin/python3); minutes of CPU.
 """
 import argparse
@@ -81,7 +82,7 @@ def main():
 
     step = np.abs(encoder_input).max() / 127
     codes = np.round(encoder_input[0] / step)
-    print(f"encoder input: largest magnitude {np.abs(encoder_input).max():.3f} (int8 step "
+    print(f"encoder input with one scale: largest magnitude {np.abs(encoder_input).max():.3f} (int8 step "
           f"{step:.4f}); class row: rms {np.sqrt((encoder_input[0] ** 2).mean()):.4f}, codes "
           f"{codes.min():.0f} to {codes.max():.0f}, {100 * (codes == 0).mean():.0f} % zero; "
           f"patch rows: rms {np.sqrt((encoder_input[1:] ** 2).mean()):.4f}")

@@ -201,7 +201,17 @@ InputBatch read_input_npy(const std::string& path, Graph& g, bool batch_given,
 Tensor stored_tensor(const Graph& g, const std::string& name, const std::vector<int>& dims,
                      int batch, float scale, int element_bytes,
                      const std::vector<uint8_t>& stored) {
-  return real_tensor(g, name, dims, batch, decode_tensor(stored, element_bytes, scale));
+  std::vector<float> real = decode_tensor(stored, element_bytes, scale);
+  // A tensor with per-row scales (compiler/passes/row_scales.hpp): each row on its own.
+  const Layer* p = element_bytes == 1 ? g.producer(name) : nullptr;
+  const std::vector<float>* rows = p ? &p->last_stage().out_row_scales : nullptr;
+  if (rows != nullptr && !rows->empty() && batch > 0) {
+    const size_t sample = real.size() / size_t(batch), row = sample / rows->size();
+    for (size_t i = 0; i < real.size(); ++i) {
+      real[i] = static_cast<float>(static_cast<int8_t>(stored[i])) * (*rows)[i % sample / row];
+    }
+  }
+  return real_tensor(g, name, dims, batch, std::move(real));
 }
 
 namespace {

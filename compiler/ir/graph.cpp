@@ -43,6 +43,30 @@ uint64_t Layer::macs(int batch) const {
   return uint64_t(batch) * out_shape.elements() * reduction();
 }
 
+namespace {
+
+// The scale of `element` of a tensor whose samples have `sample` elements in rows.size() rows.
+float row_scale(const std::vector<float>& rows, uint64_t sample, uint64_t element) {
+  return rows[(element % sample) / (sample / rows.size())];
+}
+
+}  // namespace
+
+float Layer::in_scale_at(size_t k, uint64_t element) const {
+  if (k >= in_row_scales.size() || in_row_scales[k].empty()) return in_scales[k];
+  return row_scale(in_row_scales[k], in_shapes[k].elements(), element);
+}
+
+float Layer::input_ratio_at(size_t k, uint64_t element) const {
+  const bool in_rows = k < in_row_scales.size() && !in_row_scales[k].empty();
+  if (!in_rows && out_row_scales.empty()) return input_ratios[k];
+  // The ratio to the scale before any table, as input_ratios (quantize.cpp); an add with per-row
+  // output scales has no table.
+  const float out =
+      out_row_scales.empty() ? mid_scale : row_scale(out_row_scales, out_shape.elements(), element);
+  return in_scale_at(k, element) / out;
+}
+
 bool Layer::has_weights() const { return op_info(kind).has_weights; }
 
 const Layer* Graph::producer(const std::string& tensor) const {

@@ -145,7 +145,14 @@ struct Layer {
   float mid_scale = 0.0f;                  // scale of the pre-activation int8 that feeds `lut`
   int8_t clamp_lo = -128, clamp_hi = 127;  // saturation of the requantized output
   std::vector<float> input_ratios;         // add / mul / concat: input scale(s) over output scale
-  std::vector<std::string> fused;          // names of layers folded or fused into this one
+  // Per-row (per-token) activation scales (docs/quantization.md "Per-row scales"): when not
+  // empty, every sample of this layer's output is out_row_scales.size() rows of equal length,
+  // row r on scale out_row_scales[r] (out_scale is the largest, the tensor's scale); empty:
+  // out_scale throughout. in_row_scales[k]: the same for input k, as its producer set them
+  // (empty, or shorter than `inputs`: in_scales[k] throughout).
+  std::vector<float> out_row_scales;
+  std::vector<std::vector<float>> in_row_scales;
+  std::vector<std::string> fused;  // names of layers folded or fused into this one
   // Runs on the host CPU of a heterogeneous system (docs/heterogeneous.md): pinned there by
   // --host-ops, or fallen back because the accelerator cannot run it (compiler/lowering).
   bool on_host = false;
@@ -161,6 +168,11 @@ struct Layer {
   int residual_input = -1;
   // The layer whose output is this layer's stored output: the last epilogue stage, or itself.
   const Layer& last_stage() const { return epilogue.empty() ? *this : epilogue.back(); }
+
+  // The scale of element `element` (row-major over the whole batch) of input k, and an add's
+  // ratio of that scale to its output's (input_ratios[k] unless input k has row scales).
+  float in_scale_at(size_t k, uint64_t element) const;
+  float input_ratio_at(size_t k, uint64_t element) const;
 
   int input_channels_per_group() const;
   int output_channels_per_group() const { return filters / groups; }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "compiler/lowering/lowering_context.hpp"
 
@@ -117,6 +118,7 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
       largest_fitting(static_cast<int>(std::min<uint64_t>(rows_total, 1u << 30)),
                       [&](int r) { return need(static_cast<uint64_t>(r)) <= ub_capacity(); }));
   rec.tiling = fmt::format("blocks of {} rows of {}", block_rows, length);
+  if (!l.in_row_scales.empty()) rec.tiling += ", per-row input scales";
   const uint64_t in_addr = in_res ? ub_addr(l.inputs[0]) : dram_addr(l.inputs[0]);
   const uint64_t out_addr = out_res ? ub_addr(l.output) : dram_addr(l.output);
   const uint64_t block_bytes = align_up(block_rows * row_bytes);
@@ -135,25 +137,33 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
     const uint64_t dst = out_res ? out_addr + r0 * row_bytes
                                  : scratch_base() + (2 * !in_res + block % 2) * block_bytes;
     if (!in_res) dma_linear(UnitKind::kDmaLoad, src, in_addr + r0 * row_bytes, bytes);
-    Operation op;
-    std::vector<BufferAccess> accesses = {{BufferId::kUnified, src, src + bytes, false},
-                                          {BufferId::kUnified, dst, dst + bytes, true}};
-    if (l.kind == OpKind::kSoftmax) {
-      op = SoftmaxOp{src, dst, static_cast<int>(r), static_cast<int>(length), l.in_scales[0]};
-    } else if (l.kind == OpKind::kLayerNorm) {
-      op = LayerNormOp{src,
-                       dst,
-                       params_ub,
-                       static_cast<int>(r),
-                       static_cast<int>(length),
-                       l.in_scales[0],
-                       1.0f / l.out_scale,
-                       l.epsilon};
-      accesses.push_back({BufferId::kUnified, params_ub, params_ub + 8 * length, false});
+    if (l.kind == OpKind::kLayerNorm) {
+      // One instruction per run of rows on one input scale: the whole block, unless the input has
+      // per-row scales (row_scales.hpp), which the instruction has one of.
+      for (uint64_t a = 0; a < r;) {
+        const float scale = l.in_scale_at(0, (r0 + a) * length);
+        uint64_t b = a + 1;
+        while (b < r && l.in_scale_at(0, (r0 + b) * length) == scale) ++b;
+        const uint64_t s = src + a * row_bytes, d = dst + a * row_bytes, n = (b - a) * row_bytes;
+        emit(UnitKind::kVector, 0,
+             LayerNormOp{s, d, params_ub, static_cast<int>(b - a), static_cast<int>(length), scale,
+                         1.0f / l.out_scale, l.epsilon},
+             {{BufferId::kUnified, s, s + n, false},
+              {BufferId::kUnified, d, d + n, true},
+              {BufferId::kUnified, params_ub, params_ub + 8 * length, false}});
+        a = b;
+      }
     } else {
-      op = LutOp{src, dst, r, table, l.activation, l.clip_min, l.clip_max};
+      Operation op;
+      if (l.kind == OpKind::kSoftmax) {
+        op = SoftmaxOp{src, dst, static_cast<int>(r), static_cast<int>(length), l.in_scales[0]};
+      } else {
+        op = LutOp{src, dst, r, table, l.activation, l.clip_min, l.clip_max};
+      }
+      emit(UnitKind::kVector, 0, op,
+           {{BufferId::kUnified, src, src + bytes, false},
+            {BufferId::kUnified, dst, dst + bytes, true}});
     }
-    emit(UnitKind::kVector, 0, op, accesses);
     if (!out_res) dma_linear(UnitKind::kDmaStore, dst, out_addr + r0 * row_bytes, bytes);
   }
   return true;
@@ -169,7 +179,18 @@ bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
       {total, uint64_t(1) << 30,
        streamed == 0 ? total : ub_capacity() / (2 * streamed) / kAlign * kAlign});
   rec.tiling = fmt::format("chunks of {} bytes", chunk);
+  const bool row_scales = !l.in_row_scales.empty() || !l.out_row_scales.empty();
+  if (row_scales) rec.tiling += ", per-row scales";
   const int table = lut(l.lut);
+  // Per-row scales: the ratios change only at multiples of every row-scaled operand's row.
+  uint64_t row_step = 0;
+  for (size_t k = 0; k <= l.in_row_scales.size(); ++k) {
+    const bool out = k == l.in_row_scales.size();
+    const std::vector<float>& rows = out ? l.out_row_scales : l.in_row_scales[k];
+    if (rows.empty()) continue;
+    const uint64_t row = (out ? l.out_shape : l.in_shapes[k]).elements() / rows.size();
+    row_step = row_step == 0 ? row : std::gcd(row_step, row);
+  }
   int block = 0;
   for (uint64_t off = 0; off < total; off += chunk, ++block) {
     const uint64_t bytes = std::min(chunk, total - off);
@@ -184,15 +205,30 @@ bool Lowering::lower_eltwise(const Layer& l, LayerRecord& rec) {
         if (i < 2) dma_linear(UnitKind::kDmaLoad, at[i], dram_addr(*names[i]) + off, bytes);
       }
     }
-    const uint64_t a = at[0], b = at[1], out = at[2];
-    EltwiseOp e = eltwise_op(l, table);
-    e.a_ub_addr = a, e.b_ub_addr = b, e.out_ub_addr = out;
-    e.rows = 1, e.cols = static_cast<int>(bytes / es_);
-    e.a_ld = e.b_ld = e.out_ld = e.cols;
-    emit(UnitKind::kVector, 0, e,
-         {{BufferId::kUnified, a, a + bytes, false},
-          {BufferId::kUnified, b, b + bytes, false},
-          {BufferId::kUnified, out, out + bytes, true}});
+    // One instruction per run of elements on one pair of ratios: the whole chunk, unless an
+    // operand has per-row scales (row_scales.hpp).
+    for (uint64_t e0 = off / es_, end = (off + bytes) / es_; e0 < end;) {
+      EltwiseOp e = eltwise_op(l, table);
+      uint64_t e1 = end;
+      if (row_scales) {
+        e.ra = l.input_ratio_at(0, e0), e.rb = l.input_ratio_at(1, e0);
+        e1 = std::min(end, (e0 / row_step + 1) * row_step);
+        while (e1 < end && l.input_ratio_at(0, e1) == e.ra && l.input_ratio_at(1, e1) == e.rb) {
+          e1 = std::min(end, e1 + row_step);
+        }
+      }
+      const uint64_t skip = e0 * es_ - off, n = (e1 - e0) * es_;
+      const uint64_t a = at[0] + skip, b = at[1] + skip, out = at[2] + skip;
+      e.a_ub_addr = a, e.b_ub_addr = b, e.out_ub_addr = out;
+      e.rows = 1, e.cols = static_cast<int>(n / es_);
+      e.a_ld = e.b_ld = e.out_ld = e.cols;
+      emit(UnitKind::kVector, 0, e,
+           {{BufferId::kUnified, a, a + n, false},
+            {BufferId::kUnified, b, b + n, false},
+            {BufferId::kUnified, out, out + n, true}});
+      e0 = e1;
+    }
+    const uint64_t out = at[2];
     if (!resident(l.output)) dma_linear(UnitKind::kDmaStore, out, dram_addr(l.output) + off, bytes);
   }
   return true;

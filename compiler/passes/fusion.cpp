@@ -55,6 +55,9 @@ std::vector<int> fusable_operands(const Graph& g, const TensorIndex& index, cons
   if (add && (stage.in_shapes[0] != stage.in_shapes[1] || stage.inputs[0] == stage.inputs[1])) {
     return {};
   }
+  // An operand with per-row scales (row_scales.hpp) needs a ratio per row, which the matrix
+  // unit's epilogue does not have: such an add stays a vector-unit layer.
+  if (add && (!stage.in_row_scales.empty() || !stage.out_row_scales.empty())) return {};
   if (!add && !pool_tiles_exactly(stage)) return {};
   for (int j = 0; j < (add ? 2 : 1); ++j) {
     const int p = index.producer(stage.inputs[j]);

@@ -8,6 +8,8 @@
 #include <map>
 
 #include "compiler/passes/parameters.hpp"
+#include "compiler/passes/row_scales.hpp"
+#include "compiler/passes/tensor_index.hpp"
 #include "compiler/reference/reference.hpp"
 #include "support/error.hpp"
 
@@ -152,12 +154,14 @@ QuantMultiplier multiplier(double m) {
 }
 
 // Conv / dense / matmul: weights per output channel, bias on the accumulator's scale, output
-// scale calibrated on the real accumulator values.
+// scale calibrated on the real accumulator values. `row_length` > 0: the layer may take per-row
+// output scales in rows of that length (row_scales.hpp), each row requantized on its own through
+// its channels' multipliers.
 // Without calibration (timing only) nothing is computed and the weights are left empty: the
 // lowering gives them their size and no contents (compiler/lowering/lowering_context.hpp), so a
 // timing-only run holds no memory in proportion to them.
 Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tensor8*>& in,
-                              const CalibrationOptions& options, bool calibrate) {
+                              const CalibrationOptions& options, bool calibrate, int row_length) {
   const int n = l.out_shape.last();
   std::vector<double> acc_scale(n);
   // Weights to be compressed are quantized even so: the compression depends on their values.
@@ -207,8 +211,15 @@ Tensor8 quantize_matrix_layer(Layer& l, int batch, const std::vector<const Tenso
     }
   }
   const float requant_scale = set_output_quantization(l, real, options);
+  l.out_row_scales.clear();
+  if (row_length > 0) {
+    l.out_row_scales = choose_row_scales(real, uint64_t(n), row_length, requant_scale, options);
+  }
   l.requant.resize(n);
-  for (int j = 0; j < n; ++j) l.requant[j] = multiplier(acc_scale[j] / requant_scale);
+  for (int j = 0; j < n; ++j) {
+    const float s = l.out_row_scales.empty() ? requant_scale : l.out_row_scales[j / row_length];
+    l.requant[j] = multiplier(acc_scale[j] / s);
+  }
   return calibrate ? reference_epilogue(l, acc) : Tensor8();
 }
 
@@ -228,29 +239,51 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
     return calibrate ? reference_layer(l, samples, in) : Tensor8();
   };
   std::map<std::string, float> scales{{g.input_name, g.input_scale}};
+  // Per-row scales (row_scales.hpp) of the tensors that have them.
+  std::map<std::string, std::vector<float>> row_scales;
+  const TensorIndex index(g);
   for (auto& l : g.layers) {
     std::vector<const Tensor8*> in;
     l.in_scales.clear();
-    for (const auto& name : l.inputs) {
+    l.in_row_scales.clear();
+    l.out_row_scales.clear();
+    for (size_t k = 0; k < l.inputs.size(); ++k) {
+      const std::string& name = l.inputs[k];
       in.push_back(&tensors.at(name));
       l.in_scales.push_back(scales.at(name));
+      if (auto r = row_scales.find(name); r != row_scales.end()) {
+        l.in_row_scales.resize(l.inputs.size());
+        l.in_row_scales[k] = r->second;
+      }
     }
+    // Only row-wise readers get row scales (row_scale_candidate checked them all).
+    NPUSIM_CHECK(l.in_row_scales.empty() || l.kind == OpKind::kReshape ||
+                     l.kind == OpKind::kLayerNorm || l.kind == OpKind::kAdd,
+                 "layer {} ({}) reads a tensor with per-row scales", l.name, to_string(l.kind));
     Tensor8 y;
     switch (l.kind) {
       case OpKind::kConv:
       case OpKind::kDense:
       case OpKind::kMatMul:
-        y = quantize_matrix_layer(l, samples, in, options, calibrate);
+        y = quantize_matrix_layer(l, samples, in, options, calibrate,
+                                  calibrate ? row_scale_candidate(g, index, l) : 0);
         break;
       case OpKind::kAdd:
       case OpKind::kMul: {
         const Tensor8 &a = *in[0], &b = *in[1];
         std::vector<float> real(a.size());
         for (size_t i = 0; i < a.size(); ++i) {
-          real[i] = l.kind == OpKind::kAdd ? a[i] * l.in_scales[0] + b[i] * l.in_scales[1]
+          real[i] = l.kind == OpKind::kAdd ? a[i] * l.in_scale_at(0, i) + b[i] * l.in_scale_at(1, i)
                                            : a[i] * l.in_scales[0] * b[i] * l.in_scales[1];
         }
         const float s = set_output_quantization(l, real, options);
+        if (l.kind == OpKind::kAdd && calibrate) {
+          const int row_length = row_scale_candidate(g, index, l);
+          if (row_length > 0) {
+            l.out_row_scales =
+                choose_row_scales(real, l.out_shape.elements(), row_length, s, options);
+          }
+        }
         l.input_ratios = l.kind == OpKind::kAdd
                              ? std::vector<float>{l.in_scales[0] / s, l.in_scales[1] / s}
                              : std::vector<float>{l.in_scales[0] * l.in_scales[1] / s};
@@ -291,7 +324,7 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
         const int n = l.out_shape.last();
         std::vector<float> real(x.size());
         for (size_t r = 0; r < x.size(); r += n) {
-          layernorm_row(&x[r], n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
+          layernorm_row(&x[r], n, l.in_scale_at(0, r), l.gamma.data(), l.beta.data(), l.epsilon,
                         &real[r]);
         }
         l.out_scale = choose_scale(calibration_magnitude(real, options), l);
@@ -314,12 +347,14 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
       case OpKind::kAvgPool:
       case OpKind::kReshape:
         l.out_scale = l.in_scales[0];
+        if (!l.in_row_scales.empty()) l.out_row_scales = l.in_row_scales[0];
         y = layer_values(l, in);
         break;
       case OpKind::kBatchNorm:
         NPUSIM_CHECK(false, "batch norm {} left after optimize_graph", l.name);
     }
     scales[l.output] = l.out_scale;
+    if (!l.out_row_scales.empty()) row_scales[l.output] = l.out_row_scales;
     tensors[l.output] = std::move(y);
   }
   g.quantized = true;

@@ -98,11 +98,17 @@ struct Int8Ops {
   }
   static Tensor8 binary(const Layer& l, const Tensor8& x, const Tensor8& z) {
     Tensor8 y(x.size());
+    // Per-row scales of an input or the output: an add (row_scales.hpp).
+    const bool row_scales = !l.in_row_scales.empty() || !l.out_row_scales.empty();
     for (size_t i = 0; i < x.size(); ++i) {
-      y[i] =
-          l.kind == OpKind::kAdd
-              ? add_int8(x[i], z[i], l.input_ratios[0], l.input_ratios[1], l.clamp_lo, l.clamp_hi)
-              : mul_int8(x[i], z[i], l.input_ratios[0], l.clamp_lo, l.clamp_hi);
+      if (l.kind == OpKind::kMul) {
+        y[i] = mul_int8(x[i], z[i], l.input_ratios[0], l.clamp_lo, l.clamp_hi);
+      } else if (row_scales) {
+        y[i] = add_int8(x[i], z[i], l.input_ratio_at(0, i), l.input_ratio_at(1, i), l.clamp_lo,
+                        l.clamp_hi);
+      } else {
+        y[i] = add_int8(x[i], z[i], l.input_ratios[0], l.input_ratios[1], l.clamp_lo, l.clamp_hi);
+      }
     }
     if (!l.lut.empty()) {
       for (auto& v : y) v = l.lut[v + 128];
@@ -116,8 +122,9 @@ struct Int8Ops {
   static void softmax_row(const Layer& l, const int8_t* x, int8_t* y, int n) {
     softmax_int8(x, y, n, l.in_scales[0]);
   }
-  static void layernorm_row(const Layer& l, const int8_t* x, int8_t* y, int n) {
-    layernorm_int8(x, y, n, l.in_scales[0], l.gamma.data(), l.beta.data(), l.epsilon,
+  // `offset`: the row's first element in the batch, which selects its scale (per-row scales).
+  static void layernorm_row(const Layer& l, const int8_t* x, int8_t* y, int n, uint64_t offset) {
+    layernorm_int8(x, y, n, l.in_scale_at(0, offset), l.gamma.data(), l.beta.data(), l.epsilon,
                    1.0f / l.out_scale);
   }
   // The input holds the ids' stored bytes: 4 per id (Graph::input_ids).

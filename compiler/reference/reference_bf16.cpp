@@ -85,7 +85,7 @@ struct FloatOps {
     const std::vector<int32_t> ids(x.begin(), x.end());
     return reference_loops::embedding_rows(l, ids, S::weights(l));
   }
-  static void layernorm_row(const Layer& l, const float* x, float* y, int n) {
+  static void layernorm_row(const Layer& l, const float* x, float* y, int n, uint64_t) {
     layernorm_f32(x, y, n, l.gamma.data(), l.beta.data(), l.epsilon);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);
   }

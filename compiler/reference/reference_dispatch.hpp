@@ -6,7 +6,7 @@
 //   activation(l, x), binary(l, a, b)                // elementwise
 //   concat_value(l, input, v)                        // one element into a concat or a move
 //   move_constant(l, c)                              // a move's constant c on the output
-//   softmax_row(l, x, y, n), layernorm_row(l, x, y, n)
+//   softmax_row(l, x, y, n), layernorm_row(l, x, y, n, offset of the row in the batch)
 //   embedding(l, batch, ids)                         // the table rows the ids select
 #pragma once
 
@@ -132,7 +132,9 @@ std::vector<typename Ops::Value> layer(
     case OpKind::kSoftmax:
       return rows(l, x, [&](const T* a, T* b, int n) { Ops::softmax_row(l, a, b, n); });
     case OpKind::kLayerNorm:
-      return rows(l, x, [&](const T* a, T* b, int n) { Ops::layernorm_row(l, a, b, n); });
+      return rows(l, x, [&](const T* a, T* b, int n) {
+        Ops::layernorm_row(l, a, b, n, static_cast<uint64_t>(a - x.data()));
+      });
     case OpKind::kMove:
       return move<Ops>(l, batch, in);
     case OpKind::kEmbedding:

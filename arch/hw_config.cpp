@@ -274,12 +274,20 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
     if (m.kind == MatrixUnitKind::kCube) {
       only_for("dataflow", "systolic");
       only_for("weight_double_buffer", "systolic");
+      only_for("weight_load", "systolic");
       only_for("sparsity", "systolic");
       m.block_m = static_cast<int>(r.integer("block_m", m.block_m, 1, 512));
     } else {
       only_for("block_m", "cube");
       m.dataflow = *parse_dataflow(r.choice("dataflow", "ws", {"ws", "os", "is"}));
       m.weight_double_buffer = r.boolean("weight_double_buffer", m.weight_double_buffer);
+      m.weight_load_wavefront =
+          r.choice("weight_load", "bank", {"bank", "wavefront"}) == "wavefront";
+      if (m.weight_load_wavefront && m.dataflow == Dataflow::kOutputStationary) {
+        diag.error(r.pointer_of("weight_load"),
+                   "\"wavefront\" is for the ws and is dataflows (an os array loads no stationary "
+                   "operand)");
+      }
       read_sparsity(r, diag, m);
     }
     m.count = static_cast<int>(r.integer("count", m.count, 1, 64));
@@ -364,6 +372,7 @@ json matrix_unit_json(const MatrixUnitConfig& m) {
   } else {
     j["dataflow"] = to_string(m.dataflow);
     j["weight_double_buffer"] = m.weight_double_buffer;
+    if (m.weight_load_wavefront) j["weight_load"] = "wavefront";
     if (m.sparse_n > 0) j["sparsity"] = fmt::format("{}:{}", m.sparse_n, m.sparse_m);
   }
   return j;

@@ -52,6 +52,7 @@ Core::Core(sc_core::sc_module_name name, int core_index, const HwConfig& hw, con
   array.cols = hw.matrix_unit.cols;
   array.dataflow = hw.matrix_unit.dataflow;
   array.weight_double_buffer = hw.matrix_unit.weight_double_buffer;
+  array.weight_load_wavefront = hw.matrix_unit.weight_load_wavefront;
   array.kind = hw.matrix_unit.kind;
   array.block_m = hw.matrix_unit.block_m;
   array.sparse_n = hw.matrix_unit.sparse_n;

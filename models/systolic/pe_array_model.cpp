@@ -66,6 +66,8 @@ PeArrayModel::PeArrayModel(const ArrayParams& params, PeTestHooks hooks)
   if (stationary) {
     state_.bank[0].assign(pes, 0);
     if (params_.weight_double_buffer) state_.bank[1].assign(pes, 0);
+    state_.row_owner[0].assign(static_cast<size_t>(rows_), -1);
+    if (params_.weight_double_buffer) state_.row_owner[1].assign(static_cast<size_t>(rows_), -1);
     if (params_.sparse_n > 0) {
       state_.meta_bank[0].assign(pes, -1);
       if (params_.weight_double_buffer) state_.meta_bank[1].assign(pes, -1);
@@ -298,6 +300,30 @@ bool PeArrayModel::bank_has_future_reads(const State& state, int bank) const {
   return false;
 }
 
+bool PeArrayModel::bank_blocks_wavefront_load(const State& state, int bank) const {
+  // Every live tile that holds weights in the bank (the owner, and earlier tiles whose rows below
+  // a later, shorter tile were never rewritten). A tile's vectors enter in consecutive cycles from
+  // stream_cycle; vector v reads row r, column n in cycle stream_cycle + v + r + n, and a load
+  // starting now first writes row r in cycle now + r: every read must come before, the last one
+  // (v = S - 1, n = Q - 1) included, whatever r.
+  for (int id = first_tile_; id < state.next_to_load; ++id) {
+    if (bank_of(id) != bank) continue;
+    const TileProgress& p = state.progress[id - first_tile_];
+    if (!p.streaming_done) return true;
+    const TileData& tile = tile_data(id);
+    if (p.stream_cycle + static_cast<uint64_t>(tile.s) - 1 + static_cast<uint64_t>(tile.q) >
+        state.cycle) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool PeArrayModel::bank_blocks_load(const State& state, int bank) const {
+  return params_.weight_load_wavefront ? bank_blocks_wavefront_load(state, bank)
+                                       : bank_has_future_reads(state, bank);
+}
+
 bool PeArrayModel::ready_for_next(State& state) {
   if (params_.dataflow == Dataflow::kOutputStationary) {
     return state.stream_tile < 0 && state.next_to_load == next_id_;
@@ -306,8 +332,7 @@ bool PeArrayModel::ready_for_next(State& state) {
   // depend on it (its weights are not loaded yet), so decide it first.
   inject_stationary(state);
   if (state.load_tile >= 0 || state.next_to_load != next_id_) return false;
-  const int next_bank = bank_of(next_id_);
-  return !bank_has_future_reads(state, next_bank);
+  return !bank_blocks_load(state, bank_of(next_id_));
 }
 
 void PeArrayModel::step(State& state) {
@@ -374,7 +399,7 @@ void PeArrayModel::step_stationary(State& state) {
   // Sequencer: start the next weight load once nothing will read its bank from this cycle on.
   if (state.load_tile < 0 && state.next_to_load < next_id_) {
     const TileData& tile = tile_data(state.next_to_load);
-    if (tile.issue_cycle <= t && !bank_has_future_reads(state, bank_of(tile.id))) {
+    if (tile.issue_cycle <= t && !bank_blocks_load(state, bank_of(tile.id))) {
       state.load_tile = tile.id;
       state.load_rows_done = 0;
       TileProgress& p = progress(state, tile.id);
@@ -444,12 +469,13 @@ void PeArrayModel::step_stationary(State& state) {
         if (a_in.tile != current_id) {
           current = &tile_data(a_in.tile);
           const int b = bank_of(a_in.tile);
-          if (state.bank_owner[b] != a_in.tile) {
-            fail_bank_read(k, n, t, a_in.tile, b, state.bank_owner[b]);
-          }
           weights = state.bank[b].data();
           meta = current->sparse ? state.meta_bank[b].data() : nullptr;
           current_id = a_in.tile;
+        }
+        if (state.row_owner[bank_of(a_in.tile)][k] != a_in.tile) {  // row k holds its weights
+          fail_bank_read(k, n, t, a_in.tile, bank_of(a_in.tile),
+                         state.row_owner[bank_of(a_in.tile)][k]);
         }
         uint32_t psum = 0;  // row 0 starts the partial sum
         if (p_above != nullptr) {
@@ -489,9 +515,13 @@ void PeArrayModel::step_stationary(State& state) {
     const TileData& tile = tile_data(state.load_tile);
     const int b = bank_of(tile.id);
     std::vector<uint32_t>& bank = state.bank[b];
-    if (rows > 1) {
+    // A whole-bank load shifts every row; a wavefront load's step j only the rows its values have
+    // reached (0..j), so rows below still hold the previous tile's weights for its last reads.
+    const int moved =
+        params_.weight_load_wavefront ? std::min(state.load_rows_done, rows - 1) : rows - 1;
+    if (moved > 0) {
       std::memmove(bank.data() + cols, bank.data(),
-                   sizeof(uint32_t) * static_cast<size_t>(rows - 1) * cols);
+                   sizeof(uint32_t) * static_cast<size_t>(moved) * cols);
     }
     const int row = tile.k - 1 - state.load_rows_done;
     for (int q = 0; q < cols; ++q) {
@@ -499,9 +529,9 @@ void PeArrayModel::step_stationary(State& state) {
     }
     std::vector<int32_t>& meta_bank = state.meta_bank[b];
     if (!meta_bank.empty()) {  // a sparse array's metadata registers shift with the weights
-      if (rows > 1) {
+      if (moved > 0) {
         std::memmove(meta_bank.data() + cols, meta_bank.data(),
-                     sizeof(int32_t) * static_cast<size_t>(rows - 1) * cols);
+                     sizeof(int32_t) * static_cast<size_t>(moved) * cols);
       }
       for (int q = 0; q < cols; ++q) {
         meta_bank[q] =
@@ -509,8 +539,11 @@ void PeArrayModel::step_stationary(State& state) {
       }
     }
     state.bank_owner[b] = -1;
+    std::vector<int>& owners = state.row_owner[b];
+    std::fill(owners.begin(), owners.begin() + moved + 1, -1);  // the rows this step wrote
     if (++state.load_rows_done == tile.k) {
       state.bank_owner[b] = tile.id;
+      std::fill(owners.begin(), owners.begin() + tile.k, tile.id);
       state.load_tile = -1;
     }
   }

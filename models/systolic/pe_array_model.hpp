@@ -106,6 +106,10 @@ class PeArrayModel final : public ArrayModel {
     std::vector<uint32_t> bank[2];
     std::vector<int32_t> meta_bank[2];  // sparse arrays: each slot's index (row of a), -1: none
     int bank_owner[2] = {-1, -1};       // tile whose weights are complete in the bank
+    // The tile whose weight each row of a bank holds (-1: none, or values in transit). With
+    // weight_load_wavefront a load writes only the rows its values have reached, so an earlier
+    // tile may still read the rows below (and those a later tile of fewer rows never writes).
+    std::vector<int> row_owner[2];
     std::vector<uint32_t> pe_acc;       // os accumulators
     std::vector<Token> out_slot;        // os drain chain (index = output row)
     std::vector<uint8_t> out_moving;
@@ -136,6 +140,10 @@ class PeArrayModel final : public ArrayModel {
   void inject_stationary(State& state);
   const TileData* ring_tile(const Token& entry) const;
   bool bank_has_future_reads(const State& state, int bank) const;
+  // weight_load_wavefront: whether a load into `bank` starting this cycle would rewrite a row
+  // before its owner's last read of it.
+  bool bank_blocks_wavefront_load(const State& state, int bank) const;
+  bool bank_blocks_load(const State& state, int bank) const;
   bool array_idle(const State& state) const;
   void step(State& state);
   void step_stationary(State& state);

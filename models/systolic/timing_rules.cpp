@@ -70,7 +70,14 @@ TileTiming ClosedFormTiming::next_stationary(int k, int s_vectors, int q_cols,
   timing.done_cycle = s + s_vectors + q_cols + r - 1;
   port_free_ = load + k;
   stream_free_ = s + s_vectors;
-  bank_free_[b] = s + s_vectors + k + q_cols - 2;
+  // Row r of the bank is read last in cycle s + S - 1 + r + Q - 1. A whole-bank load shifts every
+  // row from its first cycle, so it waits for row K - 1; a wavefront load first writes row r in
+  // cycle L + r, so it waits only until every row's last read is before that (the same for all r).
+  // (Wavefront: the rows below a tile of fewer rows keep an earlier tile's weights, so the bank is
+  // free once every tile's reads are done: the latest of their bounds.)
+  bank_free_[b] = params_.weight_load_wavefront
+                      ? std::max(bank_free_[b], s + s_vectors + q_cols - 1)
+                      : s + s_vectors + k + q_cols - 2;
   if (params_.weight_double_buffer) bank_ = 1 - b;
   timing.next_issue_cycle = std::max(port_free_, bank_free_[bank_]);
   return timing;

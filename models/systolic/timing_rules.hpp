@@ -10,6 +10,9 @@
 //   port_free   = L + K                              the weight-load port is free again
 //   stream_free = s + S                              the next tile's first vector may enter
 //   bank_free[b] = s + S + K + Q - 2                 no PE reads bank b any more
+//                  max(bank_free[b], s + S + Q - 1) with weight_load_wavefront: row r is
+//                  rewritten from cycle L + r, after its last read (cycle s + S - 1 + r + Q - 1);
+//                  rows below a shorter tile keep earlier tiles' weights, hence the max
 //   b alternates 0,1 with weight double buffering, stays 0 without;
 //   next_issue = max(port_free, bank_free[bank of the next tile])
 // os (M rows and N columns of PEs each own one output; K steps stream):

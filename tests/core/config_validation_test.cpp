@@ -49,7 +49,7 @@ TEST(ConfigValidation, EveryProblemReportedAtOnce) {
       "hw.json: /matrix_unit/cols: expected an integer in [1, 512], got 600",
       "hw.json: /matrix_unit/dataflow: expected one of \"ws\", \"os\", \"is\", got \"rs\"",
       "hw.json: /matrix_unit/colour: unknown key \"colour\" (known keys here: block_m, cols, "
-      "count, dataflow, kind, rows, sparsity, weight_double_buffer)",
+      "count, dataflow, kind, rows, sparsity, weight_double_buffer, weight_load)",
       "hw.json: /buffers/unified_buffer/banks: capacity_bytes (100000) must be a multiple of banks "
       "(3)",
       "hw.json: /data_types/activation: expected one of \"int8\", \"bf16\", got \"int4\"",
@@ -130,6 +130,31 @@ TEST(ConfigValidation, CubeKindAndItsKeys) {
                 "hw.json: /matrix_unit/kind: expected one of \"systolic\", \"cube\", got \"tpu\"",
                 "hw.json: /matrix_unit/block_m: only for matrix_unit.kind \"cube\" (this is "
                 "\"systolic\")"}));
+}
+
+// matrix_unit.weight_load: "bank" (default, not written back) or "wavefront" (ws and is only).
+TEST(ConfigValidation, WeightLoad) {
+  HwConfig c = parse_hw_config(
+      json::parse(R"({"schema_version": 1, "matrix_unit": {"weight_load": "wavefront"}})"),
+      "hw.json");
+  EXPECT_TRUE(c.matrix_unit.weight_load_wavefront);
+  EXPECT_EQ(to_json(c)["matrix_unit"]["weight_load"], "wavefront");
+  EXPECT_EQ(to_json(parse_hw_config(to_json(c), "resolved")), to_json(c));
+  HwConfig d = parse_hw_config(json::parse(R"({"schema_version": 1})"), "hw.json");
+  EXPECT_FALSE(d.matrix_unit.weight_load_wavefront);
+  EXPECT_FALSE(to_json(d)["matrix_unit"].contains("weight_load"));
+  EXPECT_EQ(errors_of(R"({"schema_version": 1,
+                          "matrix_unit": {"dataflow": "os", "weight_load": "wavefront"}})"),
+            (std::vector<std::string>{
+                "hw.json: /matrix_unit/weight_load: \"wavefront\" is for the ws and is dataflows "
+                "(an os array loads no stationary operand)"}));
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "matrix_unit": {"weight_load": "row"}})"),
+            (std::vector<std::string>{"hw.json: /matrix_unit/weight_load: expected one of "
+                                      "\"bank\", \"wavefront\", got \"row\""}));
+  EXPECT_EQ(errors_of(R"({"schema_version": 1,
+                          "matrix_unit": {"kind": "cube", "weight_load": "bank"}})"),
+            (std::vector<std::string>{"hw.json: /matrix_unit/weight_load: only for "
+                                      "matrix_unit.kind \"systolic\" (this is \"cube\")"}));
 }
 
 TEST(ConfigValidation, PublishedChipPresetsPeak) {

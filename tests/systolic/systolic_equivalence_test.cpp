@@ -14,6 +14,7 @@ struct Config {
   Dataflow dataflow;
   bool double_buffer;
   Elem elem;
+  bool wavefront = false;  // ArrayParams::weight_load_wavefront
 };
 
 // A random tile that fits the array: the stationary dimensions from 1 to the array's, the
@@ -41,10 +42,12 @@ TileShape random_tile(std::mt19937& rng, const ArrayParams& p, int stream_factor
 // Runs `tiles` random tiles through both fidelities. Issue cycles: mostly the earliest the array
 // accepts, sometimes later (an idle array), now and then far later.
 void check_sequence(const Config& c, uint32_t seed, int tiles, int stream_factor) {
-  const ArrayParams params{c.rows, c.cols, c.dataflow, c.double_buffer};
+  ArrayParams params{c.rows, c.cols, c.dataflow, c.double_buffer};
+  params.weight_load_wavefront = c.wavefront;
   SCOPED_TRACE(std::string("array ") + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " +
                to_string(c.dataflow) + (c.double_buffer ? " double-buffered " : " single ") +
-               elem_name(c.elem) + " seed " + std::to_string(seed));
+               (c.wavefront ? "wavefront " : "") + elem_name(c.elem) + " seed " +
+               std::to_string(seed));
   std::mt19937 rng(seed);
   auto fast = make_array_model(params, Fidelity::kFast);
   auto pe = make_array_model(params, Fidelity::kPe);
@@ -74,11 +77,12 @@ constexpr struct {
 } kShapes[] = {{4, 4}, {1, 1},  {1, 6},  {6, 1},   {2, 2},  {3, 8},
                {8, 3}, {5, 12}, {13, 7}, {16, 16}, {32, 24}};
 
-void check_all_shapes(Dataflow dataflow, Elem elem, uint32_t seed_base) {
+void check_all_shapes(Dataflow dataflow, Elem elem, uint32_t seed_base, bool wavefront = false) {
   uint32_t seed = seed_base;
   for (const auto& shape : kShapes) {
     for (const bool double_buffer : {true, false}) {
-      check_sequence({shape.rows, shape.cols, dataflow, double_buffer, elem}, seed++, 24, 3);
+      check_sequence({shape.rows, shape.cols, dataflow, double_buffer, elem, wavefront}, seed++, 24,
+                     3);
       if (::testing::Test::HasFailure()) return;
     }
   }
@@ -93,6 +97,18 @@ TEST(SystolicEquivalence, WeightStationaryBf16) {
 TEST(SystolicEquivalence, WeightStationaryFp16) {
   check_all_shapes(Dataflow::kWeightStationary, Elem::kFp16, 300);
 }
+// Wavefront weight loads (docs/systolic_array.md): a load follows the previous tile's last reads
+// down the array, so short tiles overlap more; the register-level model checks every read.
+TEST(SystolicEquivalence, WeightStationaryWavefrontInt8) {
+  check_all_shapes(Dataflow::kWeightStationary, Elem::kInt8, 1100, true);
+}
+TEST(SystolicEquivalence, WeightStationaryWavefrontBf16) {
+  check_all_shapes(Dataflow::kWeightStationary, Elem::kBf16, 1200, true);
+}
+TEST(SystolicEquivalence, InputStationaryWavefrontInt8) {
+  check_all_shapes(Dataflow::kInputStationary, Elem::kInt8, 1300, true);
+}
+
 TEST(SystolicEquivalence, OutputStationaryInt8) {
   check_all_shapes(Dataflow::kOutputStationary, Elem::kInt8, 400);
 }

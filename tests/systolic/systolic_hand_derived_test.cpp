@@ -255,5 +255,45 @@ TEST(SystolicHandDerived, SteadyStateThroughput) {
     }
   }
 }
+
+// The same with wavefront weight loads (ArrayParams::weight_load_wavefront): a load may start
+// once tile j-1's last vector has left column Q - 1 of row 0's frame, s_{j-1} + M + Q - 1, since
+// it first writes row r in cycle L + r, after row r's last read (s + M - 1 + r + Q - 1). So two
+// tiles take max(2M, 2K, M + Q - 1 + K) double-buffered, M + Q - 1 + K per tile with one bank.
+TEST(SystolicHandDerived, SteadyStateThroughputWavefront) {
+  struct Case {
+    Dataflow dataflow;
+    bool double_buffer;
+    TileShape shape;
+    uint64_t two_tiles;
+  };
+  const Case cases[] = {
+      {Dataflow::kWeightStationary, true, {9, 6, 5}, 19},   // 9 + 4 + 6 > 2*9 (bank rule: 24)
+      {Dataflow::kWeightStationary, true, {30, 6, 5}, 60},  // 2*30, as with the bank rule
+      {Dataflow::kWeightStationary, true, {3, 6, 5}, 13},   // 3 + 4 + 6 (bank rule: 18)
+      {Dataflow::kWeightStationary, true, {1, 6, 7}, 13},   // 2K = 12 < 1 + 6 + 6
+      {Dataflow::kWeightStationary, false, {9, 6, 5}, 38},  // 2 * (9 + 4 + 6)
+      {Dataflow::kInputStationary, true, {5, 6, 9}, 19},    // ws with S = N = 9, Q = M = 5
+  };
+  for (const Case& c : cases) {
+    for (const Fidelity fidelity : {Fidelity::kPe, Fidelity::kFast}) {
+      SCOPED_TRACE(std::string(to_string(c.dataflow)) + " " + to_string(fidelity) +
+                   " M=" + std::to_string(c.shape.m) + (c.double_buffer ? " double" : " single"));
+      ArrayParams params{6, 7, c.dataflow, c.double_buffer};
+      params.weight_load_wavefront = true;
+      auto model = make_array_model(params, fidelity);
+      uint64_t issue = 0;
+      std::vector<uint64_t> done;
+      for (int i = 0; i < 9; ++i) {
+        const TileTiming t = IntProduct(c.shape, i).run(*model, issue);
+        done.push_back(t.done_cycle);
+        issue = t.next_issue_cycle;
+      }
+      for (size_t i = 3; i < done.size(); ++i) {
+        EXPECT_EQ(done[i] - done[i - 2], c.two_tiles) << "tile " << i;
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace npusim::systolic::testing

@@ -72,12 +72,13 @@ void naive_product(TileBuffers& b) {
 }
 
 void check_sparse_sequence(int rows, int cols, bool double_buffer, int n_keep, int m_group,
-                           Elem elem, uint32_t seed) {
-  const ArrayParams params = sparse_params(rows, cols, double_buffer, n_keep, m_group);
+                           Elem elem, uint32_t seed, bool wavefront = false) {
+  ArrayParams params = sparse_params(rows, cols, double_buffer, n_keep, m_group);
+  params.weight_load_wavefront = wavefront;
   SCOPED_TRACE("array " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
                std::to_string(n_keep) + ":" + std::to_string(m_group) +
-               (double_buffer ? " double-buffered " : " single ") + elem_name(elem) + " seed " +
-               std::to_string(seed));
+               (double_buffer ? " double-buffered " : " single ") +
+               (wavefront ? "wavefront " : "") + elem_name(elem) + " seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   auto fast = make_array_model(params, Fidelity::kFast);
   auto pe = make_array_model(params, Fidelity::kPe);
@@ -130,6 +131,18 @@ TEST(SystolicSparse, FastEqualsPeOnRandomSparseAndDenseTiles) {
         check_sparse_sequence(c.rows, c.cols, db, c.n_keep, c.m_group, e, seed++);
         if (HasFailure()) return;
       }
+    }
+  }
+}
+
+// Wavefront weight loads: the metadata registers shift with the weights, row by row.
+TEST(SystolicSparse, FastEqualsPeWithWavefrontLoads) {
+  uint32_t seed = 2700;
+  for (const bool db : {true, false}) {
+    for (const Elem e : {Elem::kInt8, Elem::kBf16}) {
+      check_sparse_sequence(8, 8, db, 2, 4, e, seed++, true);
+      check_sparse_sequence(7, 5, db, 3, 4, e, seed++, true);
+      if (HasFailure()) return;
     }
   }
 }

@@ -187,9 +187,10 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
     load_hw_config("tpu-v9");
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(),
-                 "--hw 'tpu-v9': no such file and no such preset (presets: ascend-910-like, "
-                 "ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like-fp8, tpu-v4-like)");
+    EXPECT_STREQ(
+        e.what(),
+        "--hw 'tpu-v9': no such file and no such preset (presets: ascend-910-like, "
+        "ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like-fp8, tpu-v4-like)");
   }
 }
 

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <queue>
 #include <utility>
 
+#include "arch/activation.hpp"
+#include "arch/fp8.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -39,6 +42,10 @@ const char* to_string(WeightFormat f) {
       return "int4-groups";
     case WeightFormat::kHuffman:
       return "huffman";
+    case WeightFormat::kFp8E4M3:
+      return "fp8-e4m3";
+    case WeightFormat::kFp8E5M2:
+      return "fp8-e5m2";
   }
   return "?";
 }
@@ -70,6 +77,30 @@ std::vector<uint8_t> int4_groups(std::span<const uint8_t> dense, const WeightBox
       }
       out.push_back(uint8_t((uint8_t(z[0]) & 0x0f) | (uint8_t(z[1]) << 4)));
     }
+  }
+  return out;
+}
+
+Fp8Format fp8_of(WeightFormat f) {
+  return f == WeightFormat::kFp8E4M3 ? Fp8Format::kE4M3 : Fp8Format::kE5M2;
+}
+
+bool is_fp8(WeightFormat f) { return f == WeightFormat::kFp8E4M3 || f == WeightFormat::kFp8E5M2; }
+
+// Each bf16 element v x 2^-scale_exp as the byte of v (exact, or an internal error).
+std::vector<uint8_t> fp8_box(std::span<const uint8_t> dense, const WeightBoxShape& s,
+                             WeightFormat f) {
+  NPUSIM_CHECK(s.element_bytes == 2, "fp8 weight box of {}-byte elements", s.element_bytes);
+  const Fp8Format fp8 = fp8_of(f);
+  const uint64_t n = uint64_t(s.rows) * s.row_elements;
+  std::vector<uint8_t> out(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint16_t bits = uint16_t(dense[2 * i] | dense[2 * i + 1] << 8);
+    const float w = bf16_bits_to_float(bits);
+    out[i] = float_to_fp8(std::ldexp(w, s.scale_exp), fp8);
+    NPUSIM_CHECK(std::ldexp(fp8_to_float(out[i], fp8), -s.scale_exp) == w,
+                 "{} weight box: element {} ({}) is not an fp8 value x 2^{}", to_string(f), i, w,
+                 -s.scale_exp);
   }
   return out;
 }
@@ -249,6 +280,7 @@ std::vector<uint8_t> compress_weight_box(std::span<const uint8_t> dense, const W
   if (f == WeightFormat::kDense) return {dense.begin(), dense.end()};
   if (f == WeightFormat::kInt4Groups) return int4_groups(dense, s, group_scales);
   if (f == WeightFormat::kHuffman) return huffman(dense, s);
+  if (is_fp8(f)) return fp8_box(dense, s, f);
   const uint32_t eb = s.element_bytes;
   const uint64_t row_bytes = uint64_t(s.row_elements) * eb;
   const uint32_t ib = csr_index_bytes(s.row_elements);
@@ -282,6 +314,19 @@ void expand_weight_box(std::span<const uint8_t> in, const WeightBoxShape& s, Wei
     NPUSIM_CHECK(in.size() >= s.dense_bytes(), "dense weight box: {} bytes, expected {}", in.size(),
                  s.dense_bytes());
     std::memcpy(dense, in.data(), s.dense_bytes());
+    return;
+  }
+  if (is_fp8(f)) {
+    const uint64_t n = uint64_t(s.rows) * s.row_elements;
+    NPUSIM_CHECK(eb == 2 && in.size() >= n,
+                 "{} weight box: {} bytes of {}-byte elements, expected {}", to_string(f),
+                 in.size(), eb, n);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint16_t bits =
+          float_to_bf16_bits(std::ldexp(fp8_to_float(in[i], fp8_of(f)), -s.scale_exp));
+      dense[2 * i] = uint8_t(bits & 0xff);
+      dense[2 * i + 1] = uint8_t(bits >> 8);
+    }
     return;
   }
   if (f == WeightFormat::kInt4Groups) {

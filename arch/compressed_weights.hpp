@@ -22,6 +22,9 @@
 //   in order, most significant bit first, the row padded to a whole byte. Canonical codes: the
 //   values sorted by (length, value) take consecutive codes, each length's first code the
 //   previous length's last plus one, shifted left by the difference in length.
+// - fp8 (--dtype fp8-e4m3 / fp8-e5m2, bf16 boxes only): each bf16 element, an fp8 value v x
+//   2^-scale_exp, as the byte of v in the format (arch/fp8.hpp): half the dense bytes; the
+//   decompressor widens each byte back to the bf16 element, exactly.
 // Bitmap costs 1 bit per weight plus the non-zeros: the smaller one down to a density of about
 // 1/8 (int8) or 1/16 (bf16); CSR costs an index per non-zero and wins below that. Huffman saves
 // on the non-zeros what their distribution allows (about 1 bit of 8 for magnitude-pruned
@@ -34,7 +37,15 @@
 
 namespace npusim {
 
-enum class WeightFormat : uint8_t { kDense, kBitmap, kCsr, kInt4Groups, kHuffman };
+enum class WeightFormat : uint8_t {
+  kDense,
+  kBitmap,
+  kCsr,
+  kInt4Groups,
+  kHuffman,
+  kFp8E4M3,
+  kFp8E5M2
+};
 const char* to_string(WeightFormat f);
 
 struct WeightBoxShape {
@@ -42,6 +53,7 @@ struct WeightBoxShape {
   uint32_t row_elements = 0;
   uint32_t element_bytes = 1;
   uint32_t group_rows = 0, first_row = 0;  // kInt4Groups only
+  int32_t scale_exp = 0;                   // kFp8E4M3 / kFp8E5M2 only
   uint64_t dense_bytes() const { return uint64_t{rows} * row_elements * element_bytes; }
   // kInt4Groups: the groups the box's rows touch.
   uint32_t groups() const {

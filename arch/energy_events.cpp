@@ -15,6 +15,7 @@ constexpr EventInfo kEvents[kEnergyEvents] = {
     {"mac_int8", "int8 x int8 multiply-accumulates"},
     {"mac_bf16", "bf16 x bf16 multiply-accumulates"},
     {"mac_fp16", "fp16 x fp16 multiply-accumulates"},
+    {"mac_fp8", "fp8 x fp8 multiply-accumulates (E4M3 or E5M2, fp32 accumulate)"},
     {"pe_register_moves", "active PE-cycles: operand and partial-sum registers shifting one PE"},
     {"weight_register_loads", "stationary values written into PE registers"},
     {"unified_buffer_reads", "unified-buffer reads, in accesses of its port width"},

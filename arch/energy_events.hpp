@@ -16,6 +16,7 @@ enum class EnergyEvent {
   kMacInt8,
   kMacBf16,
   kMacFp16,
+  kMacFp8,
   kPeRegisterMove,
   kWeightRegisterLoad,
   kUnifiedRead,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -324,6 +325,18 @@ HwConfig parse_hw_config(const json& root, const std::string& origin) {
                  fmt::format("expected the activation type (\"{}\"), got \"{}\"",
                              to_string(d.activation), to_string(d.weight)));
     }
+    for (const std::string& f : r.string_list("fp8", false)) {
+      const std::optional<Fp8Format> format = parse_fp8_format(f);
+      if (!format) {
+        diag.error(r.pointer_of("fp8"),
+                   fmt::format("expected fp8 formats \"e4m3\" or \"e5m2\", got \"{}\"", f));
+      } else if (d.activation != DataType::kBf16) {
+        diag.error(r.pointer_of("fp8"), fmt::format("fp8 is for bf16 matrix units, this one is {}",
+                                                    to_string(d.activation)));
+      } else if (!d.has_fp8(*format)) {
+        d.fp8.push_back(*format);
+      }
+    }
     if (r.present() && d.accumulator != default_acc) {
       diag.error("/data_types/accumulator",
                  fmt::format("expected \"{}\" for {} operands, got \"{}\"", to_string(default_acc),
@@ -425,8 +438,17 @@ json to_json(const HwConfig& c) {
         {"weight", to_string(c.data_types.weight)},
         {"accumulator", to_string(c.data_types.accumulator)}}},
   };
+  if (!c.data_types.fp8.empty()) {
+    json formats = json::array();
+    for (Fp8Format f : c.data_types.fp8) formats.push_back(to_string(f));
+    j["data_types"]["fp8"] = formats;
+  }
   if (c.host) j["host"] = host_json(*c.host);
   return j;
+}
+
+bool DataTypeConfig::has_fp8(Fp8Format f) const {
+  return std::find(fp8.begin(), fp8.end(), f) != fp8.end();
 }
 
 }  // namespace npusim

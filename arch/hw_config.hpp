@@ -8,6 +8,7 @@
 #include <string>
 
 #include "arch/dram/dram_config.hpp"
+#include "arch/fp8.hpp"
 #include "arch/types.hpp"
 
 namespace npusim {
@@ -121,6 +122,10 @@ struct DataTypeConfig {
   DataType activation = DataType::kInt8;
   DataType weight = DataType::kInt8;
   DataType accumulator = DataType::kInt32;
+  // fp8 formats the matrix unit also multiplies (bf16 arrays; --dtype fp8-e4m3 / fp8-e5m2,
+  // docs/quantization.md): "fp8": ["e4m3", "e5m2"]. Empty: none.
+  std::vector<Fp8Format> fp8;
+  bool has_fp8(Fp8Format f) const;
 };
 
 struct HwConfig {

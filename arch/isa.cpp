@@ -108,11 +108,13 @@ struct Operands {
     return fmt::format(
         "acc[{:#x}]{} <- ub[{:#x}] im2col(slab {}x{}x{} win {}x{} s{},{} d{},{} org {},{} ow {} m0 "
         "{} "
-        "k0 {}{}{}) x wb[{:#x}] ld {} m={} k={} n={}{}",
+        "k0 {}{}{}) x wb[{:#x}] ld {} m={} k={} n={}{}{}",
         m.acc_addr, m.accumulate ? " +=" : "", a.ub_addr, a.slab_h, a.slab_w, a.slab_c, a.kernel_h,
         a.kernel_w, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.origin_y, a.origin_x,
         a.out_w, a.m0, a.k0, depth, group, m.wb_addr, m.w_ld, m.m, m.k, m.n,
-        m.sparse_n > 0 ? fmt::format(" sparse {}:{}", m.sparse_n, m.sparse_m) : "");
+        m.sparse_n > 0 ? fmt::format(" sparse {}:{}", m.sparse_n, m.sparse_m) : "",
+        m.fp8 != Fp8Format::kNone ? fmt::format(" fp8-{} a*2^{}", to_string(m.fp8), m.a_scale_exp)
+                                  : "");
   }
   std::string operator()(const RequantOp& r) const {
     return fmt::format("ub[{:#x}] <- acc[{:#x}]{} m={} n={} scales {}+{} clamp [{}, {}]{}",

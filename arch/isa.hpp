@@ -13,6 +13,7 @@
 
 #include "arch/activation.hpp"
 #include "arch/compressed_weights.hpp"
+#include "arch/fp8.hpp"
 #include "arch/quant.hpp"
 
 namespace npusim {
@@ -97,6 +98,12 @@ struct MatmulOp {
   // most sparse_n non-zeros in every sparse_m consecutive rows from row 0 of each column, and the
   // array keeps only the non-zeros. 0: dense.
   int sparse_n = 0, sparse_m = 0;
+  // An fp8 tile (--dtype fp8-e4m3 / fp8-e5m2, docs/quantization.md): the array rounds each
+  // activation to `fp8` with the layer's power-of-two scale, fp8(a x 2^a_scale_exp) x
+  // 2^-a_scale_exp, and multiplies it by weights that hold fp8 values (the DMA widened them);
+  // products accumulate in fp32. kNone: the program's data type.
+  Fp8Format fp8 = Fp8Format::kNone;
+  int a_scale_exp = 0;
 };
 
 // Vector unit epilogue. int8: acc (int32, M x N) + bias[n] -> requantize with the per-channel

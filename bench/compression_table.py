@@ -7,7 +7,8 @@ reference of the unpruned, unquantized network, --save-float-outputs of the dens
 (no compression), 2:4 pruning on the chip as it is, 2:4 pruning on the chip with a 2:4 sparse
 path (configs/sweeps/hw/tpu-v4-like-2of4.json), 50 % magnitude pruning (its weights dense or
 stored compressed, --compress-weights auto), int4 weights (per-channel scales or in groups of 128,
---weight-group 128), and int4 with 2:4 pruning on the sparse chip. For llama-1b-like (npusim
+--weight-group 128), and int4 with 2:4 pruning on the sparse chip; then bf16, and fp8 (E4M3 and
+E5M2, tpu-v4-like-fp8) against the same float32 reference. For llama-1b-like (npusim
 generate, 16 prompt tokens, 4 new, timing only: its values take too long here): decode cycles per
 token, energy per token and decode off-chip bytes per token, int8 against int4 weights (both
 scalings); pruning a 1 G-parameter decoder draws every weight into memory in each step's
@@ -39,6 +40,13 @@ TECHNIQUES = [  # (label, hw, options)
     ("int4 weights, groups of 128", "tpu-v4-like", {"weight_dtype": "int4", "weight_group": 128}),
     ("int4 + 2:4 pruned, 2:4 array", SPARSE_HW, {"weight_dtype": "int4", "prune": "2:4"}),
 ]
+# Floating-point runs (bf16, and fp8 on tpu-v4-like-fp8: tpu-v4-like whose matrix units also
+# multiply fp8): checked within their bound rather than bit-exact.
+FLOAT_TECHNIQUES = [  # (label, hw, dtype)
+    ("bf16", "tpu-v4-like", "bf16"),
+    ("fp8 E4M3 (matrix inputs; bf16 elsewhere)", "tpu-v4-like-fp8", "fp8-e4m3"),
+    ("fp8 E5M2 (matrix inputs; bf16 elsewhere)", "tpu-v4-like-fp8", "fp8-e5m2"),
+]
 
 
 def dram_bytes(stats):
@@ -51,26 +59,42 @@ def rel_err(outputs, reference):
     return (num / den) ** 0.5
 
 
-def run_net(net):
-    base = npusim.run(hw="tpu-v4-like", workload=net, dtype="int8", float_outputs=True)
-    reference = base.float_outputs
+def run_net(net, int8=True):
     rows = []
-    for label, hw, opts in TECHNIQUES:
+    for label, hw, opts in TECHNIQUES if int8 else []:
+        if not opts:
+            base = npusim.run(hw="tpu-v4-like", workload=net, dtype="int8", float_outputs=True)
+            reference = base.float_outputs
         r = base if not opts else npusim.run(hw=hw, workload=net, dtype="int8", **opts)
         s = r.stats
         assert s["functional_check"]["bit_exact"] is True, (net, label)
         rows.append((net, label, s["total_cycles"], s["energy"]["total_j"], dram_bytes(s),
                      f"{rel_err(r.outputs, reference):.4f}"))
+    for label, hw, dtype in FLOAT_TECHNIQUES:
+        # Against the float32 reference on this run's own input (bf16 runs draw their random
+        # input as bf16 values, int8 runs as int8 codes).
+        r = npusim.run(hw=hw, workload=net, dtype=dtype, float_outputs=True)
+        s = r.stats
+        assert s["functional_check"]["within_tolerance"] is True, (net, label)
+        rows.append((net, label, s["total_cycles"], s["energy"]["total_j"], dram_bytes(s),
+                     f"{rel_err(r.outputs, r.float_outputs):.4f}"))
     return rows
 
 
-def run_llama():
+def run_llama(int8=True):
     rows = []
-    for label, opts in (("int8", {}), ("int4 weights", {"weight_dtype": "int4"}),
+    for label, opts in () if not int8 else (("int8", {}), ("int4 weights", {"weight_dtype": "int4"}),
                         ("int4 weights, groups of 128", {"weight_dtype": "int4",
                                                          "weight_group": 128})):
         g = npusim.generate("tpu-v4-like", "llama-1b-like", prompt_tokens=16, new_tokens=4,
                             dtype="int8", values=False, **opts).stats["generation"]
+        steps = g["decode_steps"]
+        decode_bytes = g["decode_dram_bytes_per_s"] * g["tpot_s"]["mean"]
+        rows.append(("llama-1b-like decode (per token)", label, g["decode_cycles"] // steps,
+                     g["decode_energy_per_token_j"], int(decode_bytes), "n/a (timing only)"))
+    for label, hw, dtype in FLOAT_TECHNIQUES:
+        g = npusim.generate(hw, "llama-1b-like", prompt_tokens=16, new_tokens=4, dtype=dtype,
+                            values=False).stats["generation"]
         steps = g["decode_steps"]
         decode_bytes = g["decode_dram_bytes_per_s"] * g["tpot_s"]["mean"]
         rows.append(("llama-1b-like decode (per token)", label, g["decode_cycles"] // steps,
@@ -82,12 +106,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nets", nargs="*", default=["resnet50", "bert-encoder"])
     ap.add_argument("--no-llama", action="store_true")
+    ap.add_argument("--float-only", action="store_true", help="only the bf16 and fp8 rows")
     args = ap.parse_args()
     rows = []
     for net in args.nets:
-        rows += run_net(net)
+        rows += run_net(net, not args.float_only)
     if not args.no_llama:
-        rows += run_llama()
+        rows += run_llama(not args.float_only)
     print("| workload | technique | cycles | energy (mJ) | off-chip bytes | output error |")
     print("|---|---|---:|---:|---:|---:|")
     for net, label, cycles, joules, nbytes, err in rows:

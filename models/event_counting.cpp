@@ -76,7 +76,8 @@ struct Counter {
                                                uint64_t(std::min(m.sparse_n, m.k % m.sparse_m))
                                          : uint64_t(m.k);
     const uint64_t macs = uint64_t(m.m) * rows * m.n;
-    c[dtype == DataType::kBf16   ? EnergyEvent::kMacBf16
+    c[m.fp8 != Fp8Format::kNone  ? EnergyEvent::kMacFp8
+      : dtype == DataType::kBf16 ? EnergyEvent::kMacBf16
       : dtype == DataType::kFp16 ? EnergyEvent::kMacFp16
                                  : EnergyEvent::kMacInt8] += macs;
     c[EnergyEvent::kPeRegisterMove] += macs;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "arch/activation.hpp"
+#include "arch/fp8.hpp"
 #include "models/im2col.hpp"
 #include "support/error.hpp"
 
@@ -55,6 +57,7 @@ void MatrixUnit::execute(const Instruction& instr) {
   if (compute_values_) {
     a_.resize(static_cast<size_t>(op->m) * op->k * eb);
     gather_activations(v, slab, op->m, op->k, a_.data(), eb);
+    if (op->fp8 != Fp8Format::kNone) round_to_fp8_inputs(*op);
   }
   const uint8_t* w = buffers_.bytes(BufferId::kWeight, op->wb_addr,
                                     (uint64_t(op->k - 1) * op->w_ld + op->n) * eb, instr.id);
@@ -83,9 +86,21 @@ void MatrixUnit::execute(const Instruction& instr) {
   // but its completion token waits for its predecessor's, so dependents see in-order completion.
   last_done_ = std::max(last_done_, t.done_cycle);
   macs_ += uint64_t(op->m) * op->k * op->n;
+  if (op->fp8 != Fp8Format::kNone) fp8_macs_ += uint64_t(op->m) * op->k * op->n;
   add_busy(instr, t.busy_cycles);
   complete(instr, t.start_cycle, last_done_);
   wait(clock_.cycles(t.next_issue_cycle - issue));
+}
+
+// The array's input conversion of an fp8 tile: each bf16 activation rounded to the format with
+// the layer's scale; the result is exact in bf16, and the array's fp8 x fp8 products equal its
+// bf16 x bf16 products of the same values (arch/fp8.hpp), so the bf16 datapath computes them.
+void MatrixUnit::round_to_fp8_inputs(const MatmulOp& op) {
+  NPUSIM_CHECK(program_.dtype == DataType::kBf16, "{}: an fp8 tile in a {} program", name(),
+               to_string(program_.dtype));
+  auto* a = reinterpret_cast<uint16_t*>(a_.data());
+  for (size_t i = 0; i < size_t(op.m) * op.k; ++i)
+    a[i] = float_to_bf16_bits(round_to_fp8(bf16_bits_to_float(a[i]), op.fp8, op.a_scale_exp));
 }
 
 void MatrixUnit::register_stats(stats::Registry& reg, const std::string& prefix) const {
@@ -98,6 +113,12 @@ void MatrixUnit::register_stats(stats::Registry& reg, const std::string& prefix)
   reg.counter(prefix + ".int8_macs", "count", "int8 x int8 multiply-accumulates", a.int8_macs);
   reg.counter(prefix + ".bf16_macs", "count", "bf16 x bf16 multiply-accumulates", a.bf16_macs);
   reg.counter(prefix + ".fp16_macs", "count", "fp16 x fp16 multiply-accumulates", a.fp16_macs);
+  if (fp8_macs_ > 0) {
+    reg.counter(prefix + ".fp8_macs", "count",
+                "fp8 x fp8 multiply-accumulates (--dtype fp8-*; bf16_macs counts them too, the "
+                "model's array computes them on its bf16 datapath)",
+                fp8_macs_);
+  }
   reg.counter(prefix + ".stationary_rows_loaded", "count",
               "rows shifted into the stationary register bank (ws/is: K per tile)",
               a.stationary_rows_loaded);

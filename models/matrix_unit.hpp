@@ -32,6 +32,7 @@ class MatrixUnit : public ExecutionUnit {
   void execute(const Instruction& instr) override;
 
  private:
+  void round_to_fp8_inputs(const MatmulOp& op);
   OnChipBuffers& buffers_;
   systolic::ArrayParams params_;
   std::unique_ptr<systolic::ArrayModel> array_;
@@ -39,6 +40,7 @@ class MatrixUnit : public ExecutionUnit {
   bool compute_values_;
   uint64_t last_done_ = 0;
   uint64_t macs_ = 0;
+  uint64_t fp8_macs_ = 0;
 };
 
 }  // namespace npusim

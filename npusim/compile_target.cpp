@@ -13,10 +13,12 @@
 #include "compiler/frontend/workload.hpp"
 #include "compiler/lowering/data_parallel.hpp"
 #include "compiler/lowering/lowering.hpp"
+#include "compiler/passes/fp8.hpp"
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "npusim/calibration.hpp"
 #include "npusim/host_ops.hpp"
+#include "npusim/tensor_check.hpp"
 #include "npusim/tensor_io.hpp"
 #include "npusim/token_ids.hpp"
 #include "support/error.hpp"
@@ -35,10 +37,30 @@ std::optional<int> checked_batch(const Target& t) {
 
 std::optional<DataType> checked_dtype(const Target& t) {
   if (t.dtype.empty()) return std::nullopt;
+  if (t.dtype == "fp8-e4m3" || t.dtype == "fp8-e5m2") return DataType::kBf16;  // checked_fp8
   if (t.dtype != "int8" && t.dtype != "bf16") {
-    throw UserError(fmt::format("--dtype '{}': expected int8 or bf16", t.dtype));
+    throw UserError(
+        fmt::format("--dtype '{}': expected int8, bf16, fp8-e4m3 or fp8-e5m2", t.dtype));
   }
   return parse_data_type(t.dtype);
+}
+
+// --dtype fp8-e4m3 / fp8-e5m2: a bf16 run whose convolutions and dense layers multiply fp8
+// (compiler/passes/fp8.hpp), on a matrix unit that lists the format in data_types.fp8.
+Fp8Format checked_fp8(const Target& t, const HwConfig& hw) {
+  if (t.dtype.rfind("fp8-", 0) != 0) return Fp8Format::kNone;
+  const Fp8Format f = *parse_fp8_format(t.dtype.substr(4));
+  if (!hw.data_types.has_fp8(f)) {
+    throw UserError(fmt::format(
+        "--dtype {}: the matrix unit of {} does not multiply fp8 {} (its data_types.fp8 does not "
+        "list \"{}\"; tpu-v4-like-fp8 does)",
+        t.dtype, hw.origin.empty() ? hw.name : hw.origin, to_string(f), to_string(f)));
+  }
+  if (!t.weight_dtype.empty() && t.weight_dtype != "bf16" && t.weight_dtype != t.dtype) {
+    throw UserError(
+        fmt::format("--weight-dtype {}: an {} run's weights are fp8", t.weight_dtype, t.dtype));
+  }
+  return f;
 }
 
 // --weight-dtype: true for int4 weights, which only int8 runs have.
@@ -256,7 +278,8 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   const bool int8 = run_dtype == DataType::kInt8;
   std::optional<TimingKey> key;
   const PruneSpec prune = t.prune.empty() ? PruneSpec{} : parse_prune_spec(t.prune);
-  const bool int4 = checked_int4_weights(t, run_dtype);
+  const Fp8Format fp8 = checked_fp8(t, c.hw);
+  const bool int4 = fp8 == Fp8Format::kNone && checked_int4_weights(t, run_dtype);
   const int group = checked_weight_group(t, int4);
   const WeightCompression compress = checked_compress_weights(t);
   if (!values && int8 && !keep_real_weights && t.input_npy.empty() && calibration.file.empty() &&
@@ -332,6 +355,11 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
   if (!int8) {
     prepare_bf16(c.graph, /*weights=*/values || keep_real_weights);
+    if (fp8 != Fp8Format::kNone) {
+      const TensorF batch_in = values ? bf16_input(c.graph, c.input) : TensorF{};
+      prepare_fp8(c.graph, fp8, values || keep_real_weights, values ? &batch_in : nullptr);
+      c.weight_dtype = t.dtype;
+    }
   } else if (values) {
     if (separate) {
       quantize_graph(c.graph, separate->codes, separate->samples, calibration.options);
@@ -370,7 +398,8 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
   c.input = std::move(input);
   c.input_real = std::move(input_real);
   optimize_graph(c.graph);
-  const bool int4 = checked_int4_weights(t, c.graph.dtype);
+  const Fp8Format fp8 = checked_fp8(t, c.hw);
+  const bool int4 = fp8 == Fp8Format::kNone && checked_int4_weights(t, c.graph.dtype);
   const int group = checked_weight_group(t, int4);
   if (int4) {
     mark_int4_weights(c.graph, c.hw, group);
@@ -381,6 +410,11 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
   if (!int8) {
     // Timing only: the matrix layers' weights stay undrawn (llama-7b-like's are 13.5 GB in bf16).
     prepare_bf16(c.graph, /*weights=*/values);
+    if (fp8 != Fp8Format::kNone) {
+      const TensorF batch_in = values ? bf16_input(c.graph, c.input) : TensorF{};
+      prepare_fp8(c.graph, fp8, values, values ? &batch_in : nullptr);
+      c.weight_dtype = t.dtype;
+    }
   } else if (values) {
     const CalibrationOptions options;
     quantize_graph(c.graph, std::vector<int8_t>(c.input.begin(), c.input.end()), c.graph.batch,

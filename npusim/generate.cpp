@@ -198,11 +198,14 @@ GenerateResult generate(const GenerateOptions& o) {
         fmt::format("--prompt-tokens {} + --new-tokens {}: more than {}'s context of {} positions",
                     prompt, o.new_tokens, cfg.name, cfg.max_context));
   }
-  if (!o.dtype.empty() && o.dtype != "int8" && o.dtype != "bf16") {
-    throw UserError(fmt::format("--dtype '{}': expected int8 or bf16", o.dtype));
+  const bool fp8 = o.dtype == "fp8-e4m3" || o.dtype == "fp8-e5m2";  // bf16 steps, fp8 matrices
+  if (!o.dtype.empty() && o.dtype != "int8" && o.dtype != "bf16" && !fp8) {
+    throw UserError(
+        fmt::format("--dtype '{}': expected int8, bf16, fp8-e4m3 or fp8-e5m2", o.dtype));
   }
   const HwConfig hw = target_hardware(o);
   const DataType dtype = o.dtype.empty() ? hw.data_types.activation
+                         : fp8           ? DataType::kBf16
                                          : parse_data_type(o.dtype).value_or(DataType::kInt8);
   std::optional<DecoderWeights> weights;
   if (!o.weights.empty()) {

@@ -13,15 +13,14 @@
 
 namespace npusim {
 
-namespace {
-
-// The bf16 reference's input: bf16 values, or token ids (4 bytes each) as values.
 TensorF bf16_input(const Graph& graph, const std::vector<uint8_t>& input) {
   if (!graph.input_ids) return decode_tensor(input, 2, 1.0f);
   std::vector<int32_t> ids(input.size() / 4);
   std::memcpy(ids.data(), input.data(), ids.size() * 4);
   return TensorF(ids.begin(), ids.end());
 }
+
+namespace {
 
 void fail(const std::string& layer, FunctionalCheck& c) {
   if (c.first_mismatch.empty()) c.first_mismatch = layer;

@@ -12,6 +12,7 @@
 
 #include "compiler/ir/graph.hpp"
 #include "compiler/reference/reference.hpp"
+#include "compiler/reference/reference_bf16.hpp"
 #include "npusim/simulate.hpp"
 
 namespace npusim {
@@ -20,6 +21,10 @@ namespace npusim {
 // the program's TensorPlacement: int8, or bf16 little-endian), or nullptr when the run kept no
 // copy of it.
 using SimulatedBytes = std::function<const uint8_t*(const std::string& name)>;
+
+// The bf16 reference's input from a bf16 graph's input bytes: bf16 values, or token ids (4 bytes
+// each) as values.
+TensorF bf16_input(const Graph& graph, const std::vector<uint8_t>& input);
 
 // Compares every layer output the run kept; fills `c` (checked, verdict, counts, errors).
 // `reference`, for int8: the whole-graph reference's tensors on `input` when already computed

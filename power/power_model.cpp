@@ -53,6 +53,8 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
   const double banks = m.weight_double_buffer ? 2 : 1;
   double pe_register_bits = 8 * eb_native * (banks + 1) + 32;  // operand, weight(s), partial sum
   double pe_um2 = mac_area(t, native);
+  // An array that also multiplies fp8 (data_types.fp8): an fp8 multiplier beside the bf16 one.
+  if (!hw.data_types.fp8.empty()) pe_um2 += t.at("area_um2.fp8_multiplier");
   if (m.sparse_n > 0) {
     // N:M sparse PEs (models/systolic/sparsity.hpp): the operand register holds the group of M
     // activations, an M:1 multiplexer of (M - 1) 2:1 cells per bit picks one, and each weight
@@ -120,6 +122,7 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
       {EnergyEvent::kMacInt8, "events_pj.mac_int8"},
       {EnergyEvent::kMacBf16, "events_pj.mac_bf16"},
       {EnergyEvent::kMacFp16, "events_pj.mac_fp16"},
+      {EnergyEvent::kMacFp8, "events_pj.mac_fp8"},
       {EnergyEvent::kPeRegisterMove, "events_pj.pe_register_move"},
       {EnergyEvent::kWeightRegisterLoad, "events_pj.weight_register_load"},
       {EnergyEvent::kVectorAddMul, "events_pj.vector_add_mul"},

@@ -7,7 +7,8 @@ scikit-learn's bundled digits (scripts/digits_dataset.py, 1500 training and 297 
 28x28) with the independent numpy trainer (tests/training/numpy_cnn.py: Adam, lr 1e-3, batch 64,
 --steps steps, Keras' initialisation from --seed), exports it with torch.onnx (Debian's
 python3-torch, opset 17, a symbolic batch) and runs the 297 held-out images through
-`npusim run --input` once per technique (int8 / bf16; `--prune magnitude:F`, `--prune N:M`,
+`npusim run --input` once per technique (int8 / bf16 / fp8-e4m3 / fp8-e5m2, fp8 on the --hw preset
+with data_types.fp8 added; `--prune magnitude:F`, `--prune N:M`,
 `--weight-dtype int4 [--weight-group G]`, `--compress-weights auto`), all values checked by
 npusim against its own reference as usual.
 
@@ -48,6 +49,9 @@ TECHNIQUES = [
     ("bf16", ["--prune", "magnitude:0.5"]),
     ("bf16", ["--prune", "2:4"]),
     ("bf16", ["--weight-dtype", "int4"]),
+    ("fp8-e4m3", []),
+    ("fp8-e5m2", []),
+    ("fp8-e4m3", ["--prune", "2:4"]),
 ]
 
 
@@ -118,11 +122,22 @@ def main():
     print(f"trained {a.steps} Adam steps (numpy): final loss {losses[-1]:.4f}, held-out accuracy "
           f"numpy {100 * numpy_acc:.1f} %, torch {100 * top1(ref, yh):.1f} % "
           f"({len(yh)} images)", flush=True)
+    # fp8 runs need a matrix unit that lists the formats: the preset with data_types.fp8 added.
+    fp8_hw = a.hw
+    preset = os.path.join(ROOT, "configs", "hw", a.hw + ".json")
+    if os.path.exists(preset):
+        with open(preset) as fh:
+            desc = json.load(fh)
+        desc["data_types"]["fp8"] = ["e4m3", "e5m2"]
+        fp8_hw = os.path.join(work, a.hw + "-fp8.json")
+        with open(fp8_hw, "w") as fh:
+            json.dump(desc, fh)
     rows = []
     for dtype, flags in TECHNIQUES:
         label = dtype + (" " + " ".join(flags) if flags else "")
         out = os.path.join(work, "run-" + label.replace(" ", "_").replace(":", "-"))
-        cmd = [a.npusim, "run", "--hw", a.hw, "--workload", model_path, "--dtype", dtype,
+        hw = fp8_hw if dtype.startswith("fp8") else a.hw
+        cmd = [a.npusim, "run", "--hw", hw, "--workload", model_path, "--dtype", dtype,
                "--input", input_path, "--save-outputs", os.path.join(out, "q"),
                "--save-float-outputs", os.path.join(out, "f"), "--out", out] + flags
         r = subprocess.run(cmd, capture_output=True, text=True)

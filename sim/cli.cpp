@@ -84,8 +84,10 @@ void add_target_options(po::options_description& o) {
       "seed", po::value<uint64_t>()->default_value(1),
       "seed of the pseudo-random weights (and input, without --input)")(
       "dtype", po::value<std::string>(),
-      "data type the network runs in: int8 (calibrated per-channel quantization) or bf16 "
-      "(fp32 accumulation); default: the hardware's data_types.activation")(
+      "data type the network runs in: int8 (calibrated per-channel quantization), bf16 "
+      "(fp32 accumulation), or fp8-e4m3 / fp8-e5m2 (bf16 with convolutions and dense layers "
+      "multiplying fp8, per-tensor scales, on a matrix unit whose data_types.fp8 lists it; "
+      "docs/quantization.md); default: the hardware's data_types.activation")(
       "input", po::value<std::string>(),
       "input batch as .npy: [batch, ...] in the graph's layout (NCHW for ONNX models; an ONNX "
       "model run as one whole tensor takes exactly its input's shape, with the batch it declares "

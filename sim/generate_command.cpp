@@ -39,7 +39,8 @@ int command_generate(const std::vector<std::string>& args) {
       "seed", po::value<uint64_t>()->default_value(1),
       "seed of the pseudo-random weights (and prompt, without --input)")(
       "dtype", po::value<std::string>(),
-      "int8 or bf16; default: the hardware's data_types.activation")(
+      "int8, bf16, fp8-e4m3 or fp8-e5m2 (as for npusim run); default: the hardware's "
+      "data_types.activation")(
       "weight-dtype", po::value<std::string>(),
       "int4: weight-only int4 (int8 runs; docs/compression.md); default: the --dtype")(
       "weight-group", po::value<int>(),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arch/activation.hpp"
+#include "arch/fp8.hpp"
 #include "arch/quant.hpp"
 #include "arch/types.hpp"
 
@@ -139,6 +140,11 @@ struct Layer {
   // with huffman_weights (--compress-weights huffman) the Huffman format is a candidate too.
   bool compress_weights = false;
   bool huffman_weights = false;
+  // --dtype fp8-e4m3 / fp8-e5m2 (docs/quantization.md, compiler/passes/fp8.cpp): a convolution
+  // or dense layer whose matrix inputs are fp8. bf16_weights hold fp8 values x 2^-fp8_weight_exp
+  // (stored one byte each off chip); the array rounds the input to fp8 x 2^-fp8_input_exp.
+  Fp8Format fp8 = Fp8Format::kNone;
+  int fp8_weight_exp = 0, fp8_input_exp = 0;
   std::vector<int32_t> qbias;              // cout values, on the accumulator's scale
   std::vector<QuantMultiplier> requant;    // per output channel: accumulator -> output int8
   std::vector<int8_t> lut;                 // 256 entries: int8 -> int8 activation (fused or alone)

@@ -132,7 +132,8 @@ namespace {
 CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits) {
   const bool compress = std::any_of(graph.layers.begin(), graph.layers.end(), [](const Layer& l) {
     return (l.compress_weights && (!l.qweights.empty() || !l.bf16_weights.empty())) ||
-           (l.int4_weights && l.weight_group > 0 && !l.on_host);
+           (l.int4_weights && l.weight_group > 0 && !l.on_host) ||
+           (l.fp8 != Fp8Format::kNone && !l.on_host);
   });
   if (!compress) return lowering::Lowering(graph, hw, splits).run();
   lowering::WeightBoxes boxes;

@@ -204,7 +204,7 @@ std::string Lowering::MatrixLayer::describe() const {
 void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0,
                                          int n_cb) {
   const uint64_t src = params_.weights + src_image * weights_per_image_;
-  if ((l_.compress_weights || l_.weight_group > 0) && !matmul_ &&
+  if ((l_.compress_weights || l_.weight_group > 0 || l_.fp8 != Fp8Format::kNone) && !matmul_ &&
       lo_.load_compressed_weights(l_, wb, WeightBox{kc0, k_cb, n0, n_cb, g_.n})) {
     return;
   } else if (l_.int4_weights) {  // two to a byte off chip (memory_plan.cpp); n0 and n_cb are even
@@ -444,6 +444,7 @@ void Lowering::MatrixLayer::emit_tile(const TileTarget& target, int grp, int c_l
   op.m = m, op.k = kk, op.n = n;
   op.accumulate = target.kc0 + k_off > 0;
   if (g_.k_rows > 0) op.sparse_n = mu_.sparse_n, op.sparse_m = mu_.sparse_m;
+  if (!matmul_) op.fp8 = l_.fp8, op.a_scale_exp = l_.fp8_input_exp;
   lo_.emit(UnitKind::kMatrix, target.unit, op,
            {{BufferId::kUnified, slab_, slab_end_, false},
             {BufferId::kWeight, target.wb, target.wb_end, false},

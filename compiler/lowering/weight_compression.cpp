@@ -8,7 +8,8 @@
 // whose boxes would not shrink in all keeps its dense weights. int4 weights with group scales
 // (--weight-group) are always stored so, in the int4-groups format (a box that would not shrink:
 // its int8 values). Boxes are stored apart, not cut from one compressed matrix, because a box of a
-// variable-length format can only be found from the start of its own record.
+// variable-length format can only be found from the start of its own record. fp8 weights
+// (--dtype fp8-*) are always stored so, one byte a weight, which the decompressor widens to bf16.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,6 +38,10 @@ uint64_t padded(uint64_t bytes, uint64_t row) { return (bytes + row - 1) / row *
 
 bool Lowering::plan_compressed_weights(const Layer& l) {
   if (!compress_ || boxes_ == nullptr) return false;
+  if (l.fp8 != Fp8Format::kNone && !l.on_host) {
+    plan_fp8_weights(l);
+    return true;
+  }
   if (l.int4_weights && l.weight_group > 0) {
     plan_int4_groups(l);
     return true;
@@ -158,6 +163,37 @@ void Lowering::plan_int4_groups(const Layer& l) {
   for (auto& [box, sb] : cw.boxes) sb.addr += base;
 }
 
+void Lowering::plan_fp8_weights(const Layer& l) {
+  const auto it = boxes_->find(l.name);
+  NPUSIM_CHECK(it != boxes_->end() && es_ == 2, "layer {}: fp8 weights not recorded", l.name);
+  const bool values = !l.bf16_weights.empty();
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(l.bf16_weights.data());
+  CompressedWeights& cw = compressed_[l.name];
+  cw.format = l.fp8 == Fp8Format::kE4M3 ? WeightFormat::kFp8E4M3 : WeightFormat::kFp8E5M2;
+  std::vector<uint8_t> store;
+  for (const WeightBox& b : it->second) {
+    WeightBoxShape shape{uint32_t(b.k_cb), uint32_t(b.n_cb), 2, 0, 0};
+    shape.scale_exp = l.fp8_weight_exp;
+    const uint64_t row = uint64_t(b.n_cb) * 2;
+    StoredBox sb;
+    sb.addr = cw.bytes;
+    sb.format = cw.format;
+    sb.bytes = padded(shape.dense_bytes() / 2, row);  // one byte a weight, whole bf16 rows
+    if (values) {
+      const std::vector<uint8_t> c = compress_weight_box(dense_box(data, b, 2), shape, cw.format);
+      store.insert(store.end(), c.begin(), c.end());
+      store.resize(sb.addr + sb.bytes, 0);
+    }
+    cw.bytes += sb.bytes;
+    cw.dense_bytes += shape.dense_bytes();
+    cw.boxes.emplace(b, sb);
+  }
+  NPUSIM_CHECK(!values || store.size() == cw.bytes, "layer {}: fp8 store of {} bytes, counted {}",
+               l.name, store.size(), cw.bytes);
+  const uint64_t base = dram_param(values ? store.data() : nullptr, cw.bytes);
+  for (auto& [box, sb] : cw.boxes) sb.addr += base;
+}
+
 bool Lowering::load_compressed_weights(const Layer& l, uint64_t wb, const WeightBox& b) {
   if (boxes_ == nullptr) return false;
   if (!compress_) {
@@ -180,6 +216,8 @@ bool Lowering::load_compressed_weights(const Layer& l, uint64_t wb, const Weight
   DmaOp d = dma_op(BufferId::kWeight, wb, sb.addr, row, sb.bytes / row, row);
   d.format = sb.format;
   d.dense = WeightBoxShape{uint32_t(b.k_cb), uint32_t(b.n_cb), uint32_t(es_), 0, 0};
+  if (sb.format == WeightFormat::kFp8E4M3 || sb.format == WeightFormat::kFp8E5M2)
+    d.dense.scale_exp = l.fp8_weight_exp;
   if (sb.format == WeightFormat::kInt4Groups) {
     d.dense.group_rows = uint32_t(l.weight_group);
     d.dense.first_row = uint32_t(b.kc0) % d.dense.group_rows;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "arch/float_ops.hpp"
+#include "arch/fp8.hpp"
 #include "compiler/reference/reference_bf16_layer.hpp"
 #include "compiler/reference/reference_dispatch.hpp"
 #include "compiler/reference/reference_loops.hpp"
@@ -17,6 +18,10 @@ namespace {
 // every layer's output and its weights to bf16; the float32 graph keeps both as they are.
 struct Bf16Storage {
   static float round(float x) { return round_to_bf16(x); }
+  // The array's fp8 rounding of a conv's or dense layer's input (--dtype fp8-*).
+  static float matrix_input(const Layer& l, float x) {
+    return l.fp8 == Fp8Format::kNone ? x : round_to_fp8(x, l.fp8, l.fp8_input_exp);
+  }
   static std::vector<float> weights(const Layer& l) {
     std::vector<float> w(l.bf16_weights.size());
     for (size_t i = 0; i < w.size(); ++i) w[i] = bf16_bits_to_float(l.bf16_weights[i]);
@@ -25,6 +30,7 @@ struct Bf16Storage {
 };
 struct F32Storage {
   static float round(float x) { return x; }
+  static float matrix_input(const Layer&, float x) { return x; }
   static const std::vector<float>& weights(const Layer& l) { return l.weights; }
 };
 
@@ -38,7 +44,14 @@ template <class S>
 TensorF matrix_bf16(const Layer& l, int batch, const TensorF& a, const TensorF* b_act) {
   std::vector<float> w;
   if (l.kind != OpKind::kMatMul) w = S::weights(l);
-  TensorF y = bf16_matrix_products(l, batch, a.data(), b_act ? b_act->data() : w.data());
+  TensorF a_in;
+  const bool fp8 = l.kind != OpKind::kMatMul && l.fp8 != Fp8Format::kNone;
+  if (fp8) {
+    a_in.resize(a.size());
+    for (size_t i = 0; i < a.size(); ++i) a_in[i] = S::matrix_input(l, a[i]);
+  }
+  TensorF y = bf16_matrix_products(l, batch, fp8 ? a_in.data() : a.data(),
+                                   b_act ? b_act->data() : w.data());
   const size_t n = l.kind == OpKind::kMatMul ? 0 : l.bias.size();
   for (size_t i = 0; i < y.size(); ++i) y[i] = act<S>(l, y[i] + (n ? l.bias[i % n] : 0.0f));
   return y;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "arch/activation.hpp"
+#include "arch/fp8.hpp"
 #include "compiler/reference/reference_dispatch.hpp"
 #include "compiler/reference/reference_loops.hpp"
 #include "support/error.hpp"
@@ -117,6 +118,28 @@ std::vector<float> matrix_bound(const Layer& l, int batch, const std::vector<Bf1
     bound[i] = through_activation(l, e_pre, scale + (prop.empty() ? 0.0 : prop[i]), y[i]);
   }
   return bound;
+}
+
+// A conv's or dense layer's input as its fp8 array sees it (--dtype fp8-*): the values rounded,
+// and a bound E grown by the fp8 spacing (rounding is monotone: E + spacing at the larger).
+struct FP8Input {
+  TensorF value;
+  std::vector<float> bound;  // empty: exact
+};
+FP8Input fp8_input(const Layer& l, const Bf16Operand& in) {
+  FP8Input r;
+  r.value.resize(in.value->size());
+  for (size_t i = 0; i < r.value.size(); ++i)
+    r.value[i] = round_to_fp8((*in.value)[i], l.fp8, l.fp8_input_exp);
+  if (!any_nonzero(in.bound)) return r;
+  r.bound.resize(r.value.size());
+  for (size_t i = 0; i < r.value.size(); ++i) {
+    const double e = (*in.bound)[i];
+    r.bound[i] =
+        e == 0.0 ? 0.0f
+                 : float(e + fp8_spacing(std::fabs((*in.value)[i]) + e, l.fp8, l.fp8_input_exp));
+  }
+  return r;
 }
 
 std::vector<float> pool_bound(const Layer& l, int batch, const Bf16Operand& in) {
@@ -265,7 +288,14 @@ Bf16LayerResult reference_bf16_layer(const Layer& l, int batch,
     case OpKind::kConv:
     case OpKind::kDense:
     case OpKind::kMatMul:
-      r.bound = matrix_bound(l, batch, inputs, r.value);
+      if (l.kind != OpKind::kMatMul && l.fp8 != Fp8Format::kNone) {
+        const FP8Input in = fp8_input(l, inputs[0]);
+        std::vector<Bf16Operand> rounded(inputs);
+        rounded[0] = {&in.value, in.bound.empty() ? nullptr : &in.bound};
+        r.bound = matrix_bound(l, batch, rounded, r.value);
+      } else {
+        r.bound = matrix_bound(l, batch, inputs, r.value);
+      }
       break;
     default:
       // The same fp32 operations in the same order on the same values: the same bits.

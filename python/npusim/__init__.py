@@ -146,6 +146,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     values=False runs timing only (same cycles, no values, no outputs, no check).
     trace=True records the timeline for Result.trace / Result.html.
     prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
+    dtype: "int8", "bf16", "fp8-e4m3" or "fp8-e5m2" (--dtype; fp8 needs a matrix unit whose
+      data_types.fp8 lists it, e.g. "tpu-v4-like-fp8"; docs/quantization.md).
     weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype; docs/compression.md).
     weight_group: with weight_dtype "int4", a scale per group of this many weights (--weight-group).
     compress_weights: "auto" or "huffman" to store weights compressed off chip (npusim run

@@ -74,6 +74,22 @@ TEST(ConfigValidation, TechnologyNodeMustHaveAnEnergyTable) {
   EXPECT_EQ(load_hw_config("edge").technology_nm, 16);
 }
 
+TEST(ConfigValidation, Fp8FormatsOfABf16MatrixUnit) {
+  HwConfig c = load_hw_config("tpu-v4-like-fp8");
+  EXPECT_TRUE(c.data_types.has_fp8(Fp8Format::kE4M3) && c.data_types.has_fp8(Fp8Format::kE5M2));
+  EXPECT_EQ(to_json(c)["data_types"]["fp8"], json::parse(R"(["e4m3", "e5m2"])"));
+  EXPECT_TRUE(load_hw_config("tpu-v4-like").data_types.fp8.empty());
+  EXPECT_FALSE(to_json(load_hw_config("tpu-v4-like"))["data_types"].contains("fp8"));
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "data_types": {"activation": "bf16",
+                          "weight": "bf16", "accumulator": "fp32", "fp8": ["e4m3", "e3m4"]}})"),
+            std::vector<std::string>{
+                "hw.json: /data_types/fp8: expected fp8 formats \"e4m3\" or \"e5m2\", got "
+                "\"e3m4\""});
+  EXPECT_EQ(errors_of(R"({"schema_version": 1, "data_types": {"fp8": ["e5m2"]}})"),
+            std::vector<std::string>{
+                "hw.json: /data_types/fp8: fp8 is for bf16 matrix units, this one is int8"});
+}
+
 TEST(ConfigValidation, MissingAndWrongSchemaVersion) {
   EXPECT_EQ(errors_of("{}"),
             std::vector<std::string>{"hw.json: /schema_version: required key is missing"});
@@ -196,9 +212,10 @@ TEST(ConfigValidation, UnknownPresetListsPresets) {
     load_hw_config("tpu-v9");
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_STREQ(e.what(),
-                 "--hw 'tpu-v9': no such file and no such preset (presets: ascend-910-like, "
-                 "ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like)");
+    EXPECT_STREQ(
+        e.what(),
+        "--hw 'tpu-v9': no such file and no such preset (presets: ascend-910-like, "
+        "ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like-fp8, tpu-v4-like)");
   }
 }
 

@@ -49,7 +49,8 @@ CASES = {
     "unknown_preset": (
         edit(base="tpu-v9"),
         "/base: hardware 'tpu-v9': --show 'tpu-v9': no such file and no such preset (presets: "
-        "ascend-910-like, ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like)"),
+        "ascend-910-like, ascend-like, edge, tpu-v1-hbm, tpu-v1, tpu-v4-like-core, tpu-v4-like-fp8, "
+        "tpu-v4-like)"),
     "unknown_workload": (
         edit(workloads=["mnist-cnm"]),
         "/workloads/0/workload: 'mnist-cnm' is not in the zoo"),

@@ -147,7 +147,8 @@ TEST(EndToEnd, ListsPresetsAndZoo) {
     }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"ascend-910-like", "ascend-like", "edge", "tpu-v1-hbm",
-                                             "tpu-v1", "tpu-v4-like-core", "tpu-v4-like"}));
+                                             "tpu-v1", "tpu-v4-like-core", "tpu-v4-like-fp8",
+                                             "tpu-v4-like"}));
   CommandResult z = run_npusim("zoo");
   EXPECT_EQ(z.exit_code, 0);
   EXPECT_NE(z.out.find("mnist-cnn"), std::string::npos);
@@ -246,7 +247,8 @@ TEST(EndToEnd, SavedOutputsAreTheRealValuesOfTheRun) {
   EXPECT_NE(bad.err.find("--save-intermediates needs --save-outputs DIR"), std::string::npos);
   CommandResult dtype = run_npusim("run --hw edge --workload mnist-cnn --dtype fp8");
   EXPECT_EQ(dtype.exit_code, 2);
-  EXPECT_NE(dtype.err.find("--dtype 'fp8': expected int8 or bf16"), std::string::npos);
+  EXPECT_NE(dtype.err.find("--dtype 'fp8': expected int8, bf16, fp8-e4m3 or fp8-e5m2"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

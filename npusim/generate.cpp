@@ -334,7 +334,7 @@ GenerateResult generate(const GenerateOptions& o) {
   {
     LayerCores placed;
     Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype, split ? &shards : nullptr,
-                                  split ? &placed.core_of : nullptr);
+                                  split ? &placed.core_of : nullptr, &hw);
     placed.summary = megatron;
     StepOutcome s =
         run_step(hw, std::move(g), result.prompt, o, fidelity, batch, split ? &placed : nullptr);

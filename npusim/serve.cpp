@@ -69,6 +69,9 @@ class SimulatedStepCost : public serving::StepCostModel {
     return c;
   }
 
+  // The longest prefill program simulated for prefills of up to `tokens` tokens.
+  int64_t longest_prefill(int64_t tokens) const { return around(double(tokens)).second; }
+
   int programs() const { return int(cache_.size()); }
   double idle_w() const { return idle_w_; }
   double simulated_seconds() const { return simulated_s_; }
@@ -79,7 +82,8 @@ class SimulatedStepCost : public serving::StepCostModel {
     const auto key = std::make_tuple(is_prefill, batch, tokens);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     const auto t0 = std::chrono::steady_clock::now();
-    Graph g = is_prefill ? build_prefill_graph(cfg_, nullptr, int(tokens), 1, dtype_)
+    Graph g = is_prefill ? build_prefill_graph(cfg_, nullptr, int(tokens), 1, dtype_, nullptr,
+                                               nullptr, &hw_)
                          : build_decode_graph(cfg_, nullptr, nullptr, int(tokens), int(batch));
     // A prefill reads the prompt npusim generate draws from the seed; a decode step, with no
     // values, id 0 per sequence (as generate's timing-only decode steps).
@@ -234,6 +238,13 @@ ServeResult serve(const ServeOptions& o) {
   }
 
   SimulatedStepCost cost(hw, cfg, dtype, o, o.grid_tokens);
+  // A prompt too long for the unified buffer is refused now, not at its first prefill: the
+  // longest prefill is a request's prompt and all but its last token (a recompute).
+  int64_t longest = 1;
+  for (const serving::Request& q : requests)
+    longest = std::max(longest,
+                       std::min<int64_t>(q.prompt_tokens + q.output_tokens - 1, cfg.max_context));
+  prefill_blocks(cfg, int(cost.longest_prefill(longest)), dtype, nullptr, &hw);
   const serving::ServingResult r = serving::simulate_serving(requests, sc, cost, o.trace);
   const serving::ServingSummary s = serving::summarize(requests, r, o.slo_ttft_s, o.slo_tpot_s);
 

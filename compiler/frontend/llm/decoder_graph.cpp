@@ -6,6 +6,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "arch/hw_config.hpp"
 #include "compiler/ir/shape_inference.hpp"
 #include "support/error.hpp"
 
@@ -13,10 +14,30 @@ namespace npusim {
 
 namespace {
 
+// Whether one row of `pixels` x `channels` of an affine layer (a depthwise 1x1 convolution) tiles
+// on `hw` with every operand off chip, as compiler/lowering/tiling.cpp decides for a block of one
+// output row: two input rows, two output rows of min(channels, cols) channels and the bias in the
+// unified buffer (64-byte aligned), the row's 32-bit sums in one unit's half of the accumulators.
+// The frontend does not call the tiler (compiler_layering_test); this is its rule for that case.
+bool affine_row_fits(const HwConfig& hw, int pixels, int channels, int element_bytes) {
+  auto align = [](uint64_t x) { return (x + 63) / 64 * 64; };
+  const uint64_t n_tile = uint64_t(std::min(channels, hw.matrix_unit.cols));
+  const uint64_t es = uint64_t(element_bytes), w = uint64_t(pixels), c = uint64_t(channels);
+  const uint64_t scratch = 2 * align(w * c * es) + 2 * align(w * n_tile * es) + align(4 * c);
+  const uint64_t acc_half = hw.accumulators.capacity_bytes / uint64_t(hw.matrix_unit.count) / 8 * 4;
+  return scratch <= hw.unified_buffer.capacity_bytes && w * n_tile * 4 <= acc_half;
+}
+
 // Adds layers to a graph; each layer's output tensor is named after the layer.
 class Builder {
  public:
   Builder(const DecoderConfig& c, const DecoderWeights* w) : c_(c), w_(w) {}
+
+  // Affine layers whose row would not tile on `hw` are viewed as several rows (affine()).
+  void limit_affine_rows(const HwConfig* hw, int element_bytes) {
+    hw_ = hw;
+    element_bytes_ = element_bytes;
+  }
 
   Graph& graph() { return g_; }
 
@@ -123,7 +144,17 @@ class Builder {
     NPUSIM_CHECK(period > 0 && elements % uint64_t(period) == 0 && shift.size() == scale.size(),
                  "affine {}: period {} of {} elements", name, period, elements);
     const std::string map = name + "_as_map", conv = name + "_affine";
-    add(OpKind::kReshape, map, {x}).reshape_to = {1, int(elements / uint64_t(period)), period};
+    // One row of `pixels` positions of the period, unless it outgrows the limits: then rows of
+    // the largest divisor of them that fits.
+    int rows = 1, pixels = int(elements / uint64_t(period));
+    auto fits = [&](int k) { return affine_row_fits(*hw_, k, period, element_bytes_); };
+    if (hw_ && !fits(pixels)) {
+      int k = pixels;
+      while (k > 1 && (pixels % k != 0 || !fits(k))) --k;
+      rows = pixels / k;
+      pixels = k;
+    }
+    add(OpKind::kReshape, map, {x}).reshape_to = {rows, pixels, period};
     Layer& l = add(OpKind::kConv, conv, {map});
     l.filters = period;
     l.groups = period;
@@ -244,6 +275,8 @@ class Builder {
   const DecoderConfig& c_;
   const DecoderWeights* w_;
   Graph g_;
+  const HwConfig* hw_ = nullptr;
+  int element_bytes_ = 1;
 };
 
 void start(Builder& b, const DecoderConfig& c, const std::string& phase, int ids) {
@@ -291,9 +324,49 @@ std::string ffn_after_attention(Builder& b, const std::vector<DecoderShard>& par
 
 }  // namespace
 
+namespace {
+
+// Rows per block of P positions for an affine layer of `pixels` x (rows x `width`) per row
+// (PrefillBlocks): P when that fits, else the largest power of two that does.
+int block_rows(const HwConfig* hw, int P, int pixels, int width, int es) {
+  auto fits = [&](int rows) { return affine_row_fits(*hw, pixels, rows * width, es); };
+  if (!hw || fits(P)) return P;
+  if (!fits(1)) {
+    throw UserError(fmt::format(
+        "a prefill of {} tokens does not fit: the causal mask of one query row ({} heads x {} "
+        "positions) does not tile in {}'s unified buffer of {} bytes; use a shorter prompt or "
+        "a larger buffers.unified_buffer.capacity_bytes",
+        P, pixels, width, hw->name, hw->unified_buffer.capacity_bytes));
+  }
+  int rows = 1;
+  while (rows * 2 < P && fits(rows * 2)) rows *= 2;
+  return rows;
+}
+
+}  // namespace
+
+PrefillBlocks prefill_blocks(const DecoderConfig& c, int P, DataType dtype,
+                             const std::vector<DecoderShard>* shards, const HwConfig* hw) {
+  const int es = size_bytes(dtype), d = c.head_dim();
+  int heads = c.heads, kv_heads = c.kv_heads;
+  if (shards) {
+    heads = kv_heads = 0;
+    for (const DecoderShard& sh : *shards) {
+      heads = std::max(heads, sh.q_end - sh.q_begin);
+      kv_heads = std::max(kv_heads, sh.kv_end - sh.kv_begin);
+    }
+  }
+  PrefillBlocks b;
+  // A block's mask is [heads, rows x P] and its queries' rotation [heads, rows x d].
+  b.attention_rows = block_rows(hw, P, heads, std::max(P, d), es);
+  b.key_rows = block_rows(hw, P, kv_heads, d, es);
+  b.position_rows = c.rotary ? P : block_rows(hw, P, 1, c.hidden, es);
+  return b;
+}
+
 Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P, int batch,
                           DataType dtype, const std::vector<DecoderShard>* shards,
-                          std::map<std::string, int>* core_of) {
+                          std::map<std::string, int>* core_of, const HwConfig* hw) {
   const std::vector<DecoderShard> whole{DecoderShard{0, c.heads, 0, c.kv_heads, 0, c.ffn}};
   const std::vector<DecoderShard>& parts = shards ? *shards : whole;
   const int N = int(parts.size());
@@ -304,28 +377,73 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
   const int h = c.hidden, d = c.head_dim(), H = c.heads, G = c.group();
   const float scale = 1.0f / std::sqrt(float(d));
   auto place = [&](size_t first, int core) { place_layers(b, core_of, first, core); };
+  const PrefillBlocks blocks = prefill_blocks(c, P, dtype, &parts, hw);
+  if (hw) b.limit_affine_rows(hw, size_bytes(dtype));
+  const int attention_rows = blocks.attention_rows, key_rows = blocks.key_rows,
+            position_rows = blocks.position_rows;
+  // Blocks [r0, r0 + rows) of the P positions.
+  auto blocks_of = [P](int rows) {
+    std::vector<std::pair<int, int>> out;
+    for (int r0 = 0; r0 < P; r0 += rows) out.emplace_back(r0, std::min(rows, P - r0));
+    return out;
+  };
+  // [outer, P, width] (`dims`, that or [P, width]) from blocks [outer, rows of the block, width]
+  // along the position axis: a Concat move.
+  auto concat_rows = [&](const std::string& name, const std::vector<std::string>& parts_of,
+                         int rows, const std::vector<int>& dims) {
+    const int width = dims.back();
+    return b.move(name, parts_of, dims, "Concat", [&](uint64_t o) {
+      const uint64_t j = o % uint64_t(width), pos = o / uint64_t(width) % uint64_t(P),
+                     a = o / (uint64_t(width) * uint64_t(P)), bi = pos / uint64_t(rows);
+      const uint64_t rb = std::min<uint64_t>(uint64_t(rows), uint64_t(P) - bi * uint64_t(rows));
+      return MoveSource{int32_t(bi),
+                        int32_t((a * rb + pos - bi * uint64_t(rows)) * uint64_t(width) + j)};
+    });
+  };
   std::string x = "embed";
   if (!c.rotary) {
     std::vector<float> pos = b.param("wpe");
     pos.resize(size_t(P) * size_t(h));
-    x = b.affine("positions", x, {P, h}, std::vector<float>(pos.size(), 1.0f), pos);
+    if (position_rows >= P) {
+      x = b.affine("positions", x, {P, h}, std::vector<float>(pos.size(), 1.0f), pos);
+    } else {
+      std::vector<std::string> pieces;
+      for (const auto& [r0, rb] : blocks_of(position_rows)) {
+        const std::string piece = fmt::format("positions{}", r0 / position_rows);
+        b.move(piece + "_rows", {x}, {rb, h}, "Slice", [&, r0 = r0](uint64_t o) {
+          return MoveSource{0, int32_t(uint64_t(r0) * uint64_t(h) + o)};
+        });
+        std::vector<float> shift_rows;
+        if (!pos.empty())
+          shift_rows.assign(pos.begin() + long(r0) * h, pos.begin() + long(r0 + rb) * h);
+        else
+          shift_rows.assign(size_t(rb) * size_t(h), 0.0f);
+        pieces.push_back(b.affine(piece, piece + "_rows", {rb, h},
+                                  std::vector<float>(size_t(rb) * size_t(h), 1.0f), shift_rows));
+      }
+      x = concat_rows("positions", pieces, position_rows, {P, h});
+    }
   }
   // Masked scores: bf16 takes -1e4 (exp underflows to 0); int8 a fill the scores' scale can
-  // still resolve (docs/llm.md "Limitations").
+  // still resolve (docs/llm.md "Limitations"). The mask of query rows [r0, r0 + rows).
   const float fill = dtype == DataType::kBf16 ? -1e4f : -32.0f;
-  std::vector<float> keep(size_t(P) * size_t(P)), shift(keep.size());
-  for (int i = 0; i < P; ++i)
-    for (int j = 0; j < P; ++j) {
-      keep[size_t(i * P + j)] = j <= i ? 1.0f : 0.0f;
-      shift[size_t(i * P + j)] = j <= i ? 0.0f : fill;
-    }
+  auto mask = [&](int r0, int rows) {
+    std::vector<float> keep(size_t(rows) * size_t(P)), shift(keep.size());
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < P; ++j) {
+        const size_t at = size_t(i) * size_t(P) + size_t(j);
+        keep[at] = j <= r0 + i ? 1.0f : 0.0f;
+        shift[at] = j <= r0 + i ? 0.0f : fill;
+      }
+    return std::pair(std::move(keep), std::move(shift));
+  };
   std::vector<std::string> outputs{"logits"};
-  auto to_heads = [&](const std::string& name, const std::string& src, int n) {
-    // [P, n * d] -> [n, P, d].
+  // [P, n * d] rows [r0, r0 + rows) -> [n, rows, d].
+  auto to_heads = [&](const std::string& name, const std::string& src, int n, int r0, int rows) {
     const int width = n * d;
-    return b.move(name, {src}, {n, P, d}, "Transpose", [&](uint64_t o) {
-      const uint64_t j = o % uint64_t(d), p = o / uint64_t(d) % uint64_t(P),
-                     hh = o / uint64_t(d * P);
+    return b.move(name, {src}, {n, rows, d}, "Transpose", [&](uint64_t o) {
+      const uint64_t j = o % uint64_t(d), p = o / uint64_t(d) % uint64_t(rows) + uint64_t(r0),
+                     hh = o / (uint64_t(d) * uint64_t(rows));
       return MoveSource{0, int32_t(p * uint64_t(width) + hh * uint64_t(d) + j)};
     });
   };
@@ -346,11 +464,26 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
           b.dense_part(pc + "key", n1, p + "k", c.kv_heads * d, sh.kv_begin * d, sh.kv_end * d);
       const std::string v =
           b.dense_part(pc + "value", n1, p + "v", c.kv_heads * d, sh.kv_begin * d, sh.kv_end * d);
-      std::string qh = to_heads(pc + "query_heads", q, Hc);
       const std::string kname = fmt::format("k{}{}", i, suffix);
-      std::string kh = to_heads(c.rotary ? pc + "key_heads" : kname, k, KVc);
-      const std::string vh = to_heads(fmt::format("v{}{}", i, suffix), v, KVc);
-      if (c.rotary) {
+      const bool blocked = attention_rows < P || key_rows < P;
+      // Unblocked: the query heads moved and rotated whole, before the keys.
+      std::string qh = blocked ? "" : to_heads(pc + "query_heads", q, Hc, 0, P);
+      std::string kh;
+      if (!c.rotary || !blocked) {
+        kh = to_heads(c.rotary ? pc + "key_heads" : kname, k, KVc, 0, P);
+      } else {  // rotated in blocks of positions, then put together as the cache's [KVc, P, d]
+        std::vector<std::string> pieces;
+        const int kr = std::min(key_rows, P);
+        for (const auto& [r0, rb] : blocks_of(kr)) {
+          const std::string kb = fmt::format("{}key_heads{}", pc, r0 / kr);
+          to_heads(kb, k, KVc, r0, rb);
+          pieces.push_back(b.rope(fmt::format("{}key_rotary{}", pc, r0 / kr), kb, {KVc, rb, d}, rb,
+                                  d, [r0 = r0](int r) { return r0 + r; }));
+        }
+        kh = concat_rows(kname, pieces, kr, {KVc, P, d});
+      }
+      const std::string vh = to_heads(fmt::format("v{}{}", i, suffix), v, KVc, 0, P);
+      if (c.rotary && !blocked) {
         qh = b.rope(pc + "query_rotary", qh, {Hc, P, d}, P, d, position);
         kh = b.rope(kname, kh, {KVc, P, d}, P, d, position);
       }
@@ -369,15 +502,39 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
         ke = repeat(pc + "key_groups", kh);
         ve = repeat(pc + "value_groups", vh);
       }
-      Layer& sc = b.add(OpKind::kMatMul, pc + "scores", {qh, ke});
-      sc.transpose_b = true;
-      const std::string masked = b.affine(pc + "causal", pc + "scores", {Hc, P, P}, keep, shift);
-      b.add(OpKind::kSoftmax, pc + "probs", {masked});
-      b.add(OpKind::kMatMul, pc + "context_heads", {pc + "probs", ve});
-      b.move(pc + "context", {pc + "context_heads"}, {P, Hc * d}, "Transpose", [&](uint64_t o) {
+      // Attention of the query heads `qb` (rows [r0, r0 + rows)) over all P keys, named with
+      // `tag`; returns its context heads [Hc, rows, d].
+      auto attend = [&](const std::string& tag, const std::string& qb, int r0, int rows) {
+        Layer& sc = b.add(OpKind::kMatMul, pc + "scores" + tag, {qb, ke});
+        sc.transpose_b = true;
+        auto [keep, shift] = mask(r0, rows);
+        const std::string masked = b.affine(pc + "causal" + tag, pc + "scores" + tag, {Hc, rows, P},
+                                            std::move(keep), std::move(shift));
+        b.add(OpKind::kSoftmax, pc + "probs" + tag, {masked});
+        b.add(OpKind::kMatMul, pc + "context_heads" + tag, {pc + "probs" + tag, ve});
+        return pc + "context_heads" + tag;
+      };
+      std::vector<std::string> contexts;
+      const int rows = std::min(attention_rows, P);
+      if (!blocked) {
+        contexts.push_back(attend("", qh, 0, P));
+      } else {  // blocks of query rows, so that no layer holds Hc x P x P scores (docs/llm.md)
+        for (const auto& [r0, rb] : blocks_of(rows)) {
+          const std::string tag = fmt::format("{}", r0 / rows);
+          std::string qb = to_heads(pc + "query_heads" + tag, q, Hc, r0, rb);
+          if (c.rotary)
+            qb = b.rope(pc + "query_rotary" + tag, qb, {Hc, rb, d}, rb, d,
+                        [r0 = r0](int r) { return r0 + r; });
+          contexts.push_back(attend(tag, qb, r0, rb));
+        }
+      }
+      // [P, Hc * d] from the blocks' context heads [Hc, rows of block, d].
+      b.move(pc + "context", contexts, {P, Hc * d}, "Transpose", [&](uint64_t o) {
         const uint64_t j = o % uint64_t(d), hh = o / uint64_t(d) % uint64_t(Hc),
-                       pp = o / uint64_t(Hc * d);
-        return MoveSource{0, int32_t((hh * uint64_t(P) + pp) * uint64_t(d) + j)};
+                       pp = o / uint64_t(Hc * d), bi = pp / uint64_t(rows);
+        const uint64_t rb = std::min<uint64_t>(uint64_t(rows), uint64_t(P) - bi * uint64_t(rows));
+        return MoveSource{int32_t(bi),
+                          int32_t((hh * rb + pp - bi * uint64_t(rows)) * uint64_t(d) + j)};
       });
       partials.push_back(b.dense_rows(pc + "attn_out", pc + "context", p + "o", h, sh.q_begin * d,
                                       sh.q_end * d, H * d, core == 0));

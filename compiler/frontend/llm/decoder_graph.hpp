@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/hw_config.hpp"
 #include "arch/types.hpp"
 #include "compiler/frontend/llm/decoder_config.hpp"
 #include "compiler/frontend/llm/decoder_weights.hpp"
@@ -60,10 +61,32 @@ std::vector<DecoderShard> decoder_shards(const DecoderConfig& config, int cores)
 // (-1: the output projection, split over every core by its columns).
 // The prefill split the same way: each core's cache "k{i}.c{core}", "v{i}.c{core}" [kv_end -
 // kv_begin, P, head_dim] per sequence.
+//
+// `hw` (null: no limit) bounds what one row of a layer may hold, so that long prompts compile
+// (docs/llm.md "Long prompts"): when a layer whose constants repeat with the positions (the
+// causal mask, the rotary tables, learned positions) would not tile on `hw` with P positions in
+// one row, that part of the graph runs in blocks of positions (prefill_blocks): the attention per
+// block of query rows (scores, mask, softmax and context of those rows against all P keys), the
+// keys' rotation and the learned positions per block of positions. An elementwise affine layer
+// (RMSNorm's negation) whose row of P positions would not tile is viewed as several rows. Where
+// everything tiles, the graph is the unblocked one described above.
 Graph build_prefill_graph(const DecoderConfig& config, const DecoderWeights* weights, int prompt,
                           int batch, DataType dtype,
                           const std::vector<DecoderShard>* shards = nullptr,
-                          std::map<std::string, int>* core_of = nullptr);
+                          std::map<std::string, int>* core_of = nullptr,
+                          const HwConfig* hw = nullptr);
+
+// The prefill's blocks: rows per block of the `prompt` positions for the attention (a block's
+// causal mask is [heads, rows x prompt]), the keys' rotation ([kv heads, rows x head_dim]) and
+// learned positions ([1, rows x hidden]): all of them when that layer tiles on `hw` (null: no
+// limit), else the largest power of two of rows that does; the heads those of the largest shard
+// (`shards` null: one core). Throws UserError when a single row does not tile (a prompt too long
+// for that buffer): called before a run starts, it refuses the run then.
+struct PrefillBlocks {
+  int attention_rows = 0, key_rows = 0, position_rows = 0;
+};
+PrefillBlocks prefill_blocks(const DecoderConfig& config, int prompt, DataType dtype,
+                             const std::vector<DecoderShard>* shards, const HwConfig* hw);
 Graph build_decode_graph(const DecoderConfig& config, const DecoderWeights* weights,
                          const KvCache* cache, int past, int batch,
                          const std::vector<DecoderShard>* shards = nullptr,

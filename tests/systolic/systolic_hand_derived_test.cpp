@@ -214,6 +214,35 @@ TEST(SystolicHandDerived, NonSquareSingleElement) {
   }
 }
 
+// A steady-state case: identical tiles on a 6x7 array, each issued at the previous tile's
+// next_issue_cycle; two_tiles is the distance between done cycles two tiles apart.
+struct SteadyCase {
+  Dataflow dataflow;
+  bool double_buffer;
+  TileShape shape;
+  uint64_t two_tiles;
+};
+
+void check_steady_state(const SteadyCase& c, bool wavefront) {
+  for (const Fidelity fidelity : {Fidelity::kPe, Fidelity::kFast}) {
+    SCOPED_TRACE(std::string(to_string(c.dataflow)) + " " + to_string(fidelity) +
+                 " M=" + std::to_string(c.shape.m) + (c.double_buffer ? " double" : " single"));
+    ArrayParams params{6, 7, c.dataflow, c.double_buffer};
+    params.weight_load_wavefront = wavefront;
+    auto model = make_array_model(params, fidelity);
+    uint64_t issue = 0;
+    std::vector<uint64_t> done;
+    for (int i = 0; i < 9; ++i) {
+      const TileTiming t = IntProduct(c.shape, i).run(*model, issue);
+      done.push_back(t.done_cycle);
+      issue = t.next_issue_cycle;
+    }
+    for (size_t i = 3; i < done.size(); ++i) {
+      EXPECT_EQ(done[i] - done[i - 2], c.two_tiles) << "tile " << i;
+    }
+  }
+}
+
 // Steady state of a run of identical tiles issued as early as the array accepts them (the
 // figures docs/systolic_array.md quotes), measured over two tiles because the two weight banks
 // alternate. ws/is with double buffering: tile j+1 streams after tile j (M apart), loads after
@@ -222,13 +251,7 @@ TEST(SystolicHandDerived, NonSquareSingleElement) {
 // max(2M, 2K, M + 2K + Q - 2). Without double buffering each tile waits for its predecessor's
 // last read: M + 2K + Q - 2 per tile. os: max(K, M) per tile.
 TEST(SystolicHandDerived, SteadyStateThroughput) {
-  struct Case {
-    Dataflow dataflow;
-    bool double_buffer;
-    TileShape shape;
-    uint64_t two_tiles;
-  };
-  const Case cases[] = {
+  const SteadyCase cases[] = {
       {Dataflow::kWeightStationary, true, {9, 6, 5}, 24},   // 9 + 12 + 5 - 2 > 2*9
       {Dataflow::kWeightStationary, true, {30, 6, 5}, 60},  // 2*30: fully overlapped loads
       {Dataflow::kWeightStationary, true, {3, 6, 5}, 18},   // 3 + 12 + 5 - 2
@@ -237,23 +260,7 @@ TEST(SystolicHandDerived, SteadyStateThroughput) {
       {Dataflow::kOutputStationary, true, {6, 9, 5}, 18},   // 2 * max(K=9, M=6)
       {Dataflow::kOutputStationary, true, {6, 2, 5}, 12},   // 2 * max(K=2, M=6): drain-bound
   };
-  for (const Case& c : cases) {
-    for (const Fidelity fidelity : {Fidelity::kPe, Fidelity::kFast}) {
-      SCOPED_TRACE(std::string(to_string(c.dataflow)) + " " + to_string(fidelity) +
-                   " M=" + std::to_string(c.shape.m) + (c.double_buffer ? " double" : " single"));
-      auto model = make_array_model({6, 7, c.dataflow, c.double_buffer}, fidelity);
-      uint64_t issue = 0;
-      std::vector<uint64_t> done;
-      for (int i = 0; i < 9; ++i) {
-        const TileTiming t = IntProduct(c.shape, i).run(*model, issue);
-        done.push_back(t.done_cycle);
-        issue = t.next_issue_cycle;
-      }
-      for (size_t i = 3; i < done.size(); ++i) {
-        EXPECT_EQ(done[i] - done[i - 2], c.two_tiles) << "tile " << i;
-      }
-    }
-  }
+  for (const SteadyCase& c : cases) check_steady_state(c, false);
 }
 
 // The same with wavefront weight loads (ArrayParams::weight_load_wavefront): a load may start
@@ -261,13 +268,7 @@ TEST(SystolicHandDerived, SteadyStateThroughput) {
 // it first writes row r in cycle L + r, after row r's last read (s + M - 1 + r + Q - 1). So two
 // tiles take max(2M, 2K, M + Q - 1 + K) double-buffered, M + Q - 1 + K per tile with one bank.
 TEST(SystolicHandDerived, SteadyStateThroughputWavefront) {
-  struct Case {
-    Dataflow dataflow;
-    bool double_buffer;
-    TileShape shape;
-    uint64_t two_tiles;
-  };
-  const Case cases[] = {
+  const SteadyCase cases[] = {
       {Dataflow::kWeightStationary, true, {9, 6, 5}, 19},   // 9 + 4 + 6 > 2*9 (bank rule: 24)
       {Dataflow::kWeightStationary, true, {30, 6, 5}, 60},  // 2*30, as with the bank rule
       {Dataflow::kWeightStationary, true, {3, 6, 5}, 13},   // 3 + 4 + 6 (bank rule: 18)
@@ -275,25 +276,7 @@ TEST(SystolicHandDerived, SteadyStateThroughputWavefront) {
       {Dataflow::kWeightStationary, false, {9, 6, 5}, 38},  // 2 * (9 + 4 + 6)
       {Dataflow::kInputStationary, true, {5, 6, 9}, 19},    // ws with S = N = 9, Q = M = 5
   };
-  for (const Case& c : cases) {
-    for (const Fidelity fidelity : {Fidelity::kPe, Fidelity::kFast}) {
-      SCOPED_TRACE(std::string(to_string(c.dataflow)) + " " + to_string(fidelity) +
-                   " M=" + std::to_string(c.shape.m) + (c.double_buffer ? " double" : " single"));
-      ArrayParams params{6, 7, c.dataflow, c.double_buffer};
-      params.weight_load_wavefront = true;
-      auto model = make_array_model(params, fidelity);
-      uint64_t issue = 0;
-      std::vector<uint64_t> done;
-      for (int i = 0; i < 9; ++i) {
-        const TileTiming t = IntProduct(c.shape, i).run(*model, issue);
-        done.push_back(t.done_cycle);
-        issue = t.next_issue_cycle;
-      }
-      for (size_t i = 3; i < done.size(); ++i) {
-        EXPECT_EQ(done[i] - done[i - 2], c.two_tiles) << "tile " << i;
-      }
-    }
-  }
+  for (const SteadyCase& c : cases) check_steady_state(c, true);
 }
 }  // namespace
 }  // namespace npusim::systolic::testing

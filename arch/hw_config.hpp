@@ -28,7 +28,7 @@ struct MatrixUnitConfig {
   // as the previous tile's last reads leave each row, not only once the whole bank is read
   // (docs/systolic_array.md). false: "bank", a bank is rewritten only when no PE reads it.
   bool weight_load_wavefront = false;
-  int block_m = 16;                  // cube only: M0, rows of the activation block per cycle
+  int block_m = 16;  // cube only: M0, rows of the activation block per cycle
   // Systolic ws only ("sparsity": "N:M"): the array also runs tiles whose weights have at most N
   // non-zeros in every M consecutive rows, in N slots per M rows (models/systolic/sparsity.hpp).
   // 0: dense only.

@@ -110,8 +110,8 @@ class PeArrayModel final : public ArrayModel {
     // weight_load_wavefront a load writes only the rows its values have reached, so an earlier
     // tile may still read the rows below (and those a later tile of fewer rows never writes).
     std::vector<int> row_owner[2];
-    std::vector<uint32_t> pe_acc;       // os accumulators
-    std::vector<Token> out_slot;        // os drain chain (index = output row)
+    std::vector<uint32_t> pe_acc;  // os accumulators
+    std::vector<Token> out_slot;   // os drain chain (index = output row)
     std::vector<uint8_t> out_moving;
     std::vector<Token> injected;         // ring of the last max(R, C) port injections
     uint64_t port_cycle = ~uint64_t{0};  // cycle whose port injection is decided

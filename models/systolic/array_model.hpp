@@ -55,7 +55,7 @@ struct ArrayParams {
   int sparse_n = 0, sparse_m = 0;
   // ws/is: the next tile's weights shift into a bank row by row behind the previous tile's last
   // reads (a row is rewritten once its last read is done), not after the whole bank is read:
-  // bank_free = s + S + Q - 1 instead of s + S + K + Q - 2 (timing_rules.hpp).
+  // bank_free = max(bank_free, s + S + Q - 1) instead of s + S + K + Q - 2 (timing_rules.hpp).
   bool weight_load_wavefront = false;
 };
 

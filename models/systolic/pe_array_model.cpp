@@ -443,7 +443,7 @@ void PeArrayModel::step_stationary(State& state) {
   // only when it changes.
   Token* const a_reg = state.a_reg.data();
   Token* const p_reg = state.p_reg.data();
-  int current_id = -1;
+  int current_id = -1, current_bank = 0, checked_row = -1;
   const TileData* current = nullptr;
   const uint32_t* weights = nullptr;
   const int32_t* meta = nullptr;
@@ -468,14 +468,18 @@ void PeArrayModel::step_stationary(State& state) {
       if (a_in.tile >= 0) {
         if (a_in.tile != current_id) {
           current = &tile_data(a_in.tile);
-          const int b = bank_of(a_in.tile);
-          weights = state.bank[b].data();
-          meta = current->sparse ? state.meta_bank[b].data() : nullptr;
+          current_bank = bank_of(a_in.tile);
+          weights = state.bank[current_bank].data();
+          meta = current->sparse ? state.meta_bank[current_bank].data() : nullptr;
           current_id = a_in.tile;
+          checked_row = -1;
         }
-        if (state.row_owner[bank_of(a_in.tile)][k] != a_in.tile) {  // row k holds its weights
-          fail_bank_read(k, n, t, a_in.tile, bank_of(a_in.tile),
-                         state.row_owner[bank_of(a_in.tile)][k]);
+        // Row k holds the tile's weights (checked once per row and tile: it cannot change during
+        // the cycle).
+        if (checked_row != k) {
+          const int owner = state.row_owner[current_bank][k];
+          if (owner != a_in.tile) fail_bank_read(k, n, t, a_in.tile, current_bank, owner);
+          checked_row = k;
         }
         uint32_t psum = 0;  // row 0 starts the partial sum
         if (p_above != nullptr) {

@@ -15,12 +15,14 @@
 #include "compiler/frontend/llm/decoder_weights.hpp"
 #include "compiler/reference/reference_bf16.hpp"
 #include "npusim/compile_target.hpp"
+#include "npusim/generation_trace.hpp"
 #include "npusim/npusim.hpp"
 #include "npusim/prompt_ids.hpp"
 #include "npusim/simulate.hpp"
 #include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
+#include "traces/generation_report.hpp"
 
 namespace npusim {
 
@@ -64,11 +66,20 @@ struct StepOutcome {
   std::string mismatch;
 };
 
+// Where a step's program goes in the generation's trace: its step number (0 the prefill), label
+// and first cycle; `trace` null when the generation records none.
+struct StepTrace {
+  GenerationTrace* trace = nullptr;
+  int step = 0;
+  std::string label;
+  uint64_t start_cycle = 0;
+};
+
 // Compiles and simulates one program; `ids` is its input (one sample of the graph's batch after
 // another).
 StepOutcome run_step(const HwConfig& hw, Graph graph, const std::vector<int32_t>& ids,
                      const GenerateOptions& o, systolic::Fidelity fidelity, int sequences,
-                     const LayerCores* cores = nullptr) {
+                     const LayerCores* cores, const StepTrace& where) {
   std::vector<uint8_t> bytes(ids.size() * 4);
   std::memcpy(bytes.data(), ids.data(), bytes.size());
   const std::string name = graph.name;
@@ -81,8 +92,16 @@ StepOutcome run_step(const HwConfig& hw, Graph graph, const std::vector<int32_t>
   run.weight_sparsity = c.weight_sparsity;
   run.weight_dtype = c.weight_dtype;
   if (c.graph.dtype == DataType::kInt8 && o.values) run.calibration_method = "max";
-  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, false, {},
-                                c.reference.empty() ? nullptr : &c.reference);
+  std::unique_ptr<timeline::Timeline> timeline;
+  if (where.trace && where.trace->records(where.step)) {
+    timeline = where.trace->timeline_for(c.hw, c.program);
+  }
+  SimulationResult r = simulate(c.hw, c.program, c.graph, c.input, fidelity, run, false,
+                                {timeline.get(), ""}, c.reference.empty() ? nullptr : &c.reference);
+  if (timeline) {
+    where.trace->add(where.step, where.label, c.hw, c.program, *timeline, r.stats,
+                     where.start_cycle);
+  }
   StepOutcome s;
   s.stats = std::move(r.stats);
   if (!o.values) return s;
@@ -219,6 +238,11 @@ GenerateResult generate(const GenerateOptions& o) {
   result.new_tokens = o.new_tokens;
   result.vocab = cfg.vocab;
   result.tokens.assign(size_t(batch) * size_t(o.new_tokens), 0);
+  std::optional<GenerationTrace> trace;
+  if (o.record_trace) {
+    trace.emplace(o.trace_filter, parse_trace_steps(o.trace_steps, o.new_tokens - 1));
+  }
+  GenerationTrace* const tr = trace ? &*trace : nullptr;
 
   const int d = cfg.head_dim(), KV = cfg.kv_heads;
   // Tensor parallelism of the decode steps (decoder_graph.hpp, DecoderShard): on a chip of
@@ -336,8 +360,8 @@ GenerateResult generate(const GenerateOptions& o) {
     Graph g = build_prefill_graph(cfg, w, prompt, batch, dtype, split ? &shards : nullptr,
                                   split ? &placed.core_of : nullptr, &hw);
     placed.summary = megatron;
-    StepOutcome s =
-        run_step(hw, std::move(g), result.prompt, o, fidelity, batch, split ? &placed : nullptr);
+    StepOutcome s = run_step(hw, std::move(g), result.prompt, o, fidelity, batch,
+                             split ? &placed : nullptr, {tr, 0, "prefill", 0});
     if (o.values) take_values(s, prompt);
     for (int b = 0; b < batch; ++b)
       result.tokens[size_t(b) * size_t(o.new_tokens)] = next[size_t(b)];
@@ -356,7 +380,8 @@ GenerateResult generate(const GenerateOptions& o) {
     Graph g = build_decode_graph(cfg, w, o.values ? &cache : nullptr, L, batch,
                                  split ? &shards : nullptr, split ? &placed.core_of : nullptr);
     placed.summary = megatron;
-    StepOutcome s = run_step(hw, std::move(g), next, o, fidelity, batch, split ? &placed : nullptr);
+    StepOutcome s = run_step(hw, std::move(g), next, o, fidelity, batch, split ? &placed : nullptr,
+                             {tr, t, fmt::format("decode {}", t), prefill_cycles + decode_cycles});
     if (o.values) {
       take_values(s, 1);
       cache.length = L + 1;
@@ -430,6 +455,7 @@ GenerateResult generate(const GenerateOptions& o) {
   result.stats["prefill"] = std::move(prefill_stats);
   // The last decode step's per-layer figures: where a step's time goes (docs/llm.md).
   if (!last_decode_stats.is_null()) result.stats["decode"] = std::move(last_decode_stats);
+  if (trace) result.trace_json = trace->json(hw.name, cfg.name, hw.clock_mhz);
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
@@ -484,6 +510,8 @@ std::string GenerateResult::report() const {
   }
   return out;
 }
+
+std::string GenerateResult::html() const { return generation_html_report(stats); }
 
 std::vector<DecoderEntry> decoders() {
   std::vector<DecoderEntry> out;

@@ -170,6 +170,9 @@ struct GenerateOptions : RunOptions {
   int prompt_tokens = 16;
   int new_tokens = 8;
   std::string weights;  // a .safetensors file, or "" for seeded weights
+  // With record_trace (and trace_filter, per program): the programs traced, "all" or a list of
+  // prefill, decode, last and decode step numbers (npusim/generation_trace.hpp).
+  std::string trace_steps = "all";
 };
 
 struct GenerateResult {
@@ -186,7 +189,11 @@ struct GenerateResult {
   // A program's functional check failed, or a sampled id differs from the reference's greedy
   // id: the message the CLI prints (a bug in npusim), else empty.
   std::string mismatch;
+  // With record_trace: the Chrome / Perfetto trace JSON of the traced programs, one after the
+  // other (docs/llm.md, "Traces and the HTML report").
+  std::string trace_json;
   std::string report() const;  // report.txt: the summary and a line per step
+  std::string html() const;    // the HTML report (npusim generate --html)
 };
 GenerateResult generate(const GenerateOptions& options);
 

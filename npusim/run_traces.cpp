@@ -13,19 +13,24 @@ namespace fs = std::filesystem;
 
 namespace npusim {
 
+traces::RunInfo trace_run_info(const HwConfig& hw, const Program& program,
+                               const nlohmann::json& stats) {
+  traces::RunInfo run;
+  run.hardware = stats.value("hardware", hw.name);
+  run.workload = stats.value("workload", program.network);
+  run.total_cycles = stats.value("total_cycles", uint64_t{0});
+  run.peak_macs_per_cycle = hw.chip_peak_macs_per_cycle();
+  // The DRAM model states its peak in stats.json (memory.bandwidth_gbps may be 0 there).
+  double gbps = hw.memory.bandwidth_gbps;
+  if (stats.contains("memory")) gbps = stats["memory"].value("peak_bandwidth_gbps", gbps);
+  run.memory_bytes_per_cycle = gbps / (hw.clock_mhz * 1e-3);
+  return run;
+}
+
 namespace {
 
 traces::RunInfo run_info(const RunRecording& r, const nlohmann::json& stats) {
-  traces::RunInfo run;
-  run.hardware = stats.value("hardware", r.hw.name);
-  run.workload = stats.value("workload", r.program.network);
-  run.total_cycles = stats.value("total_cycles", uint64_t{0});
-  run.peak_macs_per_cycle = r.hw.chip_peak_macs_per_cycle();
-  // The DRAM model states its peak in stats.json (memory.bandwidth_gbps may be 0 there).
-  double gbps = r.hw.memory.bandwidth_gbps;
-  if (stats.contains("memory")) gbps = stats["memory"].value("peak_bandwidth_gbps", gbps);
-  run.memory_bytes_per_cycle = gbps / (r.hw.clock_mhz * 1e-3);
-  return run;
+  return trace_run_info(r.hw, r.program, stats);
 }
 
 }  // namespace

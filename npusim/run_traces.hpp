@@ -10,6 +10,7 @@
 #include "arch/program.hpp"
 #include "npusim/npusim.hpp"
 #include "support/timeline.hpp"
+#include "traces/chrome_trace.hpp"
 
 namespace npusim {
 
@@ -24,6 +25,10 @@ struct RunRecording {
 // UserError naming --trace-layers.
 std::unique_ptr<timeline::Timeline> make_timeline(const TraceFilter& filter, const HwConfig& hw,
                                                   const Program& program);
+
+// The figures of a run that its trace and HTML report show (stats: its stats.json).
+traces::RunInfo trace_run_info(const HwConfig& hw, const Program& program,
+                               const nlohmann::json& stats);
 
 // The trace JSON and the HTML report of a recorded timeline and its run's stats.json.
 std::string trace_json_text(const RunRecording& r, const nlohmann::json& stats);

@@ -156,6 +156,8 @@ py::dict generate(const py::dict& o) {
   options.prompt_tokens = o["prompt_tokens"].cast<int>();
   options.new_tokens = o["new_tokens"].cast<int>();
   options.weights = o["weights"].cast<std::string>();
+  options.record_trace = o["trace"].cast<bool>();
+  options.trace_steps = o["trace_steps"].cast<std::string>();
   npusim::GenerateResult result;
   {
     py::gil_scoped_release release;
@@ -179,6 +181,8 @@ py::dict generate(const py::dict& o) {
   r["report"] = result.report();
   r["wall_seconds"] = result.wall_seconds;
   r["mismatch"] = result.mismatch;
+  r["trace_json"] = result.trace_json;
+  r["html"] = result.html();
   return r;
 }
 

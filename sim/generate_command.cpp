@@ -6,10 +6,13 @@
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "npusim/npusim.hpp"
 #include "sim/command_line.hpp"
+#include "sim/output_attempts.hpp"
+#include "sim/trace_flags.hpp"
 #include "support/error.hpp"
 #include "support/npy.hpp"
 #include "support/text_escape.hpp"
@@ -66,6 +69,7 @@ int command_generate(const std::vector<std::string>& args) {
       "tokens]) and logits.npy (float32 [new tokens, batch, vocab], the logits each id was "
       "sampled from)")("list", "list the built-in decoders and exit");
   add_memory_fidelity_option(o);
+  TraceOutputs::add_generate_options(o);
   po::variables_map vm;
   if (std::find(args.begin(), args.end(), "--list") != args.end()) {
     for (const DecoderEntry& e : decoders()) {
@@ -83,6 +87,7 @@ int command_generate(const std::vector<std::string>& args) {
                           o, args, vm)) {
     return 0;
   }
+  const TraceOutputs traces(vm);
   GenerateOptions g;
   g.hw = vm["hw"].as<std::string>();
   g.workload = vm["workload"].as<std::string>();
@@ -117,23 +122,38 @@ int command_generate(const std::vector<std::string>& args) {
     out_dir = vm["out"].as<std::string>();
     create_output_directory("--out", out_dir, {"stats.json", "tokens.npy", "logits.npy"});
   }
+  traces.request(g);
   const GenerateResult r = generate(g);
+  // From here on the run has its results: each output is written on its own, and one that fails
+  // is named at the end without costing the others (sim/output_attempts.hpp).
+  OutputAttempts attempts;
   if (!out_dir.empty()) {
-    write_file(out_dir / "stats.json", dump_json(r.stats, 2) + "\n");
-    write_file(out_dir / "report.txt", r.report());
+    const auto write = [&](const char* file, const std::function<void(const std::string&)>& f) {
+      const std::string path = (out_dir / file).string();
+      attempts.attempt(path, [&] { f(path); });
+    };
+    write("stats.json", [&](const std::string& p) { write_file(p, dump_json(r.stats, 2) + "\n"); });
+    write("report.txt", [&](const std::string& p) { write_file(p, r.report()); });
     if (g.values) {
-      write_npy_int32((out_dir / "tokens.npy").string(), {r.batch, r.new_tokens}, r.tokens);
-      write_npy_float32((out_dir / "logits.npy").string(), {r.new_tokens, r.batch, r.vocab},
-                        r.logits);
+      write("tokens.npy", [&](const std::string& p) {
+        write_npy_int32(p, {r.batch, r.new_tokens}, r.tokens);
+      });
+      write("logits.npy", [&](const std::string& p) {
+        write_npy_float32(p, {r.new_tokens, r.batch, r.vocab}, r.logits);
+      });
     }
   }
-  std::cout << r.report();
-  std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+  traces.write(r, attempts);
+  attempts.attempt("stdout", [&] {
+    std::cout << r.report();
+    std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+  });
+  std::cerr << attempts.report();
   if (!r.mismatch.empty()) {
     std::cerr << "npusim: " << r.mismatch << "\n";
     return 1;
   }
-  return 0;
+  return attempts.exit_code();
 }
 
 }  // namespace npusim

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "npusim/run_traces.hpp"
 #include "support/error.hpp"
 
 namespace po = boost::program_options;
@@ -68,6 +69,26 @@ void TraceOutputs::add_options(po::options_description& o) {
                   "busy, waiting, instruction and queue depth, each DRAM channel's command");
 }
 
+void TraceOutputs::add_generate_options(po::options_description& o) {
+  o.add_options()("trace", po::value<std::string>(),
+                  "write DIR/trace.json: one Chrome trace-event JSON (ui.perfetto.dev, "
+                  "chrome://tracing) of the programs, the prefill then each decode step one after "
+                  "the other, each program's units as its own processes")(
+      "trace-json", po::value<std::string>(), "write the trace JSON to FILE instead")(
+      "trace-steps", po::value<std::string>()->default_value("all"),
+      "the programs traced: all (default) or a list of prefill, decode (every decode step), "
+      "last and decode step numbers: prefill,1,last")(
+      "trace-layers", po::value<std::string>(),
+      "trace only these layers of each program: NAME,NAME,...")(
+      "trace-window", po::value<std::string>(),
+      "trace only instructions overlapping cycles START:END of each program")(
+      "trace-detail", po::value<std::string>()->default_value("instructions"),
+      "instructions (default) or bursts: also every DMA burst and DRAM command")(
+      "html", po::value<std::string>(),
+      "write a self-contained HTML report of the generation to FILE: each program's time, "
+      "energy and off-chip bytes, energy by component, the last decode step's slowest layers");
+}
+
 TraceOutputs::TraceOutputs(const po::variables_map& vm) {
   if (vm.count("trace") && vm.count("trace-json")) {
     throw UserError("--trace and --trace-json: give one of them");
@@ -128,12 +149,35 @@ TraceOutputs::TraceOutputs(const po::variables_map& vm) {
     vcd_path_ = vm["vcd"].as<std::string>();
     prepare_file("--vcd", vcd_path_);
   }
+  if (vm.count("trace-steps")) {
+    trace_steps_ = vm["trace-steps"].as<std::string>();
+    if (!vm["trace-steps"].defaulted() && json_path_.empty()) {
+      throw UserError("--trace-steps needs --trace DIR or --trace-json FILE");
+    }
+  }
 }
 
 void TraceOutputs::request(RunOptions& options) const {
   options.record_trace = records();
   options.trace_filter = filter_;
   options.vcd_path = vcd_path_;
+}
+
+void TraceOutputs::request(GenerateOptions& options) const {
+  // The HTML report of a generation is drawn from its stats.json: only the trace records.
+  options.record_trace = !json_path_.empty();
+  options.trace_filter = filter_;
+  options.trace_steps = trace_steps_;
+}
+
+void TraceOutputs::write(const GenerateResult& result, OutputAttempts& attempts) const {
+  if (!json_path_.empty()) {
+    attempts.attempt(json_path_,
+                     [&] { write_atomically("--trace", json_path_, result.trace_json); });
+  }
+  if (!html_path_.empty()) {
+    attempts.attempt(html_path_, [&] { write_atomically("--html", html_path_, result.html()); });
+  }
 }
 
 void TraceOutputs::write(const RunResult& result, OutputAttempts& attempts) const {

@@ -79,10 +79,10 @@ struct Lanes {
 
 class Writer {
  public:
-  Writer(const Timeline& t) : t_(t) {}
+  Writer(const Timeline& t, uint64_t offset_cycles) : t_(t), offset_(offset_cycles) {}
 
   std::string ts(uint64_t cycle) const {
-    const uint64_t ns = cycle_to_ns(t_, cycle);
+    const uint64_t ns = cycle_to_ns(t_, offset_ + cycle);
     return fmt::format("{}.{:03}3", ns / 1000, ns % 1000);
   }
   // A viewer adds ts and dur as doubles, which can round up past the next slice's ts (10.4963 +
@@ -90,7 +90,7 @@ class Writer {
   // truncation turns into one nanosecond less, still ending where the next slice starts at the
   // latest.
   std::string dur(uint64_t start, uint64_t end) const {
-    const uint64_t ns = cycle_to_ns(t_, end) - cycle_to_ns(t_, start);
+    const uint64_t ns = cycle_to_ns(t_, offset_ + end) - cycle_to_ns(t_, offset_ + start);
     std::string d = fmt::format("{}.{:03}", ns / 1000, ns % 1000);
     if (ns > 0 && std::stod(ts(start)) + std::stod(d) > std::stod(ts(end))) {
       d = fmt::format("{}.{:03}999999", (ns - 1) / 1000, (ns - 1) % 1000);
@@ -107,6 +107,7 @@ class Writer {
 
  private:
   const Timeline& t_;
+  const uint64_t offset_;
   bool first_ = true;
 };
 
@@ -139,7 +140,33 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+int chrome_trace_max_pid() { return kPid + timeline::kHostProcess; }
+
 std::string chrome_trace_json(const Timeline& t, const Program& program, const RunInfo& run) {
+  const timeline::Filter& filter = t.filter();
+  std::string out = "{\"otherData\":{";
+  out += fmt::format(
+      R"("generator":"npusim","hardware":{},"workload":{},"clock_mhz":{},"time_unit":"us of simulated time","cycle_ns":{:.6f},"total_cycles":{},"trace_window_cycles":[{},{}],"trace_detail":"{}","trace_layers":[)",
+      json_string(run.hardware), json_string(run.workload), t.clock_mhz(), 1e3 / t.clock_mhz(),
+      run.total_cycles, filter.window_start,
+      filter.window_end == UINT64_MAX ? run.total_cycles : filter.window_end,
+      filter.detail == timeline::Detail::kBursts ? "bursts" : "instructions");
+  bool first_layer = true;
+  for (size_t l = 0; l < program.layers.size(); ++l) {
+    if (filter.layers.empty() || !filter.layer(uint32_t(l))) continue;
+    if (!first_layer) out += ',';
+    out += json_string(program.layers[l].name);
+    first_layer = false;
+  }
+  out += "]},\"traceEvents\":[\n";
+  uint64_t flow_id = 0;
+  out += chrome_trace_events(t, program, run, &flow_id);
+  out += "\n]}\n";
+  return out;
+}
+
+std::string chrome_trace_events(const Timeline& t, const Program& program, const RunInfo& run,
+                                uint64_t* flow_id_io) {
   const auto& rec = t.instructions();
   const auto& tracks = t.tracks();
   const timeline::Filter& filter = t.filter();
@@ -187,26 +214,18 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
     next_tid += std::max<uint32_t>(1, uint32_t(lanes[tr].lane_end.size()));
   }
 
-  Writer w(t);
-  w.out_ = "{\"otherData\":{";
-  w.out_ += fmt::format(
-      R"("generator":"npusim","hardware":{},"workload":{},"clock_mhz":{},"time_unit":"us of simulated time","cycle_ns":{:.6f},"total_cycles":{},"trace_window_cycles":[{},{}],"trace_detail":"{}","trace_layers":[)",
-      json_string(run.hardware), json_string(run.workload), t.clock_mhz(), 1e3 / t.clock_mhz(),
-      run.total_cycles, filter.window_start,
-      filter.window_end == UINT64_MAX ? run.total_cycles : filter.window_end,
-      filter.detail == timeline::Detail::kBursts ? "bursts" : "instructions");
-  bool first_layer = true;
-  for (size_t l = 0; l < program.layers.size(); ++l) {
-    if (filter.layers.empty() || !filter.layer(uint32_t(l))) continue;
-    if (!first_layer) w.out_ += ',';
-    w.out_ += json_string(program.layers[l].name);
-    first_layer = false;
+  Writer w(t, run.offset_cycles);
+  const int chip_pid = kPid + run.pid_base;
+  const std::string& prefix = run.process_prefix;
+  w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                      chip_pid,
+                      json_string(fmt::format("{}{} on {} ({} MHz)", prefix, run.workload,
+                                              run.hardware, t.clock_mhz()))));
+  if (run.pid_base != 0) {
+    w.event(fmt::format(
+        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})", chip_pid,
+        run.pid_base));
   }
-  w.out_ += "]},\"traceEvents\":[\n";
-
-  w.event(fmt::format(
-      R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kPid,
-      json_string(fmt::format("{} on {} ({} MHz)", run.workload, run.hardware, t.clock_mhz()))));
   // A multi-core chip: one process per core (Track::process c + 1 is core c), after the chip's.
   int processes = 0;
   bool host = false;
@@ -216,21 +235,20 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
   }
   if (host) {
     // The host CPU and its link (docs/heterogeneous.md), after the cores.
-    w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"host"}}}})",
-                        kPid + timeline::kHostProcess));
+    w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                        chip_pid + timeline::kHostProcess, json_string(prefix + "host")));
     w.event(fmt::format(
         R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",
-        kPid + timeline::kHostProcess, timeline::kHostProcess));
+        chip_pid + timeline::kHostProcess, run.pid_base + timeline::kHostProcess));
   }
   for (int p = 1; p <= processes; ++p) {
-    w.event(
-        fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"core {}"}}}})",
-                    kPid + p, p - 1));
+    w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                        chip_pid + p, json_string(fmt::format("{}core {}", prefix, p - 1))));
     w.event(fmt::format(
-        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})", kPid + p,
-        p));
+        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",
+        chip_pid + p, run.pid_base + p));
   }
-  const auto pid = [&](uint32_t track) { return kPid + tracks[track].process; };
+  const auto pid = [&](uint32_t track) { return chip_pid + tracks[track].process; };
   for (uint32_t tr = 0; tr < tracks.size(); ++tr) {
     const uint32_t n = std::max<uint32_t>(1, uint32_t(lanes[tr].lane_end.size()));
     for (uint32_t l = 0; l < n; ++l) {
@@ -247,7 +265,7 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
 
   std::vector<std::string> layer_names;
   for (const auto& l : program.layers) layer_names.push_back(json_string(l.name));
-  uint64_t flow_id = 0;
+  uint64_t& flow_id = *flow_id_io;
   for (uint32_t tr = 0; tr < tracks.size(); ++tr) {
     for (uint32_t i : by_track[tr]) {
       const Instruction& instr = program.instructions[i];
@@ -301,10 +319,9 @@ std::string chrome_trace_json(const Timeline& t, const Program& program, const R
       if (!filter.window(c, std::max(end, c + 1))) continue;  // windows touching the trace window
       const double v = i < s.values.size() ? s.values[i] : 0.0;  // back to 0 at the end
       w.event(fmt::format(R"({{"ph":"C","pid":{},"ts":{},"name":{},"args":{{"value":{:.6g}}}}})",
-                          kPid, w.ts(c), name, v));
+                          chip_pid, w.ts(c), name, v));
     }
   }
-  w.out_ += "\n]}\n";
   return std::move(w.out_);
 }
 

@@ -29,10 +29,24 @@ struct RunInfo {
   uint64_t total_cycles = 0;
   double peak_macs_per_cycle = 0;     // for the roofline
   double memory_bytes_per_cycle = 0;  // off-chip peak, for the roofline
+  // Where the run sits in a trace of several runs one after the other (npusim generate: the
+  // prefill, then each decode step): its cycle c is at cycle offset_cycles + c of the trace, its
+  // process ids are the one-run ids plus pid_base, and its process names start with
+  // process_prefix.
+  uint64_t offset_cycles = 0;
+  int pid_base = 0;
+  std::string process_prefix;
 };
 
 std::string chrome_trace_json(const timeline::Timeline& timeline, const Program& program,
                               const RunInfo& run);
+
+// The trace events of one run, comma-separated (no enclosing array): the parts of a trace of
+// several runs (`run` places them). Flow ids continue from *flow_id, which is left at the last.
+std::string chrome_trace_events(const timeline::Timeline& timeline, const Program& program,
+                                const RunInfo& run, uint64_t* flow_id);
+// The largest process id of a one-run trace (the host's), for placing runs one after another.
+int chrome_trace_max_pid();
 
 // Quotes and escapes `s` as a JSON string; bytes that are not UTF-8 as the text \xNN
 // (support/text_escape.hpp).

@@ -174,7 +174,9 @@ class GenerateResult:
     """A generation's results: stats (dict, equal to stats.json; stats["generation"] holds
     ttft_s, tpot_s, tokens_per_s, ...), tokens (int32 [batch, new_tokens], the generated ids,
     empty with values=False), prompt (int32 [batch, prompt_tokens]), report (report.txt),
-    wall_seconds, mismatch ("" unless the check failed: a bug in npusim)."""
+    wall_seconds, mismatch ("" unless the check failed: a bug in npusim); trace(path) writes the
+    Chrome / Perfetto trace of the programs (generate(..., trace=True)), html(path) the HTML
+    report (npusim generate --trace-json, --html)."""
 
     def __init__(self, r):
         self.stats = json.loads(r["stats"])
@@ -184,12 +186,27 @@ class GenerateResult:
         self.report = r["report"]
         self.wall_seconds = r["wall_seconds"]
         self.mismatch = r["mismatch"]
+        self._trace_json = r["trace_json"]
+        self._html = r["html"]
+
+    def trace(self, path):
+        """Writes the Chrome / Perfetto trace JSON to `path` (the run needs trace=True)."""
+        if not self._trace_json:
+            raise InputError(f"trace '{os.fspath(path)}': the run recorded no trace "
+                             "(generate(..., trace=True))")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._trace_json)
+
+    def html(self, path):
+        """Writes the self-contained HTML report of the generation to `path`."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self._html)
 
 
 def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, batch=None,
              weights=None, values=True, seed=1, dtype=None, fidelity="fast", parallel="auto",
              prune=None, weight_dtype=None, weight_group=None, compress_weights=None,
-             memory_fidelity=None):
+             memory_fidelity=None, trace=False, trace_steps="all"):
     """Generates tokens with a decoder-only transformer (npusim generate, docs/llm.md).
 
     workload: a built-in decoder (decoders()) or a decoder JSON file.
@@ -197,6 +214,8 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
     seed, prompt_tokens long (default 16). weights: a .safetensors file (Hugging Face names).
     prune, weight_dtype, weight_group, compress_weights: as for run (docs/compression.md).
     memory_fidelity: "command" or "bulk", as for run.
+    trace=True records the programs named by trace_steps ("all", or e.g. "prefill,1,last") for
+    GenerateResult.trace.
     Returns a GenerateResult; raises InputError on bad input.
     """
     tmp = _TempDir()
@@ -207,7 +226,8 @@ def generate(hw, workload, prompt=None, *, prompt_tokens=None, new_tokens=8, bat
                  new_tokens=int(new_tokens), weights=os.fspath(weights) if weights else "",
                  prune=prune or "", weight_dtype=weight_dtype or "", weight_group=weight_group,
                  compress_weights=compress_weights or "",
-                 memory_fidelity=memory_fidelity or "")
+                 memory_fidelity=memory_fidelity or "", trace=bool(trace),
+                 trace_steps=str(trace_steps))
         return GenerateResult(_npusim.generate(o))
     finally:
         tmp.close()

@@ -40,3 +40,26 @@ def test_generate_equals_the_cli(tmp_path):
 def test_generate_bad_input_raises(tmp_path):
     with pytest.raises(npusim.InputError, match="--new-tokens 0: expected at least 1"):
         npusim.generate("tpu-v4-like-core", "gpt2-small", new_tokens=0, values=False)
+
+
+def test_generate_trace_and_html_equal_the_cli(tmp_path):
+    model = tmp_path / "tiny.json"
+    model.write_text(json.dumps(TINY))
+    out = tmp_path / "out"
+    code, _, err = cli("generate", "--hw", "tpu-v4-like-core", "--workload", model,
+                       "--prompt-tokens", "4", "--new-tokens", "3", "--values", "off",
+                       "--trace-json", out / "trace.json", "--trace-steps", "prefill,last",
+                       "--html", out / "report.html", "--out", out)
+    assert code == 0, err
+    r = npusim.generate("tpu-v4-like-core", str(model), prompt_tokens=4, new_tokens=3,
+                        values=False, trace=True, trace_steps="prefill,last")
+    r.trace(tmp_path / "trace.json")
+    r.html(tmp_path / "report.html")
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert trace == json.loads((out / "trace.json").read_text())
+    assert [p["program"] for p in trace["otherData"]["programs"]] == ["prefill", "decode 2"]
+    assert (tmp_path / "report.html").read_text() == (out / "report.html").read_text()
+    untraced = npusim.generate("tpu-v4-like-core", str(model), prompt_tokens=4, new_tokens=3,
+                               values=False)
+    with pytest.raises(npusim.InputError, match="the run recorded no trace"):
+        untraced.trace(tmp_path / "none.json")

@@ -4,8 +4,9 @@ chromium-driver through python3-selenium; a fresh profile directory, no sandbox)
 URL, finds the timeline and the per-layer chart with their bars, checks the energy, power and area
 charts against the run's stats.json (each stacked bar's segments add up to the figure stats.json
 gives: energy.total_j, power.average_w and idle_w, area.total_mm2, every layer's energy_j), saves a
-screenshot, then opens `npusim serve --html` of a small trace (check_serve_report) and `npusim
-train --html` of a few steps on the digits (check_train_report); fails on any
+screenshot, then opens `npusim serve --html` of a small trace (check_serve_report), `npusim
+train --html` of a few steps on the digits (check_train_report) and `npusim generate --html` of
+a tiny decoder (check_generate_report); fails on any
 JavaScript console message of level SEVERE or WARNING. Skips (exit 77) only when chromium
 or chromedriver is not installed. Usage: browser_test.py NPUSIM SCREENSHOT_PNG"""
 import json
@@ -78,6 +79,56 @@ def check_serve_report(browser, tmp, failures):
     if s["kv_cache"]["capacity_blocks"] != 3:
         failures.append(f"serve: the cache holds {s['kv_cache']['capacity_blocks']} blocks, not 3")
     return len(tracks)
+
+
+def check_generate_report(browser, tmp, failures, chart_rows, expect_parts):
+    """npusim generate --html of a tiny decoder, 4 new tokens: a time, energy and off-chip bar
+    per program equal to stats.json's steps[], the prefill's and the last decode step's energy by
+    component, the slowest layers sorted, a table row per program. Returns the programs."""
+    model, out = os.path.join(tmp, "tiny.json"), os.path.join(tmp, "generate")
+    html = os.path.join(tmp, "generate.html")
+    with open(model, "w") as f:
+        json.dump(TINY, f)
+    p = subprocess.run([NPUSIM, "generate", "--hw", "tpu-v4-like-core", "--workload", model,
+                        "--prompt-tokens", "8", "--new-tokens", "4", "--dtype", "bf16",
+                        "--html", html, "--out", out], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        failures.append(f"npusim generate exited {p.returncode}: {p.stderr}")
+        return 0
+    with open(os.path.join(out, "stats.json")) as f:
+        stats = json.load(f)
+    steps = stats["steps"]
+    browser.get("file://" + html)
+    title = browser.find_element(By.ID, "title").text
+    if "tiny" not in title or "tpu-v4-like-core" not in title:
+        failures.append(f"generate report title is '{title}'")
+    for chart, values in (("time", [s["latency_s"] * 1e3 for s in steps]),
+                          ("energy", [s["energy_j"] * 1e3 for s in steps])):
+        rows = chart_rows(chart)
+        got = [sum(v for _, v in r) for r in rows]
+        if len(got) != len(values) or not all(math.isclose(a, b, rel_tol=1e-12)
+                                              for a, b in zip(got, values)):
+            failures.append(f"generate report {chart}: {got}, stats.json {values}")
+    for i, row in enumerate(chart_rows("bytes")):
+        expect_parts(f"generate report bytes {i}", row,
+                     {"read": steps[i]["dram_read_bytes"], "written": steps[i]["dram_write_bytes"]})
+    components = chart_rows("components")
+    if len(components) != 2:
+        failures.append(f"generate report: {len(components)} energy-by-component bars")
+    else:
+        expect_parts("generate report prefill energy", components[0],
+                     stats["prefill"]["energy"]["by_component_j"])
+        expect_parts("generate report decode energy", components[1],
+                     stats["decode"]["energy"]["by_component_j"])
+    layers = [sum(v for _, v in r) for r in chart_rows("layers")]
+    if not layers or layers != sorted(layers, reverse=True) or \
+            layers[0] != max(l["cycles"] for l in stats["decode"]["layers"]):
+        failures.append(f"generate report: slowest layers {layers[:5]}")
+    rows = browser.find_element(By.ID, "steps").find_elements(By.CSS_SELECTOR, "tbody tr")
+    if len(rows) != len(steps) or len(steps) != 4:
+        failures.append(f"generate report: {len(rows)} rows, {len(steps)} programs")
+    return len(steps)
 
 
 def check_train_report(browser, tmp, failures, chart_rows, expect_parts, expect_total):
@@ -234,6 +285,8 @@ with tempfile.TemporaryDirectory() as tmp:
         serve_requests = check_serve_report(browser, tmp, failures)
         train_steps = check_train_report(browser, tmp, failures, chart_rows, expect_parts,
                                          expect_total)
+        generate_programs = check_generate_report(browser, tmp, failures, chart_rows,
+                                                  expect_parts)
         logs = browser.get_log("browser")
         for entry in logs:
             if entry.get("level") in ("SEVERE", "WARNING"):
@@ -248,4 +301,4 @@ with tempfile.TemporaryDirectory() as tmp:
           f"energy/power/area charts equal to stats.json ({len(layer_rows)} layers), "
           f"{len(logs)} console messages, screenshot {SHOT}; the serve report draws its "
           f"{serve_requests} requests and their percentiles; the train report its "
-          f"{train_steps} steps")
+          f"{train_steps} steps; the generate report its {generate_programs} programs")

@@ -8,6 +8,10 @@
 
 namespace npusim {
 
+namespace {
+constexpr int kPidsPerProgram = 10000;
+}  // namespace
+
 std::vector<bool> parse_trace_steps(const std::string& spec, int decode_steps) {
   std::vector<bool> steps(size_t(decode_steps) + 1, false);
   auto fail = [&](const std::string& why) {
@@ -55,9 +59,10 @@ void GenerationTrace::add(int step, const std::string& label, const HwConfig& hw
   NPUSIM_CHECK(records(step), "generation trace: step {} was not to be recorded", step);
   traces::RunInfo run = trace_run_info(hw, program, stats);
   run.offset_cycles = start_cycle;
-  // Each program's processes after the previous program's (a one-run trace uses ids up to the
-  // host's).
-  run.pid_base = step * (traces::chrome_trace_max_pid() + 1);
+  // Program k's processes are 10000 k + the one-run ids (those go up to the host's).
+  NPUSIM_CHECK(traces::chrome_trace_max_pid() < kPidsPerProgram,
+               "generation trace: one run's process ids reach {}", traces::chrome_trace_max_pid());
+  run.pid_base = step * kPidsPerProgram;
   run.process_prefix = label + " · ";
   const std::string events = traces::chrome_trace_events(timeline, program, run, &flow_id_);
   if (!events.empty()) {

@@ -1,7 +1,8 @@
 // The trace of `npusim generate` (docs/llm.md, "Traces and the HTML report"): the programs it
 // runs (the prefill, then each decode step) in one Chrome / Perfetto trace, one after the other
 // on the time axis as they run, each program's chip, cores and host as processes of their own
-// named "prefill · ...", "decode 1 · ...". `--trace-steps` chooses the programs recorded; the
+// named "prefill · ...", "decode 1 · ..." (program k's process ids are 10000 k + those of a
+// one-run trace). `--trace-steps` chooses the programs recorded; the
 // filters of `npusim run` (--trace-layers, --trace-window, --trace-detail) apply to each.
 #pragma once
 

@@ -18,6 +18,7 @@
 #include "npusim/generation_trace.hpp"
 #include "npusim/npusim.hpp"
 #include "npusim/prompt_ids.hpp"
+#include "npusim/run_traces.hpp"
 #include "npusim/simulate.hpp"
 #include "npusim/tensor_io.hpp"
 #include "support/error.hpp"
@@ -512,6 +513,17 @@ std::string GenerateResult::report() const {
 }
 
 std::string GenerateResult::html() const { return generation_html_report(stats); }
+
+void GenerateResult::write_trace_json(const std::string& path) const {
+  if (trace_json.empty()) {
+    throw UserError(fmt::format("trace '{}': the generation recorded no trace", path));
+  }
+  write_atomically("--trace", path, trace_json);
+}
+
+void GenerateResult::write_html(const std::string& path) const {
+  write_atomically("--html", path, html());
+}
 
 std::vector<DecoderEntry> decoders() {
   std::vector<DecoderEntry> out;

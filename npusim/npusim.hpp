@@ -194,6 +194,10 @@ struct GenerateResult {
   std::string trace_json;
   std::string report() const;  // report.txt: the summary and a line per step
   std::string html() const;    // the HTML report (npusim generate --html)
+  // Write the trace (InputError without record_trace) and the HTML report through a temporary
+  // file; a path that cannot be written is an InputError.
+  void write_trace_json(const std::string& path) const;
+  void write_html(const std::string& path) const;
 };
 GenerateResult generate(const GenerateOptions& options);
 

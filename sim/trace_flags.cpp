@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "npusim/run_traces.hpp"
 #include "support/error.hpp"
 
 namespace po = boost::program_options;
@@ -172,11 +171,10 @@ void TraceOutputs::request(GenerateOptions& options) const {
 
 void TraceOutputs::write(const GenerateResult& result, OutputAttempts& attempts) const {
   if (!json_path_.empty()) {
-    attempts.attempt(json_path_,
-                     [&] { write_atomically("--trace", json_path_, result.trace_json); });
+    attempts.attempt(json_path_, [&] { result.write_trace_json(json_path_); });
   }
   if (!html_path_.empty()) {
-    attempts.attempt(html_path_, [&] { write_atomically("--html", html_path_, result.html()); });
+    attempts.attempt(html_path_, [&] { result.write_html(html_path_); });
   }
 }
 

@@ -226,6 +226,59 @@ size_t space_index(const Instruction& i, const Access& a) {
 
 std::string describe(const Program& p, uint32_t id) { return describe_instruction(p, id); }
 
+// The off-chip bytes that some instruction of the program writes, as sorted disjoint ranges. A
+// read of other bytes takes part in no hazard (read after read is none, and no write comes before
+// or after it), so the walk need not record it: a timing-only sweep point's weight loads, most of
+// its accesses, are such reads (one per row of each weight tile).
+class WrittenBytes {
+ public:
+  WrittenBytes(const Program& program, int eb) {
+    std::vector<Access> accesses;
+    for (const Instruction& instr : program.instructions) {
+      accesses.clear();
+      std::visit(AccessVisitor{instr, Extents{accesses, eb}}, instr.op);
+      for (const Access& a : accesses) {
+        if (a.space == BufferId::kDram && a.write) ranges_.emplace_back(a.begin, a.end);
+      }
+    }
+    std::sort(ranges_.begin(), ranges_.end());
+    size_t out = 0;
+    for (const auto& r : ranges_) {
+      if (out > 0 && r.first <= ranges_[out - 1].second) {
+        ranges_[out - 1].second = std::max(ranges_[out - 1].second, r.second);
+      } else {
+        ranges_[out++] = r;
+      }
+    }
+    ranges_.resize(out);
+  }
+  // Replaces each off-chip read of `accesses` by its pieces that overlap written bytes (none, one,
+  // or more), in address order and in its place; the other accesses stay as they are.
+  void clip_reads(std::vector<Access>& accesses, std::vector<Access>& scratch) const {
+    const auto untouched = [](const Access& a) { return a.space != BufferId::kDram || a.write; };
+    if (std::all_of(accesses.begin(), accesses.end(), untouched)) return;
+    scratch.clear();
+    for (const Access& a : accesses) {
+      if (untouched(a)) {
+        scratch.push_back(a);
+        continue;
+      }
+      // The first range that ends after a.begin, then every one that starts before a.end.
+      auto it = std::upper_bound(ranges_.begin(), ranges_.end(), a.begin,
+                                 [](uint64_t b, const auto& r) { return b < r.second; });
+      for (; it != ranges_.end() && it->first < a.end; ++it) {
+        Access& piece = scratch.emplace_back(a);
+        piece.begin = std::max(a.begin, it->first);
+        piece.end = std::min(a.end, it->second);
+      }
+    }
+    accesses.swap(scratch);
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // [begin, end)
+};
+
 }  // namespace
 
 std::vector<Access> accesses_of(const Instruction& instr, DataType dtype) {
@@ -260,14 +313,16 @@ std::optional<Hazard> find_hazard(const Program& program, const std::vector<Wind
   }
   const size_t kFirstPruning = 256;
   size_t prune_at = kFirstPruning;
-  std::vector<Access> accesses;
+  std::vector<Access> accesses, scratch;
   const int eb = program.dtype == DataType::kBf16 ? 2 : 1;
+  const WrittenBytes dram_written(program, eb);
   for (size_t id = 0; id < n; ++id) {
     const Instruction& instr = program.instructions[id];
     const Window w = windows[id];
     const int unit = unit_key(instr);
     accesses.clear();
     std::visit(AccessVisitor{instr, Extents{accesses, eb}}, instr.op);
+    dram_written.clip_reads(accesses, scratch);
     size_t segments = 0;
     for (const SegmentMap& space : spaces) segments += space.size();
     if (segments >= prune_at) {

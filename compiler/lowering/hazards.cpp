@@ -19,7 +19,7 @@ HazardTracker::Space& HazardTracker::space(BufferId buffer, int core) {
 }
 
 template <class F>
-void HazardTracker::for_each_overlapping(Space& s, uint64_t begin, uint64_t end, F f) {
+void HazardTracker::for_each_overlapping(Records& s, uint64_t begin, uint64_t end, F f) {
   for (uint64_t used = s.used; used != 0; used &= used - 1) {
     const int k = std::countr_zero(used);
     auto& records = s.by_class[size_t(k)];
@@ -36,35 +36,47 @@ void HazardTracker::for_each_overlapping(Space& s, uint64_t begin, uint64_t end,
 
 std::vector<uint32_t> HazardTracker::add(uint32_t id, int unit_key,
                                          const std::vector<BufferAccess>& accesses, int core) {
-  std::map<int, uint32_t> latest_per_unit;
+  // The latest conflicting instruction per other unit (few: a small vector, not a map).
+  std::vector<std::pair<int, uint32_t>> latest_per_unit;
+  const auto conflict = [&](auto&, auto it) {
+    const Record& r = it->second;
+    if (r.unit_key != unit_key) {
+      auto u = std::find_if(latest_per_unit.begin(), latest_per_unit.end(),
+                            [&](const auto& x) { return x.first == r.unit_key; });
+      if (u == latest_per_unit.end()) {
+        latest_per_unit.emplace_back(r.unit_key, r.id);
+      } else {
+        u->second = std::max(u->second, r.id);
+      }
+    }
+    return std::next(it);
+  };
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
-    for_each_overlapping(space(a.buffer, a.core < 0 ? core : a.core), a.begin, a.end,
-                         [&](auto&, auto it) {
-                           const Record& r = it->second;
-                           // Read after read is no hazard.
-                           if (r.unit_key != unit_key && (r.write || a.write)) {
-                             auto [u, inserted] = latest_per_unit.emplace(r.unit_key, r.id);
-                             if (!inserted) u->second = std::max(u->second, r.id);
-                           }
-                           return std::next(it);
-                         });
+    Space& s = space(a.buffer, a.core < 0 ? core : a.core);
+    // Read after read is no hazard.
+    for_each_overlapping(s.writes, a.begin, a.end, conflict);
+    if (a.write) for_each_overlapping(s.reads, a.begin, a.end, conflict);
   }
   for (const auto& a : accesses) {
     if (a.begin >= a.end) continue;
     Space& s = space(a.buffer, a.core < 0 ? core : a.core);
     // A write orders everything it covers; a read supersedes the same unit's covered reads.
-    for_each_overlapping(s, a.begin, a.end, [&](auto& records, auto it) {
+    const auto covered = [&](auto& records, auto it) {
       const Record& r = it->second;
-      const bool covered = a.begin <= it->first && r.end <= a.end;
-      return covered && (a.write || (!r.write && r.unit_key == unit_key)) ? records.erase(it)
-                                                                          : std::next(it);
-    });
+      return a.begin <= it->first && r.end <= a.end && (a.write || r.unit_key == unit_key)
+                 ? records.erase(it)
+                 : std::next(it);
+    };
+    for_each_overlapping(s.reads, a.begin, a.end, covered);
+    if (a.write) for_each_overlapping(s.writes, a.begin, a.end, covered);
+    Records& mine = a.write ? s.writes : s.reads;
     const int k = length_class(a.end - a.begin);
-    s.by_class[size_t(k)].emplace(a.begin, Record{a.end, id, unit_key, a.write});
-    s.used |= uint64_t(1) << k;
+    mine.by_class[size_t(k)].emplace(a.begin, Record{a.end, id, unit_key, a.write});
+    mine.used |= uint64_t(1) << k;
   }
   std::vector<uint32_t> deps;
+  deps.reserve(latest_per_unit.size());
   for (const auto& [unit, dep] : latest_per_unit) deps.push_back(dep);
   std::sort(deps.begin(), deps.end());
   return deps;

@@ -13,6 +13,8 @@
 // class ordered by start address: the records overlapping [b, e) of class k start in
 // [b - 2^k + 1, e), so a query visits those ranges instead of every record of the space (a
 // decoder's weights are read once each and never overwritten: their records only accumulate).
+// Reads and writes are kept apart: a read conflicts only with writes and supersedes only reads, so
+// a read visits one of the two (a network's weight loads, most of the off-chip records, are reads).
 #pragma once
 
 #include <array>
@@ -47,16 +49,20 @@ class HazardTracker {
     int unit_key;
     bool write;
   };
-  // One buffer space's live records: by length class, then by start address.
-  struct Space {
+  // One buffer space's live records of one kind (reads or writes): by length class, then by
+  // start address.
+  struct Records {
     std::array<std::multimap<uint64_t, Record>, 64> by_class;
     uint64_t used = 0;  // bit k: class k holds records
+  };
+  struct Space {
+    Records reads, writes;
   };
   Space& space(BufferId buffer, int core);
   // Calls f(class map, iterator) for each record of `s` overlapping [begin, end); f may erase the
   // record and returns the iterator to continue from.
   template <class F>
-  static void for_each_overlapping(Space& s, uint64_t begin, uint64_t end, F f);
+  static void for_each_overlapping(Records& s, uint64_t begin, uint64_t end, F f);
   // Off-chip memory first, then per core its unified, weight and accumulator buffers.
   std::deque<Space> spaces_;
 };

@@ -120,6 +120,36 @@ TEST(HazardChecker, OffChipMemoryIsCheckedToo) {
   EXPECT_EQ(h->range.begin, 288u);
 }
 
+// Off-chip reads of bytes no instruction writes are not recorded (they take part in no hazard);
+// a read of written bytes still is, before or after the write, and only its written part counts.
+TEST(HazardChecker, OffChipReadsOfWrittenBytesAreRecordedWhereverTheWriteComes) {
+  // Load 0 reads dram[0, 256) until cycle 50; store 1 writes dram[32, 64) and store 2 (another
+  // queue) dram[128, 160), both from cycle 40: the write after the read is a WAR on [32, 64).
+  Instruction other_queue = store(2, 512, 128, 32);
+  other_queue.unit_index = 1;
+  Program p = program_of({load(0, 0, 0, 256), store(1, 256, 32, 32), other_queue});
+  auto h = find_hazard(p, {{0, 50}, {40, 60}, {40, 60}});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->kind, "WAR");
+  EXPECT_EQ(h->earlier, 0u);
+  EXPECT_EQ(h->later, 1u);
+  EXPECT_EQ(h->range.space, BufferId::kDram);
+  EXPECT_EQ(h->range.begin, 32u);
+  EXPECT_EQ(h->range.end, 64u);
+  EXPECT_FALSE(find_hazard(p, {{0, 50}, {50, 60}, {50, 60}}));
+  // A read across two written ranges and the bytes between them that nobody writes: the second
+  // range's writer is still caught (RAW), with the overlap of the read and that write.
+  p = program_of({store(0, 256, 32, 32), store(1, 512, 128, 32), load(2, 0, 0, 256)});
+  p.instructions[1].unit_index = 1;
+  h = find_hazard(p, {{0, 30}, {0, 60}, {40, 70}});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->kind, "RAW");
+  EXPECT_EQ(h->earlier, 1u);
+  EXPECT_EQ(h->range.begin, 128u);
+  EXPECT_EQ(h->range.end, 160u);
+  EXPECT_FALSE(find_hazard(p, {{0, 30}, {0, 40}, {40, 70}}));
+}
+
 TEST(HazardChecker, SameUnitAndDisjointOrReadOnlyOverlapsAreNotHazards) {
   // Two loads on one queue (in order by contract), two readers of the same bytes, and disjoint
   // ranges may all overlap in time.

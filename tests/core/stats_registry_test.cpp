@@ -47,6 +47,9 @@ TEST(StatsRegistry, RefusesDuplicatesOverlapsUndocumentedAndRaggedTables) {
   EXPECT_THROW(reg.value("a.b", "", "again", 2), InternalError);
   EXPECT_THROW(reg.value("a", "", "parent of a.b", 2), InternalError);
   EXPECT_THROW(reg.value("a.b.c", "", "child of a.b", 2), InternalError);
+  reg.value("a.bc", "", "a sibling that a.b is a prefix of", 3);
+  reg.value("ab", "", "not a parent either", 5);
+  EXPECT_THROW(reg.value("a.bc.d", "", "child of a.bc", 2), InternalError);
   EXPECT_THROW(reg.value("c", "", "", 2), InternalError);
   reg.column("t", 2, "x", "", "x", [](size_t) { return 0; });
   EXPECT_THROW(reg.column("t", 3, "y", "", "y", [](size_t) { return 0; }), InternalError);

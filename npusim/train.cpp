@@ -31,6 +31,7 @@ struct Batch {
   std::vector<float> x;  // real values, bf16-representable
   std::vector<uint8_t> bytes;
   std::vector<int> y;
+  std::vector<float> targets;  // regression
 };
 
 Batch gather(const DataSet& d, const std::vector<size_t>& idx) {
@@ -38,7 +39,10 @@ Batch gather(const DataSet& d, const std::vector<size_t>& idx) {
   const uint64_t n = d.sample_elements;
   for (size_t i : idx) {
     for (uint64_t e = 0; e < n; ++e) b.x.push_back(round_to_bf16(d.x[i * n + e]));
-    b.y.push_back(d.y[i]);
+    if (d.target_elements == 0) b.y.push_back(d.y[i]);
+    const uint64_t t = d.target_elements;
+    b.targets.insert(b.targets.end(), d.targets.begin() + ptrdiff_t(i * t),
+                     d.targets.begin() + ptrdiff_t((i + 1) * t));
   }
   b.bytes.resize(b.x.size() * 2);
   for (size_t i = 0; i < b.x.size(); ++i) {
@@ -90,6 +94,18 @@ double cross_entropy(const std::vector<float>& logits, const std::vector<int>& y
     double e = 0.0;
     for (int c = 0; c < classes; ++c) e += std::exp(double(z[c]) - m);
     sum += m + std::log(e) - double(z[y[i]]);
+  }
+  return sum / double(y.size());
+}
+
+// Mean squared error of the predictions against the targets, over every element, in double.
+double mean_squared_error(const std::vector<float>& y, const std::vector<float>& targets) {
+  NPUSIM_CHECK(y.size() == targets.size() && !y.empty(), "training: {} outputs for {} targets",
+               y.size(), targets.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double d = double(y[i]) - double(targets[i]);
+    sum += d * d;
   }
   return sum / double(y.size());
 }
@@ -152,7 +168,9 @@ class HeldOut {
       g.batch = int(held_.size());
       std::vector<WeightUse> uses;
       for (const Layer& l : fwd_.layers) {
-        if (l.has_weights()) uses.push_back({l.name, l.name, false});
+        if (l.has_weights() || l.kind == OpKind::kLayerNorm) {
+          uses.push_back({l.name, l.name, false});
+        }
       }
       program_.emplace(compile_for_training(hw_, std::move(g), batch_, o), std::move(uses), p);
     }
@@ -186,16 +204,24 @@ TrainResult train(const TrainOptions& o) {
   const HwConfig hw = target_hardware(o);
   const std::string origin = fmt::format("--workload '{}'", o.workload);
   Graph fwd = load_workload(o.workload, std::nullopt);
-  check_trainable(fwd, origin);
+  split_fused_activations(fwd);
+  const TrainingLoss loss_kind = training_loss(fwd, o.loss, origin);
+  const bool mse = loss_kind == TrainingLoss::kMeanSquaredError;
+  check_trainable(fwd, origin, loss_kind);
   const int batch = o.batch.value_or(32);
   const TrainingParallelism parallel = plan_training_parallelism(hw, o.parallel, batch);
   const int cores = parallel.cores;
   const int classes = fwd.layers.back().out_shape.last();
   const uint64_t sample = fwd.input_shape.elements();
+  const uint64_t outputs = fwd.layers.back().out_shape.elements();
 
   DataSet data, held;
+  const uint64_t random_samples = uint64_t(std::max(batch, 256));
   if (o.data.empty()) {
-    data = random_data_set(uint64_t(std::max(batch, 256)), sample, classes, o.seed);
+    data = mse ? random_regression_set(random_samples, sample, outputs, o.seed)
+               : random_data_set(random_samples, sample, classes, o.seed);
+  } else if (mse) {
+    data = read_regression_set("--data", o.data, sample, outputs);
   } else {
     data = read_data_set("--data", o.data, sample, classes);
     if (std::filesystem::is_directory(o.data + "/heldout")) {
@@ -218,6 +244,10 @@ TrainResult train(const TrainOptions& o) {
   // The step compiled once, on the first batch; each step writes its weights and labels.
   std::optional<TrainingProgram> program;
   TrainingStep ts;
+  // The labels layer's constants (training_step.hpp): -onehot(labels) or -targets.
+  auto loss_constants = [&](const Batch& b) {
+    return mse ? minus_targets(b.targets) : minus_onehot(b.y, classes);
+  };
   HeldOut evaluation(hw, fwd, held);
   for (int step = 1; step <= o.steps; ++step) {
     const Batch b = gather(data, order.next(batch));
@@ -227,15 +257,20 @@ TrainResult train(const TrainOptions& o) {
       // Each core's step: its share of the batch, the loss a mean over the whole batch.
       const int share = batch / cores;
       try {
-        ts = build_training_step(g, share, std::vector<int>(b.y.begin(), b.y.begin() + share),
-                                 batch);
+        ts = mse ? build_regression_step(
+                       g, share,
+                       std::vector<float>(b.targets.begin(),
+                                          b.targets.begin() + ptrdiff_t(uint64_t(share) * outputs)),
+                       batch)
+                 : build_training_step(g, share, std::vector<int>(b.y.begin(), b.y.begin() + share),
+                                       batch);
       } catch (const UserError& e) {
         throw UserError(fmt::format("{}: {}", origin, e.what()));
       }
       Graph step_graph = std::move(ts.graph);
       ts.graph = {};
       if (cores > 1) {
-        spread_step_over_cores(step_graph, ts, cores, b.y);
+        spread_step_over_cores(step_graph, ts, cores, loss_constants(b));
         Compiled c = compile_for_training(hw, std::move(step_graph), b, o, "data");
         NPUSIM_CHECK(c.program.cores == cores, "training: the step compiled for {} cores of {}",
                      c.program.cores, cores);
@@ -247,13 +282,15 @@ TrainResult train(const TrainOptions& o) {
       }
     }
     program->write_parameters(params);
-    program->write_constants(minus_onehot(b.y, classes));
+    program->write_constants(loss_constants(b));
     Simulated s = run_program(program->compiled(), b, o, fidelity);
     if (result.mismatch.empty()) result.mismatch = s.mismatch;
     if (cores > 1 && result.mismatch.empty()) {
       result.mismatch = check_gradient_allreduce(s.outputs, ts, cores, allreduce_piece_bytes(hw));
     }
-    const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
+    const std::vector<float>& predicted = s.outputs.at(ts.logits).values;
+    const double loss =
+        mse ? mean_squared_error(predicted, b.targets) : cross_entropy(predicted, b.y, classes);
     Parameters grads;
     for (const ParameterGradient& pg : ts.parameters) {
       const std::string& tensor = cores > 1 ? pg.tensor + ".allreduced" : pg.tensor;
@@ -305,6 +342,7 @@ TrainResult train(const TrainOptions& o) {
   t["workload"] = fwd.name;
   t["hardware"] = hw.name;
   t["dtype"] = "bf16";
+  t["loss_function"] = to_string(loss_kind);
   t["batch"] = batch;
   t["parallel"] = parallel.mode;
   t["cores"] = cores;
@@ -356,8 +394,13 @@ std::string TrainResult::report() const {
       t.at("batch").get<int>(), t.at("steps").get<int>(), t.at("optimizer").get<std::string>(),
       t.at("lr").get<double>());
   const auto& losses = t.at("loss");
-  r += fmt::format("  loss: first step {:.4f}, last step {:.4f}\n", losses.front().get<double>(),
-                   losses.back().get<double>());
+  if (t.value("loss_function", "xent") == "mse") {
+    r += fmt::format("  loss (mean squared error): first step {:.6g}, last step {:.6g}\n",
+                     losses.front().get<double>(), losses.back().get<double>());
+  } else {
+    r += fmt::format("  loss: first step {:.4f}, last step {:.4f}\n", losses.front().get<double>(),
+                     losses.back().get<double>());
+  }
   for (const auto& h : t.at("heldout")) {
     r += fmt::format("  held-out accuracy after step {}: {:.1f} %\n", h.at("step").get<int>(),
                      100.0 * h.at("accuracy").get<double>());

@@ -127,6 +127,7 @@ py::dict train(const py::dict& o) {
   options.steps = o["steps"].cast<int>();
   options.optimizer = o["optimizer"].cast<std::string>();
   options.lr = o["lr"].cast<double>();
+  options.loss = o["loss"].cast<std::string>();
   options.data = o["data"].cast<std::string>();
   options.shuffle = o["shuffle"].cast<bool>();
   options.eval_every = o["eval_every"].cast<int>();

@@ -145,6 +145,12 @@ void backward_dense(BackwardBuilder& b, const Layer& l) {
 }
 
 void backward_activation(BackwardBuilder& b, const Layer& l) {
+  if (l.activation == Activation::kGelu) {
+    const auto gy = b.gradient.find(l.output);
+    if (gy == b.gradient.end() || !b.wants_gradient(l.inputs[0])) return;
+    b.accumulate(l.inputs[0], gelu_backward(b, l.name, l.inputs[0], gy->second));
+    return;
+  }
   if (l.activation != Activation::kRelu) {
     no_rule(l, fmt::format("activation '{}'", to_string(l.activation)));
   }

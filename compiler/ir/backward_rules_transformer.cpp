@@ -218,8 +218,10 @@ void backward_layernorm(BackwardBuilder& b, const Layer& l) {
   Layer scale = make(l.name + ".grad_xhat", OpKind::kDense, {dy});
   scale.filters = n;
   scale.use_bias = false;
-  scale.weights.assign(size_t(n) * size_t(n), 0.0f);
-  for (int i = 0; i < n; ++i) scale.weights[size_t(i) * n + i] = l.gamma.at(size_t(i));
+  if (!l.gamma.empty()) {  // a timing-only step (npusim train --values off) has none
+    scale.weights.assign(size_t(n) * size_t(n), 0.0f);
+    for (int i = 0; i < n; ++i) scale.weights[size_t(i) * n + i] = l.gamma.at(size_t(i));
+  }
   b.weight_uses.push_back({scale.name, l.name, false, /*diagonal=*/true});
   const std::string dxhat = b.add(std::move(scale));
 
@@ -296,8 +298,8 @@ void split_fused_activations(Graph& g) {
       const auto it = renamed.find(in);
       if (it != renamed.end()) in = it->second;
     }
-    const bool split =
-        l.has_weights() && l.activation != Activation::kNone && l.activation != Activation::kRelu;
+    // Only GELU: an activation without a backward rule stays fused, refused by name there.
+    const bool split = l.has_weights() && l.activation == Activation::kGelu;
     layers.push_back(l);
     if (!split) continue;
     Layer& m = layers.back();

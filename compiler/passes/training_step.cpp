@@ -91,6 +91,16 @@ std::vector<float> minus_targets(const std::vector<float>& targets) {
   return v;
 }
 
+std::vector<float> minus_onehot(const std::vector<int>& labels, int classes) {
+  std::vector<float> v(labels.size() * size_t(classes), 0.0f);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    NPUSIM_CHECK(labels[i] >= 0 && labels[i] < classes, "training: label {} of {} classes",
+                 labels[i], classes);
+    v[i * size_t(classes) + size_t(labels[i])] = -1.0f;
+  }
+  return v;
+}
+
 namespace {
 
 // A forward move of the step graph: the same element table for each of the `batch` samples, the
@@ -109,20 +119,6 @@ void batch_move(Layer& l, const Layer& f, int batch) {
     }
   }
 }
-
-}  // namespace
-
-std::vector<float> minus_onehot(const std::vector<int>& labels, int classes) {
-  std::vector<float> v(labels.size() * size_t(classes), 0.0f);
-  for (size_t i = 0; i < labels.size(); ++i) {
-    NPUSIM_CHECK(labels[i] >= 0 && labels[i] < classes, "training: label {} of {} classes",
-                 labels[i], classes);
-    v[i * size_t(classes) + size_t(labels[i])] = -1.0f;
-  }
-  return v;
-}
-
-namespace {
 
 // The step graph's header and the forward pass: the same layers on [batch] + sample shapes.
 void add_forward(const Graph& fwd, int batch, TrainingStep& t, BackwardBuilder& b) {

@@ -4,7 +4,8 @@ independent numpy float32 implementation numpy_encoder.py (itself checked agains
 autograd in test_numpy_encoder.py): from the same saved initial weights and the same batch, one SGD step moves every
 parameter the same way (cosine >= 0.999, the same step size within 2 %; key.bias, whose gradient
 is 0, by less than 1e-3 of the largest step) and the loss agrees
-within 1 %. The mean squared error alone on a small regression MLP, and the refusals (exit 2)."""
+within 1 %. The mean squared error alone on a small regression MLP, the refusals (exit 2), and
+the encoder's timing-only step (--values off) against the step with values."""
 
 import json
 import os
@@ -124,3 +125,24 @@ def test_loss_mismatches_exit_2(tmp_path, workload, loss, labels, message):
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
+
+
+def test_timing_only_encoder_step_equals_the_step_with_values(tmp_path):
+    """--values off (the bert-encoder scaling table's mode) on the encoder's rules, data parallel
+    on both TensorCores: the same cycles, phases and energy as the step with values."""
+    rng = np.random.default_rng(2)
+    data = write_data(str(tmp_path / "data"), bf16(rng.normal(0, 1, (8, 8, 32))),
+                      rng.normal(0, 1, (8, 8, 32)).astype(np.float32))
+    stats = {}
+    for values, extra in (("on", ["--data", data]), ("off", [])):
+        out = str(tmp_path / values)
+        cmd = [NPUSIM, "train", "--hw", "tpu-v4-like", "--workload", ENCODER, "--batch", "8",
+               "--values", values, "--out", out, *extra]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+        with open(os.path.join(out, "stats.json")) as f:
+            stats[values] = json.load(f)["training"]
+    assert stats["off"]["cores"] == 2
+    for key in ("step_cycles", "forward_cycles", "backward_cycles", "communication_cycles",
+                "energy_per_step_j", "parameters"):
+        assert stats["off"][key] == stats["on"][key], key

@@ -96,7 +96,8 @@ void backward_add(BackwardBuilder& b, const Layer& l);
 std::string gelu_backward(BackwardBuilder& b, const std::string& prefix, const std::string& x,
                           const std::string& gy);
 // A matrix layer with a fused GELU split into the layer and an activation layer "<name>.gelu"
-// that the readers then read: its backward needs the pre-activation. The training step's forward graph (npusim/train.cpp); layer names unchanged.
+// that the readers then read: its backward needs the pre-activation. The training step's forward
+// graph (npusim/train.cpp); layer names unchanged.
 void split_fused_activations(Graph& forward);
 
 }  // namespace npusim

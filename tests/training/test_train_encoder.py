@@ -1,11 +1,11 @@
 """`npusim train` of a transformer encoder layer (workloads/training/tiny-encoder.json, the
 structure of the zoo's bert-encoder at small width) with the mean squared error, against the
 independent numpy float32 implementation numpy_encoder.py (itself checked against torch's
-autograd in test_numpy_encoder.py): from the same saved initial weights and the same batch, one SGD step moves every
-parameter the same way (cosine >= 0.999, the same step size within 2 %; key.bias, whose gradient
-is 0, by less than 1e-3 of the largest step) and the loss agrees
-within 1 %. The mean squared error alone on a small regression MLP, the refusals (exit 2), and
-the encoder's timing-only step (--values off) against the step with values."""
+autograd in test_numpy_encoder.py): from the same saved initial weights and the same batch, one
+SGD step moves every parameter the same way (cosine >= 0.999, the same step size within 2 %;
+key.bias, whose gradient is 0, by less than 1e-3 of the largest step) and the loss agrees within
+1 %. The mean squared error alone on a small regression MLP, the refusals (exit 2), and the
+encoder's timing-only step (--values off) against the step with values."""
 
 import json
 import os

@@ -69,8 +69,8 @@ int command_train(const std::vector<std::string>& args) {
   if (!parse_command_line(
           "train",
           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
-          "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] [--parallel data|auto] "
-          "[--save-weights DIR] [--values on|off] [--html FILE] --out DIR",
+          "sgd|momentum|adam] [--lr LR] [--loss xent|mse|auto] [--data DIR] [--shuffle] "
+          "[--parallel data|auto] [--save-weights DIR] [--values on|off] [--html FILE] --out DIR",
           o, args, vm)) {
     return 0;
   }

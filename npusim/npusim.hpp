@@ -240,6 +240,9 @@ ServeResult serve(const ServeOptions& options);
 struct TrainOptions : RunOptions {
   int steps = 1;
   std::string optimizer = "sgd";  // sgd, momentum or adam
+  // xent (softmax cross-entropy against integer labels), mse (mean squared error against float
+  // targets y.npy of the output's shape) or auto (xent where the output is a final softmax).
+  std::string loss = "auto";
   double lr = 0.01;
   // DIR with x.npy (float [N, ...], the workload's input layout) and y.npy (integer labels [N]);
   // DIR/heldout/ the same for the held-out accuracy. "": seeded random samples and labels.

@@ -46,16 +46,16 @@ TrainingParallelism plan_training_parallelism(const HwConfig& hw, const std::str
 }
 
 void spread_step_over_cores(Graph& step, const TrainingStep& ts, int cores,
-                            const std::vector<int>& labels) {
+                            const std::vector<float>& constants) {
   step.batch = cores;
   auto it = std::find_if(step.layers.begin(), step.layers.end(),
                          [&](const Layer& l) { return l.name == ts.labels_layer; });
   NPUSIM_CHECK(it != step.layers.end(), "training: no labels layer {}", ts.labels_layer);
-  NPUSIM_CHECK(it->move_constants.size() * size_t(cores) == labels.size() * size_t(ts.classes),
-               "training: {} labels for a labels layer of {} constants on {} cores", labels.size(),
+  NPUSIM_CHECK(it->move_constants.size() * size_t(cores) == constants.size(),
+               "training: {} constants for a labels layer of {} on {} cores", constants.size(),
                it->move_constants.size(), cores);
   it->move_op = kPerImageConstants;
-  it->move_constants = minus_onehot(labels, ts.classes);
+  it->move_constants = constants;
 }
 
 AllReduceSummary add_gradient_allreduce(Compiled& c, const TrainingStep& ts) {

@@ -32,11 +32,12 @@ struct TrainingParallelism {
 TrainingParallelism plan_training_parallelism(const HwConfig& hw, const std::string& parallel,
                                               int batch);
 
-// `step` (built on one core's share, the first `labels.size() / cores` labels, with the mean over
-// the whole batch) as `cores` images, one per core: the labels layer holds every core's
-// -onehot(labels) in turn (kPerImageConstants).
+// `step` (built on one core's share, the first 1 / cores of the batch's labels, with the mean
+// over the whole batch) as `cores` images, one per core: the labels layer holds every core's
+// constants in turn (kPerImageConstants): `constants` is the whole batch's, -onehot(labels) or
+// -targets.
 void spread_step_over_cores(Graph& step, const TrainingStep& ts, int cores,
-                            const std::vector<int>& labels);
+                            const std::vector<float>& constants);
 
 // The ring all-reduce of every parameter gradient of the compiled data-parallel step, appended to
 // its program; the reduced gradients are the outputs "<gradient>.allreduced".

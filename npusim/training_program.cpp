@@ -31,6 +31,22 @@ std::vector<uint16_t> bf16_values(const std::vector<float>& v) {
   return b;
 }
 
+// A layer norm's fp32 gamma then beta, as the memory plan stores them.
+std::vector<float> norm_parameters(const LayerParameters& p) {
+  std::vector<float> v(p.weight);
+  v.insert(v.end(), p.bias.begin(), p.bias.end());
+  return v;
+}
+
+// The bf16 weights a use of `p` reads: [in][out] (or its transpose), or diag(gamma) [n][n].
+std::vector<uint16_t> use_weights(const LayerParameters& p, const WeightUse& use) {
+  if (!use.diagonal) return bf16_weight_matrix(p, use.transposed);
+  const size_t n = p.weight.size();
+  std::vector<uint16_t> w(n * n, float_to_bf16_bits(0.0f));
+  for (size_t i = 0; i < n; ++i) w[i * n + i] = float_to_bf16_bits(p.weight[i]);
+  return w;
+}
+
 }  // namespace
 
 std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, bool transposed) {
@@ -53,22 +69,30 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
   NPUSIM_CHECK(prog.layers.size() >= g.layers.size(), "training: {} layer records for {} layers",
                prog.layers.size(), g.layers.size());
   // The memory plan (compiler/lowering/memory_plan.cpp) gives every device layer with weights a
-  // weights and a bias segment, in layer order, before anything else.
-  size_t segment = 0;
+  // weights and a bias segment, and every layer norm one of its gamma and beta, in layer order,
+  // before anything else. Layers whose weights are constants (a backward rule's sums, a layer
+  // norm's recomputation) keep theirs.
+  size_t segment = 0, parameter_uses = 0;
+  for (const WeightUse& u : uses) parameter_uses += u.parameter.empty() ? 0 : 1;
   for (size_t i = 0; i < g.layers.size(); ++i) {
     const Layer& l = g.layers[i];
-    NPUSIM_CHECK(!l.on_host && l.kind != OpKind::kEmbedding && l.kind != OpKind::kLayerNorm,
+    NPUSIM_CHECK(!l.on_host && l.kind != OpKind::kEmbedding,
                  "training: layer {} has parameters a training program does not write", l.name);
-    if (!l.has_weights()) continue;
+    if (!l.has_weights() && l.kind != OpKind::kLayerNorm) continue;
     const auto use = std::find_if(uses.begin(), uses.end(),
                                   [&](const WeightUse& u) { return u.layer == l.name; });
-    NPUSIM_CHECK(use != uses.end(), "training: layer {} has weights but no parameter", l.name);
-    NPUSIM_CHECK(segment + 1 < prog.dram_init.size(), "training: no segments for layer {}", l.name);
-    slots_.push_back({i, segment, segment + 1, *use});
-    segment += 2;
+    const bool norm = l.kind == OpKind::kLayerNorm;
+    NPUSIM_CHECK(use != uses.end() || norm, "training: layer {} has weights but no parameter",
+                 l.name);
+    NPUSIM_CHECK(segment + (norm ? 0 : 1) < prog.dram_init.size(),
+                 "training: no segments for layer {}", l.name);
+    if (use != uses.end() && !use->parameter.empty()) {
+      slots_.push_back({i, segment, norm ? segment : segment + 1, *use, norm});
+    }
+    segment += norm ? 1 : 2;
   }
-  NPUSIM_CHECK(slots_.size() == uses.size(), "training: {} layers with weights for {} uses",
-               slots_.size(), uses.size());
+  NPUSIM_CHECK(slots_.size() == parameter_uses, "training: {} layers with weights for {} uses",
+               slots_.size(), parameter_uses);
   if (!constants_layer.empty()) {
     has_constants_ = true;
     for (constants_layer_ = 0; constants_layer_ < g.layers.size(); ++constants_layer_) {
@@ -111,7 +135,15 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
   for (const Slot& s : slots_) {
     const Layer& l = g.layers[s.layer];
     const LayerParameters& p = initial.at(s.use.parameter);
-    NPUSIM_CHECK(l.bf16_weights == bf16_weight_matrix(p, s.use.transposed) &&
+    if (s.norm) {
+      NPUSIM_CHECK(l.gamma == p.weight && l.beta == p.bias &&
+                       same_bytes(prog.dram_init[s.weights_segment], norm_parameters(p)),
+                   "training: layer norm {}: the program's segment {} does not hold its gamma and "
+                   "beta",
+                   l.name, s.weights_segment);
+      continue;
+    }
+    NPUSIM_CHECK(l.bf16_weights == use_weights(p, s.use) &&
                      same_bytes(prog.dram_init[s.weights_segment], l.bf16_weights) &&
                      same_bytes(prog.dram_init[s.bias_segment], l.bias),
                  "training: layer {}: the program's segments {} and {} do not hold the weights "
@@ -124,9 +156,16 @@ void TrainingProgram::write_parameters(const Parameters& p) {
   for (const Slot& s : slots_) {
     Layer& l = c_.graph.layers[s.layer];
     const LayerParameters& lp = p.at(s.use.parameter);
-    l.bf16_weights = bf16_weight_matrix(lp, s.use.transposed);
+    if (s.norm) {
+      l.gamma = lp.weight;
+      l.beta = lp.bias;
+      store(c_.program.dram_init[s.weights_segment], norm_parameters(lp));
+      continue;
+    }
+    l.bf16_weights = use_weights(lp, s.use);
     store(c_.program.dram_init[s.weights_segment], l.bf16_weights);
-    if (!s.use.transposed) l.bias = lp.bias;  // an input gradient has no bias
+    // An input gradient and a layer norm's dy x gamma have no bias.
+    if (!s.use.transposed && !s.use.diagonal) l.bias = lp.bias;
     store(c_.program.dram_init[s.bias_segment], l.bias);
   }
 }

@@ -42,9 +42,10 @@ class TrainingProgram {
 
  private:
   struct Slot {
-    size_t layer = 0;  // in compiled().graph
-    size_t weights_segment = 0, bias_segment = 0;
+    size_t layer = 0;                              // in compiled().graph
+    size_t weights_segment = 0, bias_segment = 0;  // a layer norm: its one segment, twice
     WeightUse use;
+    bool norm = false;  // a layer norm's gamma and beta
   };
   Compiled c_;
   std::vector<Slot> slots_;

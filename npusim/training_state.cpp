@@ -29,6 +29,15 @@ Parameters initial_parameters(const Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Parameters p;
   for (const Layer& l : g.layers) {
+    if (l.kind == OpKind::kLayerNorm) {  // PyTorch's: gamma 1, beta 0
+      LayerParameters& lp = p[l.name];
+      lp.in = 1;
+      lp.out = l.out_shape.last();
+      lp.norm = true;
+      lp.weight.assign(size_t(lp.out), 1.0f);
+      lp.bias.assign(size_t(lp.out), 0.0f);
+      continue;
+    }
     if (!l.has_weights()) continue;
     NPUSIM_CHECK(l.kind == OpKind::kDense || l.kind == OpKind::kConv,
                  "training: no initializer for layer {}", l.name);
@@ -56,6 +65,11 @@ void set_layer_weights(Graph& g, const Parameters& p) {
     const auto it = p.find(l.name);
     if (it == p.end()) continue;
     const LayerParameters& lp = it->second;
+    if (lp.norm) {
+      l.gamma = lp.weight;
+      l.beta = lp.bias;
+      continue;
+    }
     l.weights.resize(lp.weight.size());
     for (int r = 0; r < lp.in; ++r) {
       for (int o = 0; o < lp.out; ++o)
@@ -72,7 +86,8 @@ void save_parameters(const std::string& flag, const std::string& dir, const Para
   if (ec) throw UserError(fmt::format("{} '{}': cannot create it: {}", flag, dir, ec.message()));
   for (const auto& [name, lp] : p) {
     const std::vector<int64_t> shape = lp.conv ? std::vector<int64_t>{lp.out, lp.cin, lp.kh, lp.kw}
-                                               : std::vector<int64_t>{lp.out, lp.in};
+                                       : lp.norm ? std::vector<int64_t>{lp.out}
+                                                 : std::vector<int64_t>{lp.out, lp.in};
     write_npy_float32(dir + "/" + name + ".weight.npy", shape, lp.weight);
     if (!lp.bias.empty()) write_npy_float32(dir + "/" + name + ".bias.npy", {lp.out}, lp.bias);
   }
@@ -141,13 +156,18 @@ void Optimizer::step(Parameters& p, const Parameters& gradients) {
   }
 }
 
-DataSet read_data_set(const std::string& flag, const std::string& dir, uint64_t sample_elements,
-                      int classes) {
-  const std::string xp = dir + "/x.npy", yp = dir + "/y.npy";
+namespace {
+
+// DIR/x.npy, checked; y.npy's path and array.
+DataSet read_samples(const std::string& flag, const std::string& dir, uint64_t sample_elements,
+                     std::string& yp, NpyArray& y, int64_t& n) {
+  const std::string xp = dir + "/x.npy";
+  yp = dir + "/y.npy";
   if (!std::filesystem::exists(xp) || !std::filesystem::exists(yp)) {
     throw UserError(fmt::format("{} '{}': expected x.npy and y.npy in it", flag, dir));
   }
-  const NpyArray x = read_npy(xp), y = read_npy(yp);
+  const NpyArray x = read_npy(xp);
+  y = read_npy(yp);
   DataSet d;
   d.sample_elements = sample_elements;
   if (x.shape.empty() || x.shape[0] < 1 || x.elements() != uint64_t(x.shape[0]) * sample_elements) {
@@ -156,13 +176,52 @@ DataSet read_data_set(const std::string& flag, const std::string& dir, uint64_t 
                     "workload's input), got {} values",
                     flag, xp, sample_elements, x.elements()));
   }
-  if (y.shape.size() != 1 || y.shape[0] != x.shape[0] ||
-      (y.dtype != "int64" && y.dtype != "int32")) {
-    throw UserError(
-        fmt::format("{} {}: expected int32 or int64 labels [{}] (one per sample of x.npy)", flag,
-                    yp, x.shape[0]));
-  }
+  n = x.shape[0];
   d.x = npy_to_float32(x, flag + " " + xp);
+  return d;
+}
+
+}  // namespace
+
+DataSet read_regression_set(const std::string& flag, const std::string& dir,
+                            uint64_t sample_elements, uint64_t target_elements) {
+  std::string yp;
+  NpyArray y;
+  int64_t n = 0;
+  DataSet d = read_samples(flag, dir, sample_elements, yp, y, n);
+  if (y.shape.empty() || y.shape[0] != n || y.elements() != uint64_t(n) * target_elements ||
+      (y.dtype != "float32" && y.dtype != "float64")) {
+    throw UserError(fmt::format(
+        "{} {}: expected float targets [{}, ...] with {} values per sample (the workload's "
+        "output; the mean squared error trains against them)",
+        flag, yp, n, target_elements));
+  }
+  d.targets = npy_to_float32(y, flag + " " + yp);
+  d.target_elements = target_elements;
+  return d;
+}
+
+DataSet random_regression_set(uint64_t n, uint64_t sample_elements, uint64_t target_elements,
+                              uint64_t seed) {
+  DataSet d = random_data_set(n, sample_elements, 1, seed);
+  std::mt19937_64 rng(seed ^ 0x7A26E75ull);
+  d.y.clear();
+  d.target_elements = target_elements;
+  d.targets.resize(n * target_elements);
+  for (float& v : d.targets) v = 2.0f * unit_uniform(rng) - 1.0f;
+  return d;
+}
+
+DataSet read_data_set(const std::string& flag, const std::string& dir, uint64_t sample_elements,
+                      int classes) {
+  std::string yp;
+  NpyArray y;
+  int64_t n = 0;
+  DataSet d = read_samples(flag, dir, sample_elements, yp, y, n);
+  if (y.shape.size() != 1 || y.shape[0] != n || (y.dtype != "int64" && y.dtype != "int32")) {
+    throw UserError(fmt::format(
+        "{} {}: expected int32 or int64 labels [{}] (one per sample of x.npy)", flag, yp, n));
+  }
   for (uint64_t i = 0; i < y.elements(); ++i) {
     const int64_t label = npy_integer_at(y, i);
     if (label < 0 || label >= classes) {

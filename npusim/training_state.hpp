@@ -16,10 +16,12 @@
 namespace npusim {
 
 // One layer's parameters in PyTorch's layout: dense weight [out, in], convolution weight [out,
-// cin, kh, kw] (in = cin x kh x kw), bias [out] (empty without one).
+// cin, kh, kw] (in = cin x kh x kw), bias [out] (empty without one); a layer norm's gamma as its
+// weight [out] and beta as its bias (in = 1).
 struct LayerParameters {
   int in = 0, out = 0;
   bool conv = false;
+  bool norm = false;
   int cin = 0, kh = 1, kw = 1;  // conv
   std::vector<float> weight, bias;
   // The index in `weight` of the forward weights' row r ([kh][kw][cin] for a convolution, the
@@ -30,7 +32,7 @@ using Parameters = std::map<std::string, LayerParameters>;
 
 // Keras' defaults for every dense and convolution layer of `g`: Glorot-uniform weights (bound
 // sqrt(6 / (fan_in + fan_out)), the fans times the kernel's size for a convolution) drawn from
-// `seed`, zero biases.
+// `seed`, zero biases; layer norms gamma 1 and beta 0.
 Parameters initial_parameters(const Graph& g, uint64_t seed);
 // The parameters into the layers' real-valued weights ([in][out]) and biases.
 void set_layer_weights(Graph& g, const Parameters& p);
@@ -61,12 +63,14 @@ class Optimizer {
   std::map<std::string, std::vector<float>> m_, v_;
 };
 
-// Samples (real values, the model's input layout, one after the other) and integer labels.
+// Samples (real values, the model's input layout, one after the other) and integer labels, or
+// (regression, the mean squared error) float targets of target_elements each.
 struct DataSet {
   std::vector<float> x;
   std::vector<int> y;
-  uint64_t sample_elements = 0;
-  size_t size() const { return y.size(); }
+  std::vector<float> targets;
+  uint64_t sample_elements = 0, target_elements = 0;
+  size_t size() const { return target_elements > 0 ? targets.size() / target_elements : y.size(); }
 };
 // DIR/x.npy (float [N, ...] of sample_elements each) and DIR/y.npy (integers [N] in [0,
 // classes)); `flag` and the path name the file in messages.
@@ -74,6 +78,12 @@ DataSet read_data_set(const std::string& flag, const std::string& dir, uint64_t 
                       int classes);
 // `n` random samples (uniform in [0, 1)) with random labels, from `seed`.
 DataSet random_data_set(uint64_t n, uint64_t sample_elements, int classes, uint64_t seed);
+// The same for regression: DIR/y.npy holds float targets [N, ...] of target_elements each (the
+// workload's output); random targets are uniform in [-1, 1).
+DataSet read_regression_set(const std::string& flag, const std::string& dir,
+                            uint64_t sample_elements, uint64_t target_elements);
+DataSet random_regression_set(uint64_t n, uint64_t sample_elements, uint64_t target_elements,
+                              uint64_t seed);
 
 // Batches in file order, wrapping around; with `shuffle`, a fresh seeded permutation per pass.
 class BatchOrder {

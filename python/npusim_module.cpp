@@ -127,10 +127,12 @@ py::dict train(const py::dict& o) {
   options.steps = o["steps"].cast<int>();
   options.optimizer = o["optimizer"].cast<std::string>();
   options.lr = o["lr"].cast<double>();
+  options.loss = o["loss"].cast<std::string>();
   options.data = o["data"].cast<std::string>();
   options.shuffle = o["shuffle"].cast<bool>();
   options.eval_every = o["eval_every"].cast<int>();
   options.save_weights = o["save_weights"].cast<std::string>();
+  options.values = o["values"].cast<bool>();
   npusim::TrainResult result;
   {
     py::gil_scoped_release release;

@@ -21,16 +21,22 @@ int command_train(const std::vector<std::string>& args) {
   o.add_options()("hw", po::value<std::string>()->required(),
                   "hardware: a preset name (npusim presets) or a JSON file")(
       "workload", po::value<std::string>()->required(),
-      "a classifier ending in a softmax: a zoo name or a JSON graph (docs/training.md lists the "
-      "operators training differentiates): mnist-cnn, workloads/training/digits-mlp.json")(
+      "a zoo name or a JSON graph (docs/training.md lists the operators training "
+      "differentiates): a classifier ending in a softmax (mnist-cnn, "
+      "workloads/training/digits-mlp.json) or a regression (--loss mse)")(
       "batch", po::value<int>()->default_value(32), "samples per step")(
       "steps", po::value<int>()->default_value(1), "training steps")(
       "optimizer", po::value<std::string>()->default_value("sgd"),
       "sgd, momentum (0.9) or adam (0.9, 0.999, eps 1e-7, bias-corrected)")(
       "lr", po::value<double>()->default_value(0.01), "learning rate")(
+      "loss", po::value<std::string>()->default_value("auto"),
+      "xent (mean softmax cross-entropy against integer labels: a workload ending in a softmax), "
+      "mse (mean squared error against float targets y.npy of the output's shape: any other "
+      "workload) or auto (xent where the output is a final softmax, else mse)")(
       "data", po::value<std::string>(),
       "directory with x.npy (float [N, ...] in the workload's input layout) and y.npy (integer "
-      "labels [N]), and heldout/ the same for the held-out accuracy (scripts/digits_dataset.py "
+      "labels [N]; float targets [N, ...] for --loss mse), and heldout/ the same for the held-out "
+      "accuracy (scripts/digits_dataset.py "
       "writes one); default: random samples and labels from the seed")(
       "shuffle", "a fresh seeded permutation of the data per pass (default: file order)")(
       "eval-every", po::value<int>()->default_value(0),
@@ -50,6 +56,9 @@ int command_train(const std::vector<std::string>& args) {
       "bf16 (the default and the only one: bf16 matrix inputs, fp32 accumulation and master "
       "weights); int8 is refused")("fidelity", po::value<std::string>()->default_value("fast"),
                                    "matrix-unit model: fast (default) or pe")(
+      "values", po::value<std::string>()->default_value("on"),
+      "on, or off: time the step only (no values computed or checked, no weights drawn, no "
+      "loss; --data, --save-weights, --eval-every and --shuffle need the values)")(
       "out", po::value<std::string>(),
       "directory for stats.json, report.txt and loss.npy (float64 [steps])")(
       "html", po::value<std::string>(),
@@ -60,8 +69,8 @@ int command_train(const std::vector<std::string>& args) {
   if (!parse_command_line(
           "train",
           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
-          "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] [--parallel data|auto] "
-          "[--save-weights DIR] [--html FILE] --out DIR",
+          "sgd|momentum|adam] [--lr LR] [--loss xent|mse|auto] [--data DIR] [--shuffle] "
+          "[--parallel data|auto] [--save-weights DIR] [--values on|off] [--html FILE] --out DIR",
           o, args, vm)) {
     return 0;
   }
@@ -72,6 +81,7 @@ int command_train(const std::vector<std::string>& args) {
   t.steps = vm["steps"].as<int>();
   t.optimizer = vm["optimizer"].as<std::string>();
   t.lr = vm["lr"].as<double>();
+  t.loss = vm["loss"].as<std::string>();
   if (vm.count("data")) t.data = vm["data"].as<std::string>();
   t.shuffle = vm.count("shuffle") > 0;
   t.eval_every = vm["eval-every"].as<int>();
@@ -81,6 +91,11 @@ int command_train(const std::vector<std::string>& args) {
   if (vm.count("dtype")) t.dtype = vm["dtype"].as<std::string>();
   t.fidelity = vm["fidelity"].as<std::string>();
   t.memory_fidelity = memory_fidelity_from(vm);
+  const std::string values = vm["values"].as<std::string>();
+  if (values != "on" && values != "off") {
+    throw UsageError(fmt::format("--values '{}': expected on or off", values));
+  }
+  t.values = values == "on";
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();

@@ -36,8 +36,10 @@ struct ParameterGradient {
 // them as run-time inputs (npusim/training_program.hpp).
 struct WeightUse {
   std::string layer;      // in the step graph
-  std::string parameter;  // the forward layer whose parameters it reads
+  std::string parameter;  // the forward layer whose parameters it reads; "": constant weights
   bool transposed = false;
+  // A layer norm's gamma as the diagonal of an [n][n] matrix (its backward's dy x gamma), no bias.
+  bool diagonal = false;
 };
 
 struct BackwardBuilder {
@@ -81,5 +83,21 @@ void backward_activation(BackwardBuilder& b, const Layer& l);
 void backward_reshape(BackwardBuilder& b, const Layer& l);
 void backward_conv(BackwardBuilder& b, const Layer& l);
 void backward_maxpool(BackwardBuilder& b, const Layer& l);
+
+// The transformer encoder's rules (compiler/ir/backward_rules_transformer.cpp): matmul of two
+// activations, moves that copy each input element at most once (transpose, slice), softmax,
+// layer norm (gamma and beta are parameters), the residual add, GELU.
+void backward_matmul(BackwardBuilder& b, const Layer& l);
+void backward_move(BackwardBuilder& b, const Layer& l);
+void backward_softmax(BackwardBuilder& b, const Layer& l);
+void backward_layernorm(BackwardBuilder& b, const Layer& l);
+void backward_add(BackwardBuilder& b, const Layer& l);
+// dL/dx of y = gelu(x) (erf form), `x` the activation's input.
+std::string gelu_backward(BackwardBuilder& b, const std::string& prefix, const std::string& x,
+                          const std::string& gy);
+// A matrix layer with a fused GELU split into the layer and an activation layer "<name>.gelu"
+// that the readers then read: its backward needs the pre-activation. The training step's forward
+// graph (npusim/train.cpp); layer names unchanged.
+void split_fused_activations(Graph& forward);
 
 }  // namespace npusim

@@ -132,7 +132,9 @@ def test_optimizer_steps_give_numpy_losses(tmp_path, digits, optimizer, lr, stat
      "'tanh'"),
     (["--workload=OVERLAPPING"], "layer 'pool' (maxpool): training has no backward rule for "
      "overlapping, dilated, padded or 3-D max-pool windows"),
-    (["--workload=mlp-1000"], "training needs a classifier whose one output is a final softmax"),
+    # A workload that is no classifier trains with the mean squared error (--loss auto), not xent.
+    (["--workload=mlp-1000", "--loss", "xent"], "--loss xent needs a classifier whose one output "
+     "is a final softmax"),
 ])
 def test_bad_input_exits_2(tmp_path, args, message):
     graph = tmp_path / "overlapping.json"

@@ -46,6 +46,8 @@ const char* to_string(WeightFormat f) {
       return "fp8-e4m3";
     case WeightFormat::kFp8E5M2:
       return "fp8-e5m2";
+    case WeightFormat::kInt4Bf16:
+      return "int4-bf16";
   }
   return "?";
 }
@@ -79,6 +81,67 @@ std::vector<uint8_t> int4_groups(std::span<const uint8_t> dense, const WeightBox
     }
   }
   return out;
+}
+
+uint16_t bf16_at(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+
+// The bytes of the scale of row r's group (compressed_weights.hpp) in a box's scale rows.
+uint64_t scale_row(const WeightBoxShape& s, uint32_t r) {
+  return uint64_t((s.first_row + r) / s.group_rows) * s.row_elements * s.element_bytes;
+}
+
+void check_int4_bf16_shape(const WeightBoxShape& s) {
+  NPUSIM_CHECK(s.element_bytes == 2 && s.group_rows > 0 && s.first_row < s.group_rows,
+               "int4-bf16 weight box: {} rows of {} elements of {} bytes, groups of {} from row {}",
+               s.rows, s.row_elements, s.element_bytes, s.group_rows, s.first_row);
+}
+
+// W4A16 (compressed_weights.hpp): each element z x s rounded to bf16, stored as z; the z of
+// element i (row-major) in nibble i.
+std::vector<uint8_t> int4_bf16(std::span<const uint8_t> dense, const WeightBoxShape& s,
+                               std::span<const uint8_t> scales) {
+  check_int4_bf16_shape(s);
+  NPUSIM_CHECK(scales.size() == uint64_t(s.groups()) * s.row_elements * 2,
+               "int4-bf16 weight box: {} scale bytes for {} groups of {} columns", scales.size(),
+               s.groups(), s.row_elements);
+  std::vector<uint8_t> out(scales.begin(), scales.end());
+  out.resize(int4_box_bytes(s), 0);
+  uint8_t* z_bytes = out.data() + scales.size();
+  for (uint32_t r = 0; r < s.rows; ++r) {
+    const uint8_t* scale = scales.data() + scale_row(s, r);
+    for (uint32_t j = 0; j < s.row_elements; ++j) {
+      const uint64_t i = uint64_t(r) * s.row_elements + j;
+      const uint16_t w = bf16_at(dense.data() + 2 * i), q = bf16_at(scale + 2 * j);
+      // z x s rounded to bf16 is monotone in z and s / 64 from z x s at most (|z| <= 8), so the
+      // z nearest w / s is the only candidate.
+      const float sf = bf16_bits_to_float(q);
+      const float zf = sf != 0.0f ? std::round(bf16_bits_to_float(w) / sf) : 0.0f;
+      const int z = int(std::clamp(zf, -8.0f, 7.0f));
+      NPUSIM_CHECK(int4_bf16_weight(z, q) == w,
+                   "int4-bf16 weight box: row {} column {}: {} is not scale {} x an int4", r, j,
+                   bf16_bits_to_float(w), sf);
+      z_bytes[i / 2] |= uint8_t((uint8_t(z) & 0x0f) << (i % 2 * 4));
+    }
+  }
+  return out;
+}
+
+void expand_int4_bf16(std::span<const uint8_t> in, const WeightBoxShape& s, uint8_t* dense) {
+  check_int4_bf16_shape(s);
+  const uint64_t scale_bytes = uint64_t(s.groups()) * s.row_elements * 2;
+  NPUSIM_CHECK(in.size() >= int4_box_bytes(s), "int4-bf16 weight box: {} bytes, expected {}",
+               in.size(), int4_box_bytes(s));
+  for (uint32_t r = 0; r < s.rows; ++r) {
+    const uint8_t* scale = in.data() + scale_row(s, r);
+    for (uint32_t j = 0; j < s.row_elements; ++j) {
+      const uint64_t i = uint64_t(r) * s.row_elements + j;
+      const uint8_t nibble = uint8_t(in[scale_bytes + i / 2] >> (i % 2 * 4)) & 0x0f;
+      const uint16_t w =
+          int4_bf16_weight(int(int8_t(uint8_t(nibble << 4)) >> 4), bf16_at(scale + 2 * j));
+      dense[2 * i] = uint8_t(w & 0xff);
+      dense[2 * i + 1] = uint8_t(w >> 8);
+    }
+  }
 }
 
 Fp8Format fp8_of(WeightFormat f) {
@@ -273,12 +336,18 @@ void expand_huffman(std::span<const uint8_t> in, const WeightBoxShape& s, uint8_
 }
 }  // namespace
 
+uint16_t int4_bf16_weight(int z, uint16_t scale) {
+  NPUSIM_CHECK(z >= -8 && z <= 7, "int4 value {}", z);
+  return float_to_bf16_bits(float(z) * bf16_bits_to_float(scale));
+}
+
 std::vector<uint8_t> compress_weight_box(std::span<const uint8_t> dense, const WeightBoxShape& s,
                                          WeightFormat f, std::span<const uint8_t> group_scales) {
   NPUSIM_CHECK(dense.size() == s.dense_bytes(), "weight box of {} bytes, expected {}", dense.size(),
                s.dense_bytes());
   if (f == WeightFormat::kDense) return {dense.begin(), dense.end()};
   if (f == WeightFormat::kInt4Groups) return int4_groups(dense, s, group_scales);
+  if (f == WeightFormat::kInt4Bf16) return int4_bf16(dense, s, group_scales);
   if (f == WeightFormat::kHuffman) return huffman(dense, s);
   if (is_fp8(f)) return fp8_box(dense, s, f);
   const uint32_t eb = s.element_bytes;
@@ -348,6 +417,10 @@ void expand_weight_box(std::span<const uint8_t> in, const WeightBoxShape& s, Wei
   }
   if (f == WeightFormat::kHuffman) {
     expand_huffman(in, s, dense);
+    return;
+  }
+  if (f == WeightFormat::kInt4Bf16) {
+    expand_int4_bf16(in, s, dense);
     return;
   }
   std::memset(dense, 0, s.dense_bytes());

@@ -8,13 +8,15 @@ reference of the unpruned, unquantized network, --save-float-outputs of the dens
 path (configs/sweeps/hw/tpu-v4-like-2of4.json), 50 % magnitude pruning (its weights dense or
 stored compressed, --compress-weights auto), int4 weights (per-channel scales or in groups of 128,
 --weight-group 128), and int4 with 2:4 pruning on the sparse chip; then bf16, and fp8 (E4M3 and
-E5M2, tpu-v4-like-fp8) against the same float32 reference. For llama-1b-like (npusim
+E5M2, tpu-v4-like-fp8) and W4A16 (bf16 runs with int4 weights and bf16 scales per channel or
+per group of 128) against the same float32 reference. For llama-1b-like (npusim
 generate, 16 prompt tokens, 4 new, timing only: its values take too long here): decode cycles per
 token, energy per token and decode off-chip bytes per token, int8 against int4 weights (both
-scalings); pruning a 1 G-parameter decoder draws every weight into memory in each step's
+scalings), and the floating-point rows as above; pruning a 1 G-parameter decoder draws every weight into memory in each step's
 compilation, so it (and compression, which needs pruned weights) is left out.
 
 Usage: PYTHONPATH=build/python bench/compression_table.py [--nets resnet50 bert-encoder]
+           [--float-only] [--only W4A16 bf16 ...] [--no-llama]
 Prints a Markdown table.
 """
 import argparse
@@ -42,10 +44,14 @@ TECHNIQUES = [  # (label, hw, options)
 ]
 # Floating-point runs (bf16, and fp8 on tpu-v4-like-fp8: tpu-v4-like whose matrix units also
 # multiply fp8): checked within their bound rather than bit-exact.
-FLOAT_TECHNIQUES = [  # (label, hw, dtype)
-    ("bf16", "tpu-v4-like", "bf16"),
-    ("fp8 E4M3 (matrix inputs; bf16 elsewhere)", "tpu-v4-like-fp8", "fp8-e4m3"),
-    ("fp8 E5M2 (matrix inputs; bf16 elsewhere)", "tpu-v4-like-fp8", "fp8-e5m2"),
+FLOAT_TECHNIQUES = [  # (label, hw, dtype, options)
+    ("bf16", "tpu-v4-like", "bf16", {}),
+    ("fp8 E4M3 (matrix inputs; bf16 elsewhere)", "tpu-v4-like-fp8", "fp8-e4m3", {}),
+    ("fp8 E5M2 (matrix inputs; bf16 elsewhere)", "tpu-v4-like-fp8", "fp8-e5m2", {}),
+    ("W4A16: int4 weights, bf16 scale per channel", "tpu-v4-like", "bf16",
+     {"weight_dtype": "int4"}),
+    ("W4A16: int4 weights, bf16 scales per group of 128", "tpu-v4-like", "bf16",
+     {"weight_dtype": "int4", "weight_group": 128}),
 ]
 
 
@@ -70,10 +76,10 @@ def run_net(net, int8=True):
         assert s["functional_check"]["bit_exact"] is True, (net, label)
         rows.append((net, label, s["total_cycles"], s["energy"]["total_j"], dram_bytes(s),
                      f"{rel_err(r.outputs, reference):.4f}"))
-    for label, hw, dtype in FLOAT_TECHNIQUES:
+    for label, hw, dtype, opts in FLOAT_TECHNIQUES:
         # Against the float32 reference on this run's own input (bf16 runs draw their random
         # input as bf16 values, int8 runs as int8 codes).
-        r = npusim.run(hw=hw, workload=net, dtype=dtype, float_outputs=True)
+        r = npusim.run(hw=hw, workload=net, dtype=dtype, float_outputs=True, **opts)
         s = r.stats
         assert s["functional_check"]["within_tolerance"] is True, (net, label)
         rows.append((net, label, s["total_cycles"], s["energy"]["total_j"], dram_bytes(s),
@@ -92,9 +98,9 @@ def run_llama(int8=True):
         decode_bytes = g["decode_dram_bytes_per_s"] * g["tpot_s"]["mean"]
         rows.append(("llama-1b-like decode (per token)", label, g["decode_cycles"] // steps,
                      g["decode_energy_per_token_j"], int(decode_bytes), "n/a (timing only)"))
-    for label, hw, dtype in FLOAT_TECHNIQUES:
+    for label, hw, dtype, opts in FLOAT_TECHNIQUES:
         g = npusim.generate(hw, "llama-1b-like", prompt_tokens=16, new_tokens=4, dtype=dtype,
-                            values=False).stats["generation"]
+                            values=False, **opts).stats["generation"]
         steps = g["decode_steps"]
         decode_bytes = g["decode_dram_bytes_per_s"] * g["tpot_s"]["mean"]
         rows.append(("llama-1b-like decode (per token)", label, g["decode_cycles"] // steps,
@@ -106,8 +112,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nets", nargs="*", default=["resnet50", "bert-encoder"])
     ap.add_argument("--no-llama", action="store_true")
-    ap.add_argument("--float-only", action="store_true", help="only the bf16 and fp8 rows")
+    ap.add_argument("--float-only", action="store_true",
+                    help="only the bf16, fp8 and W4A16 rows")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="only the floating-point rows whose label starts with one of these")
     args = ap.parse_args()
+    if args.only is not None:
+        FLOAT_TECHNIQUES[:] = [t for t in FLOAT_TECHNIQUES
+                               if any(t[0].startswith(p) for p in args.only)]
     rows = []
     for net in args.nets:
         rows += run_net(net, not args.float_only)

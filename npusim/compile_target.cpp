@@ -16,6 +16,7 @@
 #include "compiler/passes/fp8.hpp"
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
+#include "compiler/passes/w4a16.hpp"
 #include "npusim/calibration.hpp"
 #include "npusim/host_ops.hpp"
 #include "npusim/tensor_check.hpp"
@@ -63,20 +64,12 @@ Fp8Format checked_fp8(const Target& t, const HwConfig& hw) {
   return f;
 }
 
-// --weight-dtype: true for int4 weights, which only int8 runs have.
+// --weight-dtype: true for int4 weights (int8 runs: W4A8; bf16 runs: W4A16).
 bool checked_int4_weights(const Target& t, DataType run_dtype) {
   if (t.weight_dtype.empty() || t.weight_dtype == to_string(run_dtype)) return false;
   if (t.weight_dtype != "int4") {
-    throw UserError(
-        fmt::format("--weight-dtype '{}': expected int8, bf16 (the run's data type) "
-                    "or int4",
-                    t.weight_dtype));
-  }
-  if (run_dtype != DataType::kInt8) {
-    throw UserError(
-        fmt::format("--weight-dtype int4: only int8 runs have int4 weights (this run "
-                    "is {}): add --dtype int8",
-                    to_string(run_dtype)));
+    throw UserError(fmt::format("--weight-dtype '{}': expected {} (the run's data type) or int4",
+                                t.weight_dtype, to_string(run_dtype)));
   }
   return true;
 }
@@ -94,14 +87,16 @@ int checked_weight_group(const Target& t, bool int4) {
   return g;
 }
 
-// int4 weights for every convolution and dense layer with weights of an even number of filters
-// (two to a byte along a row) on an array of an even number of columns (so that every DMA box of
-// them starts and ends on a byte); the rest keep int8 (docs/compression.md). `group`: their
-// group size (--weight-group), 0 for per-channel scales.
+// int4 weights for every convolution and dense layer with weights. An int8 run's need an even
+// number of filters (two to a byte along a row) on an array of an even number of columns (so that
+// every DMA box of them starts and ends on a byte); the rest keep int8 (docs/compression.md). A
+// bf16 run's (W4A16) are stored per box, whose nibbles may end mid-byte, so all take int4.
+// `group`: their group size (--weight-group), 0 for per-channel scales.
 void mark_int4_weights(Graph& graph, const HwConfig& hw, int group) {
+  const bool bf16 = graph.dtype == DataType::kBf16;
   for (Layer& l : graph.layers) {
     l.int4_weights = (l.kind == OpKind::kConv || l.kind == OpKind::kDense) && l.has_weights() &&
-                     l.filters % 2 == 0 && hw.matrix_unit.cols % 2 == 0;
+                     (bf16 || (l.filters % 2 == 0 && hw.matrix_unit.cols % 2 == 0));
     l.weight_group = l.int4_weights ? group : 0;
   }
 }
@@ -355,6 +350,7 @@ Compiled load_and_compile(const Target& t, bool keep_real_weights, bool values) 
   pin_host_ops(c.graph, c.hw, t.host_ops, hw_spec);
   if (!int8) {
     prepare_bf16(c.graph, /*weights=*/values || keep_real_weights);
+    if (int4) prepare_w4a16(c.graph, /*weights=*/values || keep_real_weights);
     if (fp8 != Fp8Format::kNone) {
       const TensorF batch_in = values ? bf16_input(c.graph, c.input) : TensorF{};
       prepare_fp8(c.graph, fp8, values || keep_real_weights, values ? &batch_in : nullptr);
@@ -410,6 +406,7 @@ Compiled compile_graph(const HwConfig& hw, Graph graph, std::vector<uint8_t> inp
   if (!int8) {
     // Timing only: the matrix layers' weights stay undrawn (llama-7b-like's are 13.5 GB in bf16).
     prepare_bf16(c.graph, /*weights=*/values);
+    if (int4) prepare_w4a16(c.graph, /*weights=*/values);
     if (fp8 != Fp8Format::kNone) {
       const TensorF batch_in = values ? bf16_input(c.graph, c.input) : TensorF{};
       prepare_fp8(c.graph, fp8, values, values ? &batch_in : nullptr);

@@ -51,9 +51,9 @@ struct Target {
   // Weight pruning before quantization (docs/compression.md): "" (none), "magnitude:F",
   // "global:F" or "N:M".
   std::string prune;
-  // Weights of convolutions and dense layers (docs/compression.md): "" or "int8" as the run's
-  // data type, or "int4" (int8 runs: weight-only int4 with per-channel scales, stored two to a
-  // byte off chip).
+  // Weights of convolutions and dense layers (docs/compression.md): "" or the run's data type,
+  // or "int4" (weight-only int4 stored two to a byte off chip with per-channel scales: W4A8 in
+  // int8 runs, W4A16 with bf16 scales in bf16 runs).
   std::string weight_dtype;
   // With weight_dtype int4: a scale per group of this many consecutive weights along the
   // reduction axis and output channel (docs/compression.md); none: one scale per output channel.

@@ -197,9 +197,9 @@ void register_run(stats::Registry& reg, const HwConfig& hw, const Program& progr
   reg.value("quantization.weight_dtype", "",
             "weights of convolutions and dense layers: int8 or bf16 (the run's data type), or "
             "int4 (--weight-dtype int4: one scale per output channel, or with --weight-group "
-            "integer scales per group, two to a byte off chip; "
-            "layers with an odd number of filters keep int8), or fp8-e4m3 / fp8-e5m2 (--dtype "
-            "fp8-*: one byte a weight off chip)",
+            "per group, two to a byte off chip; int8 runs: integer group scales, layers with an "
+            "odd number of filters keep int8; bf16 runs (W4A16): bf16 scales), or fp8-e4m3 / "
+            "fp8-e5m2 (--dtype fp8-*: one byte a weight off chip)",
             run.weight_dtype.empty() ? std::string(to_string(program.dtype)) : run.weight_dtype);
   reg.value("quantization.calibration_percentile", "%",
             "percentile of the magnitudes mapped to 127 (0 unless the method is percentile)",

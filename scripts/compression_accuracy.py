@@ -19,7 +19,7 @@ unpruned float model; and the logits' cosine against it. A technique npusim refu
 reported with its message.
 
   scripts/compression_accuracy.py [--npusim build/sim/npusim] [--hw tpu-v4-like-core]
-      [--steps 200] [--seed 0] [--work DIR] [--markdown FILE]
+      [--steps 200] [--seed 0] [--work DIR] [--markdown FILE] [--only "bf16 --weight" ...]
 """
 import argparse
 import json
@@ -49,6 +49,8 @@ TECHNIQUES = [
     ("bf16", ["--prune", "magnitude:0.5"]),
     ("bf16", ["--prune", "2:4"]),
     ("bf16", ["--weight-dtype", "int4"]),
+    ("bf16", ["--weight-dtype", "int4", "--weight-group", "128"]),
+    ("bf16", ["--weight-dtype", "int4", "--weight-group", "32"]),
     ("fp8-e4m3", []),
     ("fp8-e5m2", []),
     ("fp8-e4m3", ["--prune", "2:4"]),
@@ -103,6 +105,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work")
     ap.add_argument("--markdown")
+    ap.add_argument("--only", nargs="*",
+                    help="only the techniques whose label starts with one of these")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="npusim-compression-accuracy-")
     os.makedirs(work, exist_ok=True)
@@ -135,6 +139,8 @@ def main():
     rows = []
     for dtype, flags in TECHNIQUES:
         label = dtype + (" " + " ".join(flags) if flags else "")
+        if a.only is not None and not any(label.startswith(o) for o in a.only):
+            continue
         out = os.path.join(work, "run-" + label.replace(" ", "_").replace(":", "-"))
         hw = fp8_hw if dtype.startswith("fp8") else a.hw
         cmd = [a.npusim, "run", "--hw", hw, "--workload", model_path, "--dtype", dtype,

@@ -124,13 +124,15 @@ void add_target_options(po::options_description& o) {
       "weights, one threshold) or N:M (at most N non-zeros in every M consecutive weights along "
       "the reduction axis, e.g. 2:4); docs/compression.md")(
       "weight-dtype", po::value<std::string>(),
-      "weights of convolutions and dense layers: int4 (int8 runs: weight-only int4, one scale "
-      "per output channel, two weights to a byte off chip) or the run's --dtype; "
-      "docs/compression.md")(
+      "weights of convolutions and dense layers: int4 (weight-only int4, two weights to a byte "
+      "off chip, one scale per output channel: with --dtype int8 (W4A8) a real scale folded "
+      "into the output's, with --dtype bf16 (W4A16) a bf16 scale stored beside them, the DMA "
+      "writing z x scale rounded to bf16) or the run's --dtype; docs/compression.md")(
       "weight-group", po::value<int>(),
-      "with --weight-dtype int4: an integer scale per group of this many consecutive weights "
-      "along the reduction axis (e.g. 128), under the channel's scale, stored off chip beside "
-      "them; default: one scale per output channel (docs/compression.md)")(
+      "with --weight-dtype int4: a scale per group of this many consecutive weights along the "
+      "reduction axis (e.g. 128), stored off chip beside them (int8 runs: an integer scale "
+      "under the channel's; bf16 runs: a bf16 scale, as GPTQ/AWQ); default: one scale per "
+      "output channel (docs/compression.md)")(
       "compress-weights", po::value<std::string>(),
       "off (default), auto or huffman: store the weights of each convolution and dense layer "
       "compressed off chip (auto: a bitmap or CSR-like format, whichever is smaller; huffman: "

@@ -45,7 +45,8 @@ int command_generate(const std::vector<std::string>& args) {
       "int8, bf16, fp8-e4m3 or fp8-e5m2 (as for npusim run); default: the hardware's "
       "data_types.activation")(
       "weight-dtype", po::value<std::string>(),
-      "int4: weight-only int4 (int8 runs; docs/compression.md); default: the --dtype")(
+      "int4: weight-only int4 (with --dtype int8: W4A8; with bf16: W4A16, bf16 scales; "
+      "docs/compression.md); default: the --dtype")(
       "weight-group", po::value<int>(),
       "with --weight-dtype int4: a scale per group of this many weights, as for npusim run")(
       "prune", po::value<std::string>(),

@@ -128,11 +128,16 @@ struct Layer {
   std::vector<uint16_t> bf16_weights;  // bf16 path: same layout as weights
   // --weight-dtype int4 (docs/compression.md): qweights hold int4 values ([-7, 7], one scale per
   // output channel), stored off chip two to a byte; the DMA widens them to int8 on the way in.
+  // In a bf16 run (W4A16, compiler/passes/w4a16.hpp) bf16_weights hold the dequantized weights
+  // z x s rounded to bf16 and int4_scales the bf16 scales s, [k / G][channel] (one row when per
+  // channel); stored off chip as z and s, the DMA's decompressor writes z x s.
   bool int4_weights = false;
-  // --weight-group G with int4 weights (docs/compression.md): qweights hold z x s, z in [-7, 7]
-  // and s in [1, 18] the integer scale of the group of G consecutive weights along the reduction
-  // axis it belongs to (one per group and output channel: group_scales[k / G][channel]), so the
-  // int8 array computes with them exactly; the per-channel scale stays in `requant`.
+  std::vector<uint16_t> int4_scales;
+  // --weight-group G with int4 weights (docs/compression.md; 0: per channel). In int8 runs
+  // qweights hold z x s, z in [-7, 7] and s in [1, 18] the integer scale of the group of G
+  // consecutive weights along the reduction axis it belongs to (one per group and output channel:
+  // group_scales[k / G][channel]), so the int8 array computes with them exactly; the per-channel
+  // scale stays in `requant`.
   int weight_group = 0;
   std::vector<uint8_t> group_scales;
   // --compress-weights auto (docs/compression.md): the lowering stores these weights compressed

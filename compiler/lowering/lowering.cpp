@@ -130,11 +130,13 @@ namespace {
 
 // One lowering run, or the two that compressed weights take (lowering_context.hpp).
 CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits) {
-  const bool compress = std::any_of(graph.layers.begin(), graph.layers.end(), [](const Layer& l) {
-    return (l.compress_weights && (!l.qweights.empty() || !l.bf16_weights.empty())) ||
-           (l.int4_weights && l.weight_group > 0 && !l.on_host) ||
-           (l.fp8 != Fp8Format::kNone && !l.on_host);
-  });
+  const bool compress =
+      std::any_of(graph.layers.begin(), graph.layers.end(), [&graph](const Layer& l) {
+        return (l.compress_weights && (!l.qweights.empty() || !l.bf16_weights.empty())) ||
+               (l.int4_weights && (l.weight_group > 0 || graph.dtype == DataType::kBf16) &&
+                !l.on_host) ||
+               (l.fp8 != Fp8Format::kNone && !l.on_host);
+      });
   if (!compress) return lowering::Lowering(graph, hw, splits).run();
   lowering::WeightBoxes boxes;
   CompileResult first = lowering::Lowering(graph, hw, splits, &boxes, false).run();

@@ -132,9 +132,10 @@ class Lowering {
   bool plan_memory();  // false (with reason_) when the network does not fit off-chip memory
   // Stores l's weights compressed off chip if that is smaller (the second run); true if it did.
   bool plan_compressed_weights(const Layer& l);
+  // int4 weights with scales off chip: group scales of an int8 run (--weight-group), bf16 scales
+  // of a bf16 run (W4A16, per group or per channel).
   void plan_int4_groups(const Layer& l);
-  void plan_fp8_weights(const Layer& l);  // fp8 weights (--dtype fp8-*), one byte a weight  // int4
-                                          // weights with group scales (--weight-group)
+  void plan_fp8_weights(const Layer& l);  // fp8 weights (--dtype fp8-*), one byte a weight
   // Loads box b of l's weights into the weight buffer at wb from their compressed store and
   // returns true; false if l's weights are dense (the caller loads them), recording b in the first
   // run.

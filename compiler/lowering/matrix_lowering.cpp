@@ -204,10 +204,10 @@ std::string Lowering::MatrixLayer::describe() const {
 void Lowering::MatrixLayer::load_weights(uint64_t wb, uint64_t src_image, int kc0, int k_cb, int n0,
                                          int n_cb) {
   const uint64_t src = params_.weights + src_image * weights_per_image_;
-  if ((l_.compress_weights || l_.weight_group > 0 || l_.fp8 != Fp8Format::kNone) && !matmul_ &&
+  if ((l_.compress_weights || l_.int4_weights || l_.fp8 != Fp8Format::kNone) && !matmul_ &&
       lo_.load_compressed_weights(l_, wb, WeightBox{kc0, k_cb, n0, n_cb, g_.n})) {
     return;
-  } else if (l_.int4_weights) {  // two to a byte off chip (memory_plan.cpp); n0 and n_cb are even
+  } else if (l_.int4_weights && es_ == 1) {  // two to a byte off chip (memory_plan.cpp), n even
     NPUSIM_CHECK(n0 % 2 == 0 && n_cb % 2 == 0 && g_.n % 2 == 0,
                  "layer {}: int4 weights of columns [{}, {}) of {}", l_.name, n0, n0 + n_cb, g_.n);
     lo_.dma(UnitKind::kDmaLoad, BufferId::kWeight, wb, src + (uint64_t(kc0) * g_.n + n0) / 2,

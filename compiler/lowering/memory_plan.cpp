@@ -34,7 +34,7 @@ bool Lowering::plan_memory() {
                                                     : static_cast<const void*>(h.data());
       if (plan_compressed_weights(l)) {
         // Boxes in their compressed store (weight_compression.cpp); p.weights is not read.
-      } else if (l.int4_weights && l.weight_group == 0) {
+      } else if (l.int4_weights && l.weight_group == 0 && es_ == 1) {
         // Two int4 weights to a byte, the lower nibble first, in the int8 layout's order
         // ([reduction][filters], an even number of filters); the DMA widens them on the way in.
         NPUSIM_CHECK(es_ == 1 && l.filters % 2 == 0, "layer {}: int4 weights of {} filters", l.name,

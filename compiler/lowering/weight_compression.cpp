@@ -7,8 +7,10 @@
 // one whose boxes take fewer bytes in all, a box that would not shrink being stored dense; a layer
 // whose boxes would not shrink in all keeps its dense weights. int4 weights with group scales
 // (--weight-group) are always stored so, in the int4-groups format (a box that would not shrink:
-// its int8 values). Boxes are stored apart, not cut from one compressed matrix, because a box of a
-// variable-length format can only be found from the start of its own record. fp8 weights
+// its int8 values), and int4 weights of a bf16 run (W4A16) in the int4-bf16 format, with bf16
+// scales per group or per channel (a box that would not shrink: its bf16 values). Boxes are stored
+// apart, not cut from one compressed matrix, because a box of a variable-length format can only be
+// found from the start of its own record. fp8 weights
 // (--dtype fp8-*) are always stored so, one byte a weight, which the decompressor widens to bf16.
 #include <fmt/format.h>
 
@@ -42,7 +44,7 @@ bool Lowering::plan_compressed_weights(const Layer& l) {
     plan_fp8_weights(l);
     return true;
   }
-  if (l.int4_weights && l.weight_group > 0) {
+  if (l.int4_weights && (l.weight_group > 0 || es_ == 2)) {
     plan_int4_groups(l);
     return true;
   }
@@ -114,41 +116,45 @@ bool Lowering::plan_compressed_weights(const Layer& l) {
 
 void Lowering::plan_int4_groups(const Layer& l) {
   const auto it = boxes_->find(l.name);
-  NPUSIM_CHECK(it != boxes_->end() && es_ == 1, "layer {}: int4 weights in groups not recorded",
-               l.name);
-  const uint32_t group = uint32_t(l.weight_group);
-  const bool values = !l.qweights.empty();
-  NPUSIM_CHECK(
-      !values || l.group_scales.size() == (l.reduction() + group - 1) / group * uint64_t(l.filters),
-      "layer {}: {} group scales", l.name, l.group_scales.size());
-  const uint8_t* data = reinterpret_cast<const uint8_t*>(l.qweights.data());
+  NPUSIM_CHECK(it != boxes_->end(), "layer {}: int4 weights in groups not recorded", l.name);
+  // int8 runs: integer scales of one byte per group (kInt4Groups); bf16 runs (W4A16): bf16 scales
+  // per group, or per channel as one group of all rows (kInt4Bf16).
+  const bool bf16 = es_ == 2;
+  const uint32_t group = l.weight_group > 0 ? uint32_t(l.weight_group) : uint32_t(l.reduction());
+  const bool values = bf16 ? !l.bf16_weights.empty() : !l.qweights.empty();
+  const uint64_t scales = bf16 ? l.int4_scales.size() : l.group_scales.size();
+  NPUSIM_CHECK(!values || scales == (l.reduction() + group - 1) / group * uint64_t(l.filters),
+               "layer {}: {} group scales", l.name, scales);
+  const uint8_t* data = bf16 ? reinterpret_cast<const uint8_t*>(l.bf16_weights.data())
+                             : reinterpret_cast<const uint8_t*>(l.qweights.data());
+  const uint8_t* scale_data =
+      bf16 ? reinterpret_cast<const uint8_t*>(l.int4_scales.data()) : l.group_scales.data();
   CompressedWeights& cw = compressed_[l.name];
-  cw.format = WeightFormat::kInt4Groups;
+  cw.format = bf16 ? WeightFormat::kInt4Bf16 : WeightFormat::kInt4Groups;
   std::vector<uint8_t> store;
   for (const WeightBox& b : it->second) {
-    const WeightBoxShape shape{uint32_t(b.k_cb), uint32_t(b.n_cb), 1, group,
+    const WeightBoxShape shape{uint32_t(b.k_cb), uint32_t(b.n_cb), uint32_t(es_), group,
                                uint32_t(b.kc0) % group};
-    const uint64_t row = uint64_t(b.n_cb);
+    const uint64_t row = uint64_t(b.n_cb) * es_;
     const uint64_t dense = shape.dense_bytes();
-    const uint64_t bytes = padded(uint64_t(shape.groups()) * b.n_cb + dense / 2, row);
-    NPUSIM_CHECK(b.n_cb % 2 == 0, "layer {}: int4 weights of {} columns", l.name, b.n_cb);
+    const uint64_t bytes = padded(int4_box_bytes(shape), row);
+    NPUSIM_CHECK(bf16 || b.n_cb % 2 == 0, "layer {}: int4 weights of {} columns", l.name, b.n_cb);
     StoredBox sb;
     sb.addr = cw.bytes;
-    sb.format = bytes < dense ? WeightFormat::kInt4Groups : WeightFormat::kDense;
+    sb.format = bytes < dense ? cw.format : WeightFormat::kDense;
     sb.bytes = std::min(bytes, dense);
     if (values) {
-      const std::vector<uint8_t> box = dense_box(data, b, 1);
+      const std::vector<uint8_t> box = dense_box(data, b, es_);
       if (sb.format == WeightFormat::kDense) {
         store.insert(store.end(), box.begin(), box.end());
       } else {
-        std::vector<uint8_t> scales;
+        std::vector<uint8_t> box_scales;
         const uint32_t g0 = uint32_t(b.kc0) / group;
         for (uint32_t g = g0; g < g0 + shape.groups(); ++g) {
-          const uint8_t* s = l.group_scales.data() + uint64_t(g) * l.filters + b.n0;
-          scales.insert(scales.end(), s, s + b.n_cb);
+          const uint8_t* s = scale_data + (uint64_t(g) * l.filters + b.n0) * es_;
+          box_scales.insert(box_scales.end(), s, s + row);
         }
-        const std::vector<uint8_t> c =
-            compress_weight_box(box, shape, WeightFormat::kInt4Groups, scales);
+        const std::vector<uint8_t> c = compress_weight_box(box, shape, cw.format, box_scales);
         store.insert(store.end(), c.begin(), c.end());
         store.resize(sb.addr + sb.bytes, 0);
       }
@@ -218,8 +224,8 @@ bool Lowering::load_compressed_weights(const Layer& l, uint64_t wb, const Weight
   d.dense = WeightBoxShape{uint32_t(b.k_cb), uint32_t(b.n_cb), uint32_t(es_), 0, 0};
   if (sb.format == WeightFormat::kFp8E4M3 || sb.format == WeightFormat::kFp8E5M2)
     d.dense.scale_exp = l.fp8_weight_exp;
-  if (sb.format == WeightFormat::kInt4Groups) {
-    d.dense.group_rows = uint32_t(l.weight_group);
+  if (sb.format == WeightFormat::kInt4Groups || sb.format == WeightFormat::kInt4Bf16) {
+    d.dense.group_rows = l.weight_group > 0 ? uint32_t(l.weight_group) : uint32_t(l.reduction());
     d.dense.first_row = uint32_t(b.kc0) % d.dense.group_rows;
   }
   emit(UnitKind::kDmaLoad, 0, d,

@@ -399,7 +399,8 @@ void prepare_bf16(Graph& g, bool weights) {
   NPUSIM_CHECK(!g.quantized, "graph {} prepared twice", g.name);
   for (auto& l : g.layers) {
     NPUSIM_CHECK(l.kind != OpKind::kBatchNorm, "batch norm {} left after optimize_graph", l.name);
-    if (l.has_weights() && (weights || l.compress_weights)) {  // compression reads their values
+    // Compression reads their values; int4 weights (W4A16) get theirs from prepare_w4a16.
+    if (l.has_weights() && (weights || l.compress_weights) && !l.int4_weights) {
       const size_t n = size_t(l.filters);
       l.bf16_weights.resize(l.reduction() * n);
       for_each_weight_row(l, [&](size_t r, const float* w) {

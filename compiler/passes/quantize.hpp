@@ -43,7 +43,8 @@ void quantize_graph(Graph& graph, const std::vector<int8_t>& calibration_input);
 // values (docs/performance.md).
 void quantize_graph_for_timing(Graph& graph);
 // The bf16 path instead of int8: weights rounded to bf16 (nearest even), biases and the vector
-// unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1).
+// unit's arithmetic in fp32, every tensor stored as bf16; no scales (all 1). Layers marked
+// int4_weights are left to prepare_w4a16 (compiler/passes/w4a16.hpp).
 // weights false (timing only): the matrix layers' weights are neither drawn nor rounded and stay
 // empty, as quantize_graph_for_timing leaves the int8 ones.
 void prepare_bf16(Graph& graph, bool weights = true);

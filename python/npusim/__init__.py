@@ -148,7 +148,8 @@ def run(hw, workload, inputs=None, *, values=True, batch=None, seed=1, dtype=Non
     prune: "magnitude:F", "global:F" or "N:M" (npusim run --prune; docs/compression.md).
     dtype: "int8", "bf16", "fp8-e4m3" or "fp8-e5m2" (--dtype; fp8 needs a matrix unit whose
       data_types.fp8 lists it, e.g. "tpu-v4-like-fp8"; docs/quantization.md).
-    weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype; docs/compression.md).
+    weight_dtype: "int4" for weight-only int4 (npusim run --weight-dtype: W4A8 with dtype "int8",
+        W4A16 with bf16 scales with "bf16"; docs/compression.md).
     weight_group: with weight_dtype "int4", a scale per group of this many weights (--weight-group).
     compress_weights: "auto" or "huffman" to store weights compressed off chip (npusim run
         --compress-weights).

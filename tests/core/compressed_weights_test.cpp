@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
+#include "arch/activation.hpp"
 #include "support/error.hpp"
 
 namespace npusim {
@@ -106,6 +108,59 @@ TEST(CompressedWeights, Int4GroupsRoundTrip) {
   EXPECT_EQ(back, box);
   box[5] = uint8_t(int8_t(scales[1] * 3 + 1));  // row 1 (group 0), column 1: not scale x z
   EXPECT_THROW(compress_weight_box(box, s, WeightFormat::kInt4Groups, scales), InternalError);
+}
+
+TEST(CompressedWeights, Int4Bf16WeightRoundsToNearestEven) {
+  // Scale 1 + 2^-7 (bf16 0x3f81): z x s needs up to 11 significant bits, bf16 holds 8.
+  const uint16_t s = 0x3f81;
+  EXPECT_EQ(int4_bf16_weight(1, s), s);
+  EXPECT_EQ(int4_bf16_weight(0, s), 0);
+  // 7 x s = 7.0546875 = 225.75 steps of 2^-5: up to 226 steps, 7.0625 (0x40e2).
+  EXPECT_EQ(int4_bf16_weight(7, s), 0x40e2);
+  // 3 x s = 3.0234375 = 193.5 steps of 2^-6: the tie goes to the even 194, 3.03125 (0x4042).
+  EXPECT_EQ(int4_bf16_weight(3, s), 0x4042);
+  EXPECT_EQ(int4_bf16_weight(-3, s), 0xc042);
+  // 5 x s = 5.0390625 = 161.25 steps of 2^-5: down to 5.03125 (0x40a1).
+  EXPECT_EQ(int4_bf16_weight(5, s), 0x40a1);
+  EXPECT_EQ(int4_bf16_weight(-8, 0x3e00), 0xbf80);  // -8 x 0.125 = -1, exact
+  EXPECT_THROW(int4_bf16_weight(8, s), InternalError);
+}
+
+TEST(CompressedWeights, Int4Bf16RoundTrip) {
+  // 5 rows of 3 bf16 columns from row 2 of groups of 4 rows: groups 0 and 1, 15 nibbles (the last
+  // alone in its byte).
+  std::mt19937 rng(5);
+  const WeightBoxShape s{5, 3, 2, 4, 2};
+  ASSERT_EQ(s.groups(), 2u);
+  std::uniform_real_distribution<float> mag(-3.0f, 3.0f);
+  std::vector<uint16_t> scale(6);
+  for (uint16_t& q : scale) q = float_to_bf16_bits(std::ldexp(1.0f + mag(rng) / 8, int(mag(rng))));
+  std::vector<uint8_t> scale_bytes;
+  for (uint16_t q : scale) {
+    scale_bytes.push_back(uint8_t(q & 0xff));
+    scale_bytes.push_back(uint8_t(q >> 8));
+  }
+  std::vector<uint8_t> box(s.dense_bytes());
+  std::uniform_int_distribution<int> z(-8, 7);
+  for (uint32_t r = 0; r < s.rows; ++r) {
+    for (uint32_t j = 0; j < s.row_elements; ++j) {
+      const uint16_t w = int4_bf16_weight(z(rng), scale[(2 + r) / 4 * 3 + j]);
+      box[2 * (r * 3 + j)] = uint8_t(w & 0xff);
+      box[2 * (r * 3 + j) + 1] = uint8_t(w >> 8);
+    }
+  }
+  const std::vector<uint8_t> c = compress_weight_box(box, s, WeightFormat::kInt4Bf16, scale_bytes);
+  EXPECT_EQ(c.size(), int4_box_bytes(s));
+  EXPECT_EQ(c.size(), 6u * 2 + 8);  // 6 bf16 scales, 15 nibbles in 8 bytes
+  EXPECT_TRUE(std::equal(scale_bytes.begin(), scale_bytes.end(), c.begin()));
+  std::vector<uint8_t> back(box.size());
+  expand_weight_box(c, s, WeightFormat::kInt4Bf16, back.data());
+  EXPECT_EQ(back, box);
+  EXPECT_THROW(
+      expand_weight_box(std::span(c).first(c.size() - 1), s, WeightFormat::kInt4Bf16, back.data()),
+      InternalError);
+  box[4] ^= 1;  // row 0, column 2: one bf16 step off z x s
+  EXPECT_THROW(compress_weight_box(box, s, WeightFormat::kInt4Bf16, scale_bytes), InternalError);
 }
 
 TEST(CompressedWeights, MalformedBoxesAreInternalErrors) {

@@ -56,28 +56,48 @@ struct Simulated {
   uint64_t dram_bytes = 0;  // the program's off-chip address space
 };
 
-// The graph compiled once for bf16 values; `b` stands for the run-time batch.
-// `parallel`: overrides --parallel ("" keeps it).
+// --values off: the labels of a timing-only step (sample i has class i mod classes; no value
+// depends on them) and no samples.
+Batch timing_batch(int batch, int classes) {
+  Batch b;
+  for (int i = 0; i < batch; ++i) b.y.push_back(i % classes);
+  return b;
+}
+
+// The graph compiled once for bf16 values (or for timing only, o.values false: the weights stay
+// undrawn); `b` stands for the run-time batch. `parallel`: overrides --parallel ("" keeps it).
 Compiled compile_for_training(const HwConfig& hw, Graph g, const Batch& b, const TrainOptions& o,
                               const std::string& parallel = "") {
   Target t = o;
   t.dtype = "bf16";
   t.batch.reset();
   if (!parallel.empty()) t.parallel = parallel;
-  return compile_graph(hw, std::move(g), b.bytes, b.x, t, /*values=*/true);
+  return compile_graph(hw, std::move(g), b.bytes, b.x, t, o.values);
 }
 
 Simulated run_program(const Compiled& c, const Batch& b, const TrainOptions& o,
                       systolic::Fidelity fidelity) {
   const std::string& name = c.graph.name;
-  RunDescription run{c.hw.name, name, o.fidelity, o.seed, true};
-  SimulationResult r = simulate(c.hw, c.program, c.graph, b.bytes, fidelity, run);
+  RunDescription run{c.hw.name, name, o.fidelity, o.seed, o.values};
+  // Timing only: the input's bytes are not read.
+  const std::vector<uint8_t> none(o.values ? 0 : c.program.input.bytes(), 0);
+  SimulationResult r = simulate(c.hw, c.program, c.graph, o.values ? b.bytes : none, fidelity, run);
   Simulated s;
   s.stats = std::move(r.stats);
   s.dram_bytes = c.program.dram_bytes;
+  if (!o.values) return s;
   s.outputs = program_outputs(c.graph, c.program, r);
   s.mismatch = functional_mismatch(r, name);
   return s;
+}
+
+// Weights and biases of the dense and convolution layers of `g` (as initial_parameters draws).
+uint64_t count_parameters(const Graph& g) {
+  uint64_t n = 0;
+  for (const Layer& l : g.layers) {
+    if (l.has_weights()) n += l.reduction() * uint64_t(l.filters) + (l.use_bias ? l.filters : 0);
+  }
+  return n;
 }
 
 // Mean softmax cross-entropy of logits [batch, classes] against the labels, in double.
@@ -116,8 +136,19 @@ void check_options(const TrainOptions& o) {
   if (!o.dtype.empty() && o.dtype != "bf16") {
     throw UserError(fmt::format("--dtype '{}': training takes bf16", o.dtype));
   }
-  if (!o.values)
-    throw UserError("npusim train: --values off is not supported: training needs the values");
+  if (!o.values) {
+    // Timing only: no sample is read, no weight drawn, nothing updated.
+    for (const auto& [set, flag] :
+         {std::pair{!o.data.empty(), "--data"},
+          std::pair{!o.save_weights.empty(), "--save-weights"},
+          std::pair{o.eval_every > 0, "--eval-every"}, std::pair{o.shuffle, "--shuffle"}}) {
+      if (set) {
+        throw UserError(fmt::format(
+            "{} needs the values: --values off times the step only (no data, weights or loss)",
+            flag));
+      }
+    }
+  }
   if (o.steps < 1 || o.steps > 1000000) {
     throw UserError(fmt::format("--steps {}: expected 1 to 1000000", o.steps));
   }
@@ -194,7 +225,8 @@ TrainResult train(const TrainOptions& o) {
   const uint64_t sample = fwd.input_shape.elements();
 
   DataSet data, held;
-  if (o.data.empty()) {
+  if (!o.values) {
+  } else if (o.data.empty()) {
     data = random_data_set(uint64_t(std::max(batch, 256)), sample, classes, o.seed);
   } else {
     data = read_data_set("--data", o.data, sample, classes);
@@ -203,7 +235,8 @@ TrainResult train(const TrainOptions& o) {
     }
   }
 
-  Parameters params = initial_parameters(fwd, o.seed);
+  Parameters params;
+  if (o.values) params = initial_parameters(fwd, o.seed);
   if (!o.save_weights.empty())
     save_parameters("--save-weights", o.save_weights + "/initial", params);
   Optimizer opt(o.optimizer, float(o.lr));
@@ -217,13 +250,14 @@ TrainResult train(const TrainOptions& o) {
   double clock_mhz = 0;
   // The step compiled once, on the first batch; each step writes its weights and labels.
   std::optional<TrainingProgram> program;
+  std::optional<Compiled> timing;  // --values off: the step without parameter segments to write
   TrainingStep ts;
   HeldOut evaluation(hw, fwd, held);
   for (int step = 1; step <= o.steps; ++step) {
-    const Batch b = gather(data, order.next(batch));
-    if (!program) {
+    const Batch b = o.values ? gather(data, order.next(batch)) : timing_batch(batch, classes);
+    if (!program && !timing) {
       Graph g = fwd;
-      set_layer_weights(g, params);
+      if (o.values) set_layer_weights(g, params);
       // Each core's step: its share of the batch, the loss a mean over the whole batch.
       const int share = batch / cores;
       try {
@@ -240,26 +274,37 @@ TrainResult train(const TrainOptions& o) {
         NPUSIM_CHECK(c.program.cores == cores, "training: the step compiled for {} cores of {}",
                      c.program.cores, cores);
         allreduce = add_gradient_allreduce(c, ts);
-        program.emplace(std::move(c), ts.weight_uses, params, ts.labels_layer);
-      } else {
+        if (o.values) {
+          program.emplace(std::move(c), ts.weight_uses, params, ts.labels_layer);
+        } else {
+          timing.emplace(std::move(c));
+        }
+      } else if (o.values) {
         program.emplace(compile_for_training(hw, std::move(step_graph), b, o), ts.weight_uses,
                         params, ts.labels_layer);
+      } else {
+        timing.emplace(compile_for_training(hw, std::move(step_graph), b, o));
       }
     }
-    program->write_parameters(params);
-    program->write_constants(minus_onehot(b.y, classes));
-    Simulated s = run_program(program->compiled(), b, o, fidelity);
-    if (result.mismatch.empty()) result.mismatch = s.mismatch;
-    if (cores > 1 && result.mismatch.empty()) {
-      result.mismatch = check_gradient_allreduce(s.outputs, ts, cores, allreduce_piece_bytes(hw));
+    if (o.values) {
+      program->write_parameters(params);
+      program->write_constants(minus_onehot(b.y, classes));
     }
-    const double loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
-    Parameters grads;
-    for (const ParameterGradient& pg : ts.parameters) {
-      const std::string& tensor = cores > 1 ? pg.tensor + ".allreduced" : pg.tensor;
-      grads[pg.layer] = split_gradient(pg, s.outputs.at(tensor).values, params.at(pg.layer));
+    Simulated s = run_program(o.values ? program->compiled() : *timing, b, o, fidelity);
+    std::optional<double> loss;
+    if (o.values) {
+      if (result.mismatch.empty()) result.mismatch = s.mismatch;
+      if (cores > 1 && result.mismatch.empty()) {
+        result.mismatch = check_gradient_allreduce(s.outputs, ts, cores, allreduce_piece_bytes(hw));
+      }
+      loss = cross_entropy(s.outputs.at(ts.logits).values, b.y, classes);
+      Parameters grads;
+      for (const ParameterGradient& pg : ts.parameters) {
+        const std::string& tensor = cores > 1 ? pg.tensor + ".allreduced" : pg.tensor;
+        grads[pg.layer] = split_gradient(pg, s.outputs.at(tensor).values, params.at(pg.layer));
+      }
+      opt.step(params, grads);
     }
-    opt.step(params, grads);
 
     const double total = stat_or_zero(s.stats, "total_cycles");
     // Phases: the forward layers, then the loss gradient and backward rules, then the
@@ -280,14 +325,17 @@ TrainResult train(const TrainOptions& o) {
     comm_sum += communication;
     energy_sum += energy;
     peak_program_dram = std::max(peak_program_dram, s.dram_bytes);
-    result.loss.push_back(loss);
-    steps.push_back({{"step", step},
-                     {"loss", loss},
-                     {"cycles", total},
-                     {"forward_cycles", forward_end},
-                     {"backward_cycles", backward_end - forward_end},
-                     {"communication_cycles", communication},
-                     {"energy_j", energy}});
+    nlohmann::json record = {{"step", step},
+                             {"cycles", total},
+                             {"forward_cycles", forward_end},
+                             {"backward_cycles", backward_end - forward_end},
+                             {"communication_cycles", communication},
+                             {"energy_j", energy}};
+    if (loss) {
+      result.loss.push_back(*loss);
+      record["loss"] = *loss;
+    }
+    steps.push_back(std::move(record));
     if (step == 1) result.stats["first_step"] = std::move(s.stats);
     if (held.size() > 0 && ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps)) {
       const double acc = evaluation.accuracy(params, o, fidelity, result.mismatch);
@@ -296,8 +344,13 @@ TrainResult train(const TrainOptions& o) {
   }
   if (!o.save_weights.empty()) save_parameters("--save-weights", o.save_weights + "/final", params);
 
-  uint64_t parameter_count = 0;
-  for (const auto& [name, lp] : params) parameter_count += lp.weight.size() + lp.bias.size();
+  uint64_t parameter_count = count_parameters(fwd);
+  if (o.values) {
+    uint64_t drawn = 0;
+    for (const auto& [name, lp] : params) drawn += lp.weight.size() + lp.bias.size();
+    NPUSIM_CHECK(drawn == parameter_count, "training: {} parameters drawn, the graph has {}", drawn,
+                 parameter_count);
+  }
   const double n = double(o.steps);
   const double step_cycles = cycles_sum / n;
   const double step_s = clock_mhz > 0 ? step_cycles / (clock_mhz * 1e6) : 0.0;
@@ -321,10 +374,13 @@ TrainResult train(const TrainOptions& o) {
   t["steps"] = o.steps;
   t["optimizer"] = o.optimizer;
   t["lr"] = o.lr;
-  t["data"] = o.data.empty() ? "random" : o.data;
+  t["values"] = o.values ? "on" : "off";
+  t["data"] = !o.values ? "none (timing only)" : o.data.empty() ? "random" : o.data;
   t["shuffle"] = o.shuffle;
-  t["loss"] = result.loss;
-  t["heldout"] = heldout;
+  if (o.values) {  // timing only: no loss, no held-out accuracy (the keys are absent)
+    t["loss"] = result.loss;
+    t["heldout"] = heldout;
+  }
   t["step_cycles"] = step_cycles;
   t["forward_cycles"] = fwd_sum / n;
   t["backward_cycles"] = bwd_sum / n;
@@ -355,10 +411,14 @@ std::string TrainResult::report() const {
       t.at("workload").get<std::string>(), t.at("hardware").get<std::string>(),
       t.at("batch").get<int>(), t.at("steps").get<int>(), t.at("optimizer").get<std::string>(),
       t.at("lr").get<double>());
-  const auto& losses = t.at("loss");
-  r += fmt::format("  loss: first step {:.4f}, last step {:.4f}\n", losses.front().get<double>(),
-                   losses.back().get<double>());
-  for (const auto& h : t.at("heldout")) {
+  if (t.value("values", "on") == "off") {
+    r += "  values off: timing only (no loss, no weights updated, nothing checked)\n";
+  } else {
+    const auto& losses = t.at("loss");
+    r += fmt::format("  loss: first step {:.4f}, last step {:.4f}\n", losses.front().get<double>(),
+                     losses.back().get<double>());
+  }
+  for (const auto& h : t.value("heldout", nlohmann::json::array())) {
     r += fmt::format("  held-out accuracy after step {}: {:.1f} %\n", h.at("step").get<int>(),
                      100.0 * h.at("accuracy").get<double>());
   }

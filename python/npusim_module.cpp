@@ -131,6 +131,7 @@ py::dict train(const py::dict& o) {
   options.shuffle = o["shuffle"].cast<bool>();
   options.eval_every = o["eval_every"].cast<int>();
   options.save_weights = o["save_weights"].cast<std::string>();
+  options.values = o["values"].cast<bool>();
   npusim::TrainResult result;
   {
     py::gil_scoped_release release;

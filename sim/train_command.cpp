@@ -50,6 +50,9 @@ int command_train(const std::vector<std::string>& args) {
       "bf16 (the default and the only one: bf16 matrix inputs, fp32 accumulation and master "
       "weights); int8 is refused")("fidelity", po::value<std::string>()->default_value("fast"),
                                    "matrix-unit model: fast (default) or pe")(
+      "values", po::value<std::string>()->default_value("on"),
+      "on, or off: time the step only (no values computed or checked, no weights drawn, no "
+      "loss; --data, --save-weights, --eval-every and --shuffle need the values)")(
       "out", po::value<std::string>(),
       "directory for stats.json, report.txt and loss.npy (float64 [steps])")(
       "html", po::value<std::string>(),
@@ -61,7 +64,7 @@ int command_train(const std::vector<std::string>& args) {
           "train",
           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
           "sgd|momentum|adam] [--lr LR] [--data DIR] [--shuffle] [--parallel data|auto] "
-          "[--save-weights DIR] [--html FILE] --out DIR",
+          "[--save-weights DIR] [--values on|off] [--html FILE] --out DIR",
           o, args, vm)) {
     return 0;
   }
@@ -81,6 +84,11 @@ int command_train(const std::vector<std::string>& args) {
   if (vm.count("dtype")) t.dtype = vm["dtype"].as<std::string>();
   t.fidelity = vm["fidelity"].as<std::string>();
   t.memory_fidelity = memory_fidelity_from(vm);
+  const std::string values = vm["values"].as<std::string>();
+  if (values != "on" && values != "off") {
+    throw UsageError(fmt::format("--values '{}': expected on or off", values));
+  }
+  t.values = values == "on";
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();

@@ -131,14 +131,17 @@ void backward_dense(BackwardBuilder& b, const Layer& l) {
   const std::string gw = b.add(binary(l.name + ".grad_weight", OpKind::kMatMul, gzt, xa));
   b.parameters.push_back({l.name, gw, in, out, l.use_bias});
   if (!b.wants_gradient(l.inputs[0])) return;
-  NPUSIM_CHECK(l.weights.size() == size_t(in) * size_t(out), "training: layer {} has {} weights",
-               l.name, l.weights.size());
   Layer gx = make_layer(l.name + ".grad_input", OpKind::kDense, {gz});
   gx.filters = in;
   gx.use_bias = false;
-  gx.weights.resize(l.weights.size());
-  for (int i = 0; i < in; ++i) {
-    for (int o = 0; o < out; ++o) gx.weights[size_t(o) * in + i] = l.weights[size_t(i) * out + o];
+  // A timing-only step (npusim train --values off) has no weights to transpose.
+  if (!l.weights.empty()) {
+    NPUSIM_CHECK(l.weights.size() == size_t(in) * size_t(out), "training: layer {} has {} weights",
+                 l.name, l.weights.size());
+    gx.weights.resize(l.weights.size());
+    for (int i = 0; i < in; ++i) {
+      for (int o = 0; o < out; ++o) gx.weights[size_t(o) * in + i] = l.weights[size_t(i) * out + o];
+    }
   }
   b.weight_uses.push_back({gx.name, l.name, /*transposed=*/true});
   b.accumulate(l.inputs[0], b.add(std::move(gx)));

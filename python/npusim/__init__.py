@@ -235,7 +235,7 @@ class TrainResult:
 
 def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=None,
           shuffle=False, eval_every=0, save_weights=None, seed=1, dtype=None, fidelity="fast",
-          memory_fidelity=None, parallel="auto"):
+          memory_fidelity=None, parallel="auto", values=True):
     """Training steps of a classifier on the simulated chip (npusim train, docs/training.md).
 
     workload: a classifier ending in a softmax (workloads/training/digits-mlp.json).
@@ -243,7 +243,7 @@ def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=Non
     default random samples. save_weights: a directory for initial/ and final/ parameters.
     parallel: "auto" or "data" on a chip of several cores (each core trains on batch / cores
     samples, the gradients summed by a ring all-reduce; "data" needs a batch that is a multiple
-    of the cores).
+    of the cores). values=False: timing only (no data, weights or loss; the step's cycles).
     Returns a TrainResult; raises InputError on bad input (dtype "int8" among it).
     """
     tmp = _TempDir()
@@ -254,7 +254,7 @@ def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=Non
                  data=os.fspath(data) if data else "", shuffle=bool(shuffle),
                  eval_every=int(eval_every),
                  save_weights=os.fspath(save_weights) if save_weights else "",
-                 memory_fidelity=memory_fidelity or "")
+                 memory_fidelity=memory_fidelity or "", values=bool(values))
         return TrainResult(_npusim.train(o))
     finally:
         tmp.close()

@@ -44,6 +44,26 @@ std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, bool transpos
   return w;
 }
 
+std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, const WeightUse& use) {
+  if (!use.flipped) return bf16_weight_matrix(p, use.transposed);
+  NPUSIM_CHECK(p.conv && !use.transposed, "training: {} reads a flipped kernel of {}", use.layer,
+               use.parameter);
+  // Row (ki, kj, o), column ci: the forward kernel at (kh - 1 - ki, kw - 1 - kj, ci), column o.
+  std::vector<uint16_t> w(size_t(p.in) * size_t(p.out));
+  for (int ki = 0; ki < p.kh; ++ki) {
+    for (int kj = 0; kj < p.kw; ++kj) {
+      for (int o = 0; o < p.out; ++o) {
+        for (int ci = 0; ci < p.cin; ++ci) {
+          const int r = ((p.kh - 1 - ki) * p.kw + (p.kw - 1 - kj)) * p.cin + ci;
+          w[((size_t(ki) * p.kw + kj) * p.out + o) * p.cin + ci] =
+              float_to_bf16_bits(p.weight[p.index(r, o)]);
+        }
+      }
+    }
+  }
+  return w;
+}
+
 TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
                                  const Parameters& initial, const std::string& constants_layer)
     : c_(std::move(compiled)) {
@@ -111,7 +131,7 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
   for (const Slot& s : slots_) {
     const Layer& l = g.layers[s.layer];
     const LayerParameters& p = initial.at(s.use.parameter);
-    NPUSIM_CHECK(l.bf16_weights == bf16_weight_matrix(p, s.use.transposed) &&
+    NPUSIM_CHECK(l.bf16_weights == bf16_weight_matrix(p, s.use) &&
                      same_bytes(prog.dram_init[s.weights_segment], l.bf16_weights) &&
                      same_bytes(prog.dram_init[s.bias_segment], l.bias),
                  "training: layer {}: the program's segments {} and {} do not hold the weights "
@@ -124,9 +144,9 @@ void TrainingProgram::write_parameters(const Parameters& p) {
   for (const Slot& s : slots_) {
     Layer& l = c_.graph.layers[s.layer];
     const LayerParameters& lp = p.at(s.use.parameter);
-    l.bf16_weights = bf16_weight_matrix(lp, s.use.transposed);
+    l.bf16_weights = bf16_weight_matrix(lp, s.use);
     store(c_.program.dram_init[s.weights_segment], l.bf16_weights);
-    if (!s.use.transposed) l.bias = lp.bias;  // an input gradient has no bias
+    if (!s.use.transposed && !s.use.flipped) l.bias = lp.bias;  // an input gradient has no bias
     store(c_.program.dram_init[s.bias_segment], l.bias);
   }
 }

@@ -38,6 +38,9 @@ struct WeightUse {
   std::string layer;      // in the step graph
   std::string parameter;  // the forward layer whose parameters it reads
   bool transposed = false;
+  // A convolution's input gradient reads W flipped along both spatial axes, its channel axes
+  // exchanged: [kh][kw][out][cin] (conv_input_gradient).
+  bool flipped = false;
 };
 
 struct BackwardBuilder {
@@ -81,5 +84,19 @@ void backward_activation(BackwardBuilder& b, const Layer& l);
 void backward_reshape(BackwardBuilder& b, const Layer& l);
 void backward_conv(BackwardBuilder& b, const Layer& l);
 void backward_maxpool(BackwardBuilder& b, const Layer& l);
+
+// The gradient before a layer's fused activation (ReLU: the mask; none: gy itself).
+std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const std::string& gy);
+
+// backward_rules_conv.cpp: what a residual CNN needs.
+// The input gradient of convolution `l` from dL/dz (its pre-activation gradient): a transposed
+// convolution on the matrix unit; returns its tensor.
+std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::string& gz);
+void backward_add(BackwardBuilder& b, const Layer& l);
+void backward_avgpool(BackwardBuilder& b, const Layer& l);  // global average pooling
+// Max pooling's per-window-element gradients (k = ki kw + kj, [batch, PH, PW, C]) back into the
+// input's layout, summed where windows overlap.
+std::string scatter_windows(BackwardBuilder& b, const Layer& l,
+                            const std::vector<std::string>& share);
 
 }  // namespace npusim

@@ -82,6 +82,8 @@ TrainingStep build_training_step(const Graph& fwd, int batch, const std::vector<
     l.in_shapes.clear();
     l.out_shape = {};
     if (l.kind == OpKind::kReshape) l.reshape_to = b.step_dims(f.output);
+    // Its window is resolved ([1, H, W]); on [batch, H, W, C] a global pool would take the batch.
+    l.global_pool = false;
     t.forward_layers.insert(l.name);
     g.layers.push_back(std::move(l));
   }

@@ -177,6 +177,11 @@ void backward_conv(BackwardBuilder& b, const Layer& l) {
   const TensorShape& x = l.in_shapes.at(0);
   if (x.rank() != 3 || l.groups != 1) no_rule(l, "3-D or grouped convolutions");
   const std::string gz = through_fused_activation(b, l, gy->second);
+  if (x.last() > 1) {  // the transposed patches would be element gathers: another form
+    conv_weight_gradient(b, l, gz);
+    if (b.wants_gradient(l.inputs[0])) b.accumulate(l.inputs[0], conv_input_gradient(b, l, gz));
+    return;
+  }
   const int h = x.h(), w = x.w(), c = x.last();
   const int oh = l.out_shape.h(), ow = l.out_shape.w(), out = l.filters;
   const int kh = l.kernel[1], kw = l.kernel[2], taps = kh * kw * c;

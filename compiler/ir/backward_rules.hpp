@@ -78,6 +78,10 @@ Layer constant_move(const std::string& name, const std::string& anchor, std::vec
 // core (docs/training.md): each core's labels are its image's constants. The lowering builds the
 // constants block of image 0; the caller writes each core's block (npusim/training_program.hpp).
 inline constexpr char kPerImageConstants[] = "constant per image";
+// The move_op of the transpose of a [rows, cols] matrix that the lowering runs as transposing DMA
+// loads (compiler/lowering/move_lowering.cpp) instead of element boxes: a convolution's weight
+// gradient reads dz transposed this way (backward_rules_conv.cpp).
+inline constexpr char kTransposeRowsMove[] = "transpose by DMA";
 
 void backward_dense(BackwardBuilder& b, const Layer& l);
 void backward_activation(BackwardBuilder& b, const Layer& l);
@@ -92,6 +96,10 @@ std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const s
 // The input gradient of convolution `l` from dL/dz (its pre-activation gradient): a transposed
 // convolution on the matrix unit; returns its tensor.
 std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::string& gz);
+// The weight (and bias) gradient of convolution `l` with several input channels from dL/dz:
+// [dW^T | db] = dz^T [patches(x) | 1] on the matrix unit, a ParameterGradient with
+// outputs_first.
+void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string& gz);
 void backward_add(BackwardBuilder& b, const Layer& l);
 void backward_avgpool(BackwardBuilder& b, const Layer& l);  // global average pooling
 // Max pooling's per-window-element gradients (k = ki kw + kj, [batch, PH, PW, C]) back into the

@@ -95,6 +95,63 @@ std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::s
   return b.add(std::move(gx));
 }
 
+// A convolution on an input of several channels, for the R = batch x OH x OW output pixels:
+//   dW^T = dz^T patches(x)      on the matrix unit ([out, R] x [R, taps])
+//   db   = dz^T 1               ([out, R] x [R, 1]), concatenated: [dW^T | db]
+// The patches are im2col in the forward orientation: row p holds pixel p's window in the forward
+// weights' row order (kernel row, kernel column, channel), so a move copies runs of kw x cin
+// channels from the NHWC input (zeros where the window reaches into the padding); a 1 x 1
+// convolution of stride 1 reads x itself. dz^T is a transpose the DMA runs as transposing loads
+// (kTransposeRowsMove). backward_conv's other form ([patches(x) | 1]^T dz) would gather single
+// elements of a many-channel input; with one channel its rows are image rows, and it keeps it.
+// The bias column is a product of its own so that the patches' boxes stay regular.
+void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string& gz) {
+  const TensorShape& x = l.in_shapes.at(0);
+  const int h = x.h(), w = x.w(), c = x.last();
+  const int oh = l.out_shape.h(), ow = l.out_shape.w(), out = l.filters;
+  const int kh = l.kernel[1], kw = l.kernel[2], taps = kh * kw * c;
+  const int pixels = b.batch * oh * ow;
+  Layer t = transpose_move(l.name + ".grad_t", gz, pixels, out);
+  t.move_op = kTransposeRowsMove;
+  const std::string gzt = b.add(std::move(t));
+  const bool pointwise = kh == 1 && kw == 1 && l.strides[1] == 1 && l.strides[2] == 1 &&
+                         l.pads_begin == std::array<int, 3>{0, 0, 0} &&
+                         l.pads_end == std::array<int, 3>{0, 0, 0};
+  Layer m = new_layer(l.name + ".input_patches", pointwise ? OpKind::kReshape : OpKind::kMove,
+                      {l.inputs[0]});
+  m.reshape_to = {pixels, taps};
+  if (!pointwise) {
+    m.move_op = "im2col";
+    m.move_constants = {0.0f};
+    m.move_from.reserve(size_t(pixels) * size_t(taps));
+    for (int n = 0; n < b.batch; ++n) {
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          for (int ki = 0; ki < kh; ++ki) {
+            const int iy = oy * l.strides[1] + ki * l.dilation[1] - l.pads_begin[1];
+            for (int kj = 0; kj < kw; ++kj) {
+              const int ix = ox * l.strides[2] + kj * l.dilation[2] - l.pads_begin[2];
+              const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+              const int base = ((n * h + iy) * w + ix) * c;
+              for (int ci = 0; ci < c; ++ci)
+                m.move_from.push_back(inside ? MoveSource{0, base + ci} : MoveSource{-1, 0});
+            }
+          }
+        }
+      }
+    }
+  }
+  const std::string patches = b.add(std::move(m));
+  std::string gw = b.add(new_layer(l.name + ".grad_weight", OpKind::kMatMul, {gzt, patches}));
+  if (l.use_bias) {
+    const std::string ones = b.add(constant_move(l.name + ".ones", l.inputs[0], {pixels, 1}, {1.0f},
+                                                 std::vector<int32_t>(pixels, 0)));
+    const std::string db = b.add(new_layer(l.name + ".grad_bias", OpKind::kMatMul, {gzt, ones}));
+    gw = b.add(new_layer(l.name + ".grad_weight_bias", OpKind::kConcat, {gw, db}));
+  }
+  b.parameters.push_back({l.name, gw, taps, out, l.use_bias, /*outputs_first=*/true});
+}
+
 // y = act(a + c): the gradient before the activation passes to both inputs unchanged (summed
 // with their other readers' shares by BackwardBuilder::accumulate).
 void backward_add(BackwardBuilder& b, const Layer& l) {

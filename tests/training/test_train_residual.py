@@ -5,8 +5,8 @@ reference numpy_resnet.py, from the same saved initial weights and the same batc
 one SGD step moves every parameter as the reference storing every tensor in bf16 does (cosine
 >= 0.9999, the same norm within 1 %), and as float32 numpy within what bf16 storage itself moves
 it (cosine >= 0.99; measured 0.994 for the earliest residual convolution, whose gradient has
-passed through the most bf16 roundings); the loss agrees within 1 %; every layer of the simulated step is checked against the reference
-(the run's functional check)."""
+passed through the most bf16 roundings); the loss agrees within 1 %; every layer of the simulated
+step is checked against the reference (the run's functional check)."""
 
 import json
 import os

@@ -38,9 +38,10 @@ std::vector<float> norm_parameters(const LayerParameters& p) {
   return v;
 }
 
-// The bf16 weights a use of `p` reads: [in][out] (or its transpose), or diag(gamma) [n][n].
+// The bf16 weights a use of `p` reads: [in][out] (or its transpose, or a flipped kernel), or
+// diag(gamma) [n][n].
 std::vector<uint16_t> use_weights(const LayerParameters& p, const WeightUse& use) {
-  if (!use.diagonal) return bf16_weight_matrix(p, use.transposed);
+  if (!use.diagonal) return bf16_weight_matrix(p, use);
   const size_t n = p.weight.size();
   std::vector<uint16_t> w(n * n, float_to_bf16_bits(0.0f));
   for (size_t i = 0; i < n; ++i) w[i * n + i] = float_to_bf16_bits(p.weight[i]);
@@ -55,6 +56,26 @@ std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, bool transpos
     for (int o = 0; o < p.out; ++o) {
       const uint16_t bits = float_to_bf16_bits(p.weight[p.index(r, o)]);
       w[transposed ? size_t(o) * p.in + r : size_t(r) * p.out + o] = bits;
+    }
+  }
+  return w;
+}
+
+std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, const WeightUse& use) {
+  if (!use.flipped) return bf16_weight_matrix(p, use.transposed);
+  NPUSIM_CHECK(p.conv && !use.transposed, "training: {} reads a flipped kernel of {}", use.layer,
+               use.parameter);
+  // Row (ki, kj, o), column ci: the forward kernel at (kh - 1 - ki, kw - 1 - kj, ci), column o.
+  std::vector<uint16_t> w(size_t(p.in) * size_t(p.out));
+  for (int ki = 0; ki < p.kh; ++ki) {
+    for (int kj = 0; kj < p.kw; ++kj) {
+      for (int o = 0; o < p.out; ++o) {
+        for (int ci = 0; ci < p.cin; ++ci) {
+          const int r = ((p.kh - 1 - ki) * p.kw + (p.kw - 1 - kj)) * p.cin + ci;
+          w[((size_t(ki) * p.kw + kj) * p.out + o) * p.cin + ci] =
+              float_to_bf16_bits(p.weight[p.index(r, o)]);
+        }
+      }
     }
   }
   return w;
@@ -165,7 +186,7 @@ void TrainingProgram::write_parameters(const Parameters& p) {
     l.bf16_weights = use_weights(lp, s.use);
     store(c_.program.dram_init[s.weights_segment], l.bf16_weights);
     // An input gradient and a layer norm's dy x gamma have no bias.
-    if (!s.use.transposed && !s.use.diagonal) l.bias = lp.bias;
+    if (!s.use.transposed && !s.use.diagonal && !s.use.flipped) l.bias = lp.bias;
     store(c_.program.dram_init[s.bias_segment], l.bias);
   }
 }

@@ -21,6 +21,9 @@ namespace npusim {
 // The bf16 weights [in][out] of a parameter as the matrix unit reads them (the [out][in]
 // transpose where `transposed`), rounded to nearest even from the fp32 masters.
 std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, bool transposed);
+// As `use` reads them: [in][out], transposed, or a convolution's kernel flipped with its channel
+// axes exchanged ([kh][kw][out][cin], WeightUse::flipped).
+std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, const WeightUse& use);
 
 class TrainingProgram {
  public:

@@ -38,7 +38,8 @@ std::string relu_backward(BackwardBuilder& b, const std::string& prefix, const s
                               to_string(l.kind), what));
 }
 
-// The gradient before a matrix layer's fused activation.
+}  // namespace
+
 std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const std::string& gy) {
   if (l.activation == Activation::kRelu) return relu_backward(b, l.name, l.output, gy);
   if (l.activation != Activation::kNone) {
@@ -46,8 +47,6 @@ std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const s
   }
   return gy;
 }
-
-}  // namespace
 
 std::vector<int> BackwardBuilder::step_dims(const std::string& tensor) const {
   const auto it = sample_shape.find(tensor);
@@ -176,17 +175,19 @@ void backward_reshape(BackwardBuilder& b, const Layer& l) {
 //   [dW ; db] = [patches(x) | 1]^T dL/dz    on the matrix unit ([taps + 1, R] x [R, out])
 // where the move builds the transposed patches (im2col) directly from x: row (kh, kw, cin) is x
 // shifted by the kernel offset, so its runs are image rows. The result rows are in the forward
-// weights' order. The input gradient (a transposed convolution) is not built yet: only a
-// convolution that reads the graph input (or what needs no gradient) can be trained.
+// weights' order. Where the input needs a gradient: a transposed convolution on the matrix unit
+// (conv_input_gradient, backward_rules_conv.cpp).
 void backward_conv(BackwardBuilder& b, const Layer& l) {
   const auto gy = b.gradient.find(l.output);
   if (gy == b.gradient.end()) return;
   const TensorShape& x = l.in_shapes.at(0);
   if (x.rank() != 3 || l.groups != 1) no_rule(l, "3-D or grouped convolutions");
-  if (b.wants_gradient(l.inputs[0])) {
-    no_rule(l, "a convolution's input gradient (only convolutions on the input train)");
-  }
   const std::string gz = through_fused_activation(b, l, gy->second);
+  if (x.last() > 1) {  // the transposed patches would be element gathers: another form
+    conv_weight_gradient(b, l, gz);
+    if (b.wants_gradient(l.inputs[0])) b.accumulate(l.inputs[0], conv_input_gradient(b, l, gz));
+    return;
+  }
   const int h = x.h(), w = x.w(), c = x.last();
   const int oh = l.out_shape.h(), ow = l.out_shape.w(), out = l.filters;
   const int kh = l.kernel[1], kw = l.kernel[2], taps = kh * kw * c;
@@ -217,6 +218,7 @@ void backward_conv(BackwardBuilder& b, const Layer& l) {
   const std::string gr = b.add(std::move(rows));
   const std::string gw = b.add(binary(l.name + ".grad_weight", OpKind::kMatMul, patches, gr));
   b.parameters.push_back({l.name, gw, taps, out, l.use_bias, /*outputs_first=*/false});
+  if (b.wants_gradient(l.inputs[0])) b.accumulate(l.inputs[0], conv_input_gradient(b, l, gz));
 }
 
 // Concatenation along the last dimension, or the one input itself.
@@ -252,23 +254,27 @@ std::string interleave_windows(BackwardBuilder& b, const Layer& l,
   return reshaped(b, l.name + ".grad_input", all, b.step_dims(l.inputs[0]));
 }
 
-// Max pooling with windows that tile the input (stride = window, no padding), the gradient of
-// each window going to its first maximum in row-major order, as the numpy reference and torch
-// do. With A_k the k-th element of every window (a move) and P the pooled maximum:
+// Max pooling (any window, stride and padding), the gradient of each window going to its first
+// maximum in row-major order, as the numpy reference and torch do. With A_k the k-th element of
+// every window (a move; a padded position holds kPoolPad, below any value) and P the maximum:
 //   n_k = step(P - A_k)           1 where A_k is not the maximum (exact: both are stored values)
 //   q_0 = dP, q_k+1 = q_k n_k     the gradient while no earlier element was the maximum
 //   dA_k = q_k - q_k+1            = q_k (1 - n_k): the first maximum takes it, the rest 0
-// and a move puts the dA_k back into the input's layout (0 where no window reaches).
+// and the dA_k go back into the input's layout: interleaved where the windows tile it exactly,
+// else by moves summed where windows overlap (scatter_windows, backward_rules_conv.cpp).
 void backward_maxpool(BackwardBuilder& b, const Layer& l) {
   const auto gy = b.gradient.find(l.output);
   if (gy == b.gradient.end() || !b.wants_gradient(l.inputs[0])) return;
   const TensorShape& x = l.in_shapes.at(0);
-  const int kh = l.kernel[1], kw = l.kernel[2];
-  if (x.rank() != 3 || l.strides[1] != kh || l.strides[2] != kw || l.dilation[1] != 1 ||
-      l.dilation[2] != 1 || l.pads_begin != std::array<int, 3>{0, 0, 0} ||
-      l.pads_end != std::array<int, 3>{0, 0, 0}) {
-    no_rule(l, "overlapping, dilated, padded or 3-D max-pool windows");
+  const int kh = l.kernel[1], kw = l.kernel[2], sh = l.strides[1], sw = l.strides[2];
+  const int top = l.pads_begin[1], left = l.pads_begin[2];
+  if (x.rank() != 3 || l.dilation[1] != 1 || l.dilation[2] != 1) {
+    no_rule(l, "dilated or 3-D max-pool windows");
   }
+  // Torch pads a max pool with -inf; a finite bf16 value far below any activation does the same
+  // here (P - kPoolPad stays finite).
+  constexpr float kPoolPad = -1e30f;
+  const bool padded = top > 0 || left > 0 || l.pads_end[1] > 0 || l.pads_end[2] > 0;
   const int h = x.h(), w = x.w(), c = x.last(), ph = l.out_shape.h(), pw = l.out_shape.w();
   const std::vector<int> pooled = b.step_dims(l.output);
   const size_t count = size_t(b.batch) * size_t(ph) * size_t(pw) * size_t(c);
@@ -281,12 +287,17 @@ void backward_maxpool(BackwardBuilder& b, const Layer& l) {
     Layer g = make_layer(fmt::format("{}.window{}", l.name, k), OpKind::kMove, {l.inputs[0]});
     g.move_op = "window_element";
     g.reshape_to = pooled;
+    if (padded) g.move_constants = {kPoolPad};
     g.move_from.reserve(count);
     for (int n = 0; n < b.batch; ++n) {
       for (int py = 0; py < ph; ++py) {
+        const int iy = py * sh + ki - top;
         for (int px = 0; px < pw; ++px) {
-          const int base = ((n * h + py * kh + ki) * w + px * kw + kj) * c;
-          for (int ci = 0; ci < c; ++ci) g.move_from.push_back({0, base + ci});
+          const int ix = px * sw + kj - left;
+          const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+          const int base = ((n * h + iy) * w + ix) * c;
+          for (int ci = 0; ci < c; ++ci)
+            g.move_from.push_back(inside ? MoveSource{0, base + ci} : MoveSource{-1, 0});
         }
       }
     }
@@ -316,28 +327,13 @@ void backward_maxpool(BackwardBuilder& b, const Layer& l) {
     share.push_back(
         b.add(binary(fmt::format("{}.share{}", l.name, k), OpKind::kAdd, q[size_t(k)], neg)));
   }
-  if (ph * kh == h && pw * kw == w) {
+  const bool tiles =
+      sh == kh && sw == kw && top == 0 && left == 0 && l.pads_end[1] == 0 && l.pads_end[2] == 0;
+  if (tiles && ph * kh == h && pw * kw == w) {
     b.accumulate(l.inputs[0], interleave_windows(b, l, share));
     return;
   }
-  Layer back = make_layer(l.name + ".grad_input", OpKind::kMove, share);
-  back.move_op = "window_scatter";
-  back.reshape_to = b.step_dims(l.inputs[0]);
-  back.move_constants = {0.0f};
-  back.move_from.reserve(size_t(b.batch) * size_t(h) * size_t(w) * size_t(c));
-  for (int n = 0; n < b.batch; ++n) {
-    for (int iy = 0; iy < h; ++iy) {
-      for (int ix = 0; ix < w; ++ix) {
-        const bool inside = iy < ph * kh && ix < pw * kw;
-        const int k = (iy % kh) * kw + ix % kw;
-        const int base = ((n * ph + iy / kh) * pw + ix / kw) * c;
-        for (int ci = 0; ci < c; ++ci) {
-          back.move_from.push_back(inside ? MoveSource{k, base + ci} : MoveSource{-1, 0});
-        }
-      }
-    }
-  }
-  b.accumulate(l.inputs[0], b.add(std::move(back)));
+  b.accumulate(l.inputs[0], scatter_windows(b, l, share));
 }
 
 }  // namespace npusim

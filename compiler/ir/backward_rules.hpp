@@ -40,6 +40,9 @@ struct WeightUse {
   bool transposed = false;
   // A layer norm's gamma as the diagonal of an [n][n] matrix (its backward's dy x gamma), no bias.
   bool diagonal = false;
+  // A convolution's input gradient reads W flipped along both spatial axes, its channel axes
+  // exchanged: [kh][kw][out][cin] (conv_input_gradient).
+  bool flipped = false;
 };
 
 struct BackwardBuilder {
@@ -77,6 +80,10 @@ Layer constant_move(const std::string& name, const std::string& anchor, std::vec
 // core (docs/training.md): each core's labels are its image's constants. The lowering builds the
 // constants block of image 0; the caller writes each core's block (npusim/training_program.hpp).
 inline constexpr char kPerImageConstants[] = "constant per image";
+// The move_op of the transpose of a [rows, cols] matrix that the lowering runs as transposing DMA
+// loads (compiler/lowering/move_lowering.cpp) instead of element boxes: a convolution's weight
+// gradient reads dz transposed this way (backward_rules_conv.cpp).
+inline constexpr char kTransposeRowsMove[] = "transpose by DMA";
 
 void backward_dense(BackwardBuilder& b, const Layer& l);
 void backward_activation(BackwardBuilder& b, const Layer& l);
@@ -86,12 +93,11 @@ void backward_maxpool(BackwardBuilder& b, const Layer& l);
 
 // The transformer encoder's rules (compiler/ir/backward_rules_transformer.cpp): matmul of two
 // activations, moves that copy each input element at most once (transpose, slice), softmax,
-// layer norm (gamma and beta are parameters), the residual add, GELU.
+// layer norm (gamma and beta are parameters), GELU (the residual add: backward_rules_conv.cpp).
 void backward_matmul(BackwardBuilder& b, const Layer& l);
 void backward_move(BackwardBuilder& b, const Layer& l);
 void backward_softmax(BackwardBuilder& b, const Layer& l);
 void backward_layernorm(BackwardBuilder& b, const Layer& l);
-void backward_add(BackwardBuilder& b, const Layer& l);
 // dL/dx of y = gelu(x) (erf form), `x` the activation's input.
 std::string gelu_backward(BackwardBuilder& b, const std::string& prefix, const std::string& x,
                           const std::string& gy);
@@ -99,5 +105,22 @@ std::string gelu_backward(BackwardBuilder& b, const std::string& prefix, const s
 // that the readers then read: its backward needs the pre-activation. The training step's forward
 // graph (npusim/train.cpp); layer names unchanged.
 void split_fused_activations(Graph& forward);
+// The gradient before a layer's fused activation (ReLU: the mask; none: gy itself).
+std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const std::string& gy);
+
+// backward_rules_conv.cpp: what a residual CNN needs.
+// The input gradient of convolution `l` from dL/dz (its pre-activation gradient): a transposed
+// convolution on the matrix unit; returns its tensor.
+std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::string& gz);
+// The weight (and bias) gradient of convolution `l` with several input channels from dL/dz:
+// [dW^T | db] = dz^T [patches(x) | 1] on the matrix unit, a ParameterGradient with
+// outputs_first.
+void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string& gz);
+void backward_add(BackwardBuilder& b, const Layer& l);
+void backward_avgpool(BackwardBuilder& b, const Layer& l);  // global average pooling
+// Max pooling's per-window-element gradients (k = ki kw + kj, [batch, PH, PW, C]) back into the
+// input's layout, summed where windows overlap.
+std::string scatter_windows(BackwardBuilder& b, const Layer& l,
+                            const std::vector<std::string>& share);
 
 }  // namespace npusim

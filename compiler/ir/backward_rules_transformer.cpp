@@ -241,22 +241,6 @@ void backward_layernorm(BackwardBuilder& b, const Layer& l) {
   accumulate_named(b, x, binary(b, l.name + ".grad_input", OpKind::kMul, c2, inv_sigma));
 }
 
-// y = a + c (ReLU fused or not): each input's gradient is the output's (masked by step(y)).
-void backward_add(BackwardBuilder& b, const Layer& l) {
-  const auto gy = b.gradient.find(l.output);
-  if (gy == b.gradient.end()) return;
-  std::string g = gy->second;
-  if (l.activation == Activation::kRelu) {
-    const std::string mask = activation(b, l.name + ".relu_mask", Activation::kStep, l.output);
-    g = binary(b, l.name + ".relu_grad", OpKind::kMul, g, mask);
-  } else if (l.activation != Activation::kNone) {
-    no_rule(l, fmt::format("its fused activation '{}'", to_string(l.activation)));
-  }
-  for (const std::string& in : l.inputs) {
-    if (b.wants_gradient(in)) accumulate_named(b, in, g);
-  }
-}
-
 // gelu'(x) = Phi(x) + x phi(x) = (1 + erf(s) + (2 / sqrt(pi)) s exp(-s^2)) / 2 with s = x /
 // sqrt(2), from the vector unit's element-wise functions: exp(-t) = sigmoid(-t) / sigmoid(t) (both
 // factors accurate to bf16's relative precision for any t >= 0, where 1 / sigmoid(t) - 1 would

@@ -166,6 +166,7 @@ class Lowering {
   bool lower_eltwise(const Layer& l, LayerRecord& rec);
   bool lower_concat(const Layer& l, LayerRecord& rec);
   bool lower_move(const Layer& l, LayerRecord& rec);
+  bool lower_transpose_move(const Layer& l, LayerRecord& rec, uint64_t slot);
   void lower_host(const Layer& l, LayerRecord& rec);       // compiler/lowering/host_lowering.cpp
   bool lower_embedding(const Layer& l, LayerRecord& rec);  // compiler/lowering/move_lowering.cpp
 

@@ -13,6 +13,7 @@
 
 #include "arch/activation.hpp"
 #include "arch/quant.hpp"
+#include "compiler/ir/backward_rules.hpp"
 #include "compiler/lowering/lowering_context.hpp"
 #include "support/error.hpp"
 
@@ -117,6 +118,7 @@ bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
                             l.name, ub_capacity()));
   }
   const uint64_t max_elements = slot / es_;
+  if (l.move_op == kTransposeRowsMove) return lower_transpose_move(l, rec, slot);
   std::vector<float> constants;
   std::vector<MoveBox> boxes =
       group(group(runs(l, max_elements, constants), 0, max_elements), 1, max_elements);
@@ -171,6 +173,46 @@ bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
       }
       dma_box(UnitKind::kDmaStore, ub, dst_dram, count, out_stride);
       ++n;
+    }
+  }
+  return true;
+}
+
+// The transpose of a [rows, cols] matrix (kTransposeRowsMove, compiler/ir/backward_rules.hpp) in
+// blocks of rb rows x cb columns: a 2-D load of rb rows of cb elements that the DMA packs
+// transposed (DmaOp::transpose: cb rows of rb elements), then one store of those cb rows at the
+// output's row stride. Off chip, both sides read and write runs of a block's width, not elements.
+bool Lowering::lower_transpose_move(const Layer& l, LayerRecord& rec, uint64_t slot) {
+  NPUSIM_CHECK(l.inputs.size() == 1 && l.reshape_to.size() == 2, "layer {}: not a 2-D transpose",
+               l.name);
+  const uint64_t cols = uint64_t(l.reshape_to[0]), rows = uint64_t(l.reshape_to[1]);
+  NPUSIM_CHECK(l.move_from.size() == rows * cols && l.in_shapes[0].elements() == rows * cols,
+               "layer {}: a transpose of {} elements for [{}, {}]", l.name, l.move_from.size(),
+               rows, cols);
+  for (uint64_t c = 0; c < cols; ++c) {  // always on: the table is the transpose it claims
+    for (uint64_t r = 0; r < rows; ++r) {
+      const MoveSource& m = l.move_from[c * rows + r];
+      NPUSIM_CHECK(m.input == 0 && uint64_t(m.element) == r * cols + c,
+                   "layer {}: element ({}, {}) is no transpose", l.name, c, r);
+    }
+  }
+  const uint64_t max_elements = slot / es_;
+  const uint64_t cb = std::min(cols, max_elements), rb = std::min(rows, max_elements / cb);
+  rec.tiling = fmt::format("transposing loads of {} rows x {} columns", rb, cb);
+  const uint64_t in = tensor_addr_.at(l.inputs[0]), out = tensor_addr_.at(l.output);
+  int n = 0;
+  for (int img = 0; img < graph_.batch; ++img) {
+    const uint64_t base = uint64_t(img) * rows * cols;
+    for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
+      const uint64_t nr = std::min(rb, rows - r0);
+      for (uint64_t c0 = 0; c0 < cols; c0 += cb) {
+        const uint64_t nc = std::min(cb, cols - c0);
+        const uint64_t ub = scratch_base() + (n++ % 2) * slot;
+        dma(UnitKind::kDmaLoad, BufferId::kUnified, ub, in + (base + r0 * cols + c0) * es_,
+            nc * es_, nr, cols * es_, /*transpose=*/true);
+        dma(UnitKind::kDmaStore, BufferId::kUnified, ub, out + (base + c0 * rows + r0) * es_,
+            nr * es_, nc, rows * es_);
+      }
     }
   }
   return true;

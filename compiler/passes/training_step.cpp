@@ -144,6 +144,8 @@ void add_forward(const Graph& fwd, int batch, TrainingStep& t, BackwardBuilder& 
     l.out_shape = {};
     if (l.kind == OpKind::kReshape) l.reshape_to = b.step_dims(f.output);
     if (l.kind == OpKind::kMove) batch_move(l, f, batch);
+    // Its window is resolved ([1, H, W]); on [batch, H, W, C] a global pool would take the batch.
+    l.global_pool = false;
     t.forward_layers.insert(l.name);
     g.layers.push_back(std::move(l));
   }

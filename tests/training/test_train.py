@@ -21,13 +21,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NPUSIM = os.environ.get("NPUSIM", os.path.join(ROOT, "build", "sim", "npusim"))
 WORKLOAD = os.path.join(ROOT, "workloads", "training", "digits-mlp.json")
 HW = "tpu-v4-like-core"
-# A max pool whose 3 x 3 windows overlap (stride 2): no backward rule yet.
-OVERLAPPING_POOL = {
-    "schema_version": 1, "name": "overlapping", "batch": 1,
+# An average pool that is not global: no backward rule yet.
+AVERAGE_POOL = {
+    "schema_version": 1, "name": "average", "batch": 1,
     "input": {"name": "x", "shape": [9, 9, 1], "dtype": "int8", "layout": "NHWC"},
     "layers": [{"name": "conv", "op": "conv2d", "filters": 2, "kernel": [1, 1],
                 "activation": "relu"},
-               {"name": "pool", "op": "maxpool", "pool": [3, 3], "strides": [2, 2]},
+               {"name": "pool", "op": "avgpool", "pool": [3, 3], "strides": [2, 2]},
                {"name": "flatten", "op": "flatten"},
                {"name": "fc", "op": "dense", "units": 4},
                {"name": "probs", "op": "softmax"}],
@@ -130,16 +130,16 @@ def test_optimizer_steps_give_numpy_losses(tmp_path, digits, optimizer, lr, stat
     (["--workload=lenet5"],
      "--workload 'lenet5': layer 'c1': training has no backward rule for its fused activation "
      "'tanh'"),
-    (["--workload=OVERLAPPING"], "layer 'pool' (maxpool): training has no backward rule for "
-     "overlapping, dilated, padded or 3-D max-pool windows"),
+    (["--workload=AVERAGE"], "layer 'pool' (avgpool): training has no backward rule for "
+     "average pooling other than global"),
     # A workload that is no classifier trains with the mean squared error (--loss auto), not xent.
     (["--workload=mlp-1000", "--loss", "xent"], "--loss xent needs a classifier whose one output "
      "is a final softmax"),
 ])
 def test_bad_input_exits_2(tmp_path, args, message):
-    graph = tmp_path / "overlapping.json"
-    graph.write_text(json.dumps(OVERLAPPING_POOL))
-    args = [a.replace("OVERLAPPING", str(graph)) for a in args]
+    graph = tmp_path / "average.json"
+    graph.write_text(json.dumps(AVERAGE_POOL))
+    args = [a.replace("AVERAGE", str(graph)) for a in args]
     workload = [] if any(a.startswith("--workload") for a in args) else ["--workload", WORKLOAD]
     cmd = [NPUSIM, "train", "--hw", HW, *workload, "--steps", "1", "--batch", "4",
            "--out", str(tmp_path / "out"), *args]

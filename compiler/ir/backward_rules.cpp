@@ -11,15 +11,6 @@ namespace npusim {
 
 namespace {
 
-Layer make_layer(const std::string& name, OpKind kind, std::vector<std::string> inputs) {
-  Layer l;
-  l.name = name;
-  l.kind = kind;
-  l.inputs = std::move(inputs);
-  l.output = name;
-  return l;
-}
-
 Layer binary(const std::string& name, OpKind kind, const std::string& a, const std::string& c) {
   return make_layer(name, kind, {a, c});
 }
@@ -33,12 +24,21 @@ std::string relu_backward(BackwardBuilder& b, const std::string& prefix, const s
   return b.add(binary(prefix + ".relu_grad", OpKind::kMul, gy, m));
 }
 
+}  // namespace
+
 [[noreturn]] void no_rule(const Layer& l, const std::string& what) {
   throw UserError(fmt::format("layer '{}' ({}): training has no backward rule for {} yet", l.name,
                               to_string(l.kind), what));
 }
 
-}  // namespace
+Layer make_layer(const std::string& name, OpKind kind, std::vector<std::string> inputs) {
+  Layer l;
+  l.name = name;
+  l.kind = kind;
+  l.inputs = std::move(inputs);
+  l.output = name;
+  return l;
+}
 
 std::string through_fused_activation(BackwardBuilder& b, const Layer& l, const std::string& gy) {
   if (l.activation == Activation::kRelu) return relu_backward(b, l.name, l.output, gy);

@@ -45,6 +45,13 @@ struct WeightUse {
   bool flipped = false;
 };
 
+// A layer of the step graph named `name` (its output too), of `kind`, reading `inputs`; the
+// rules fill in the rest.
+Layer make_layer(const std::string& name, OpKind kind, std::vector<std::string> inputs);
+// The UserError of a layer that training cannot differentiate: "... has no backward rule for
+// <what> yet".
+[[noreturn]] void no_rule(const Layer& l, const std::string& what);
+
 struct BackwardBuilder {
   explicit BackwardBuilder(Graph& s) : step(s) {}
   Graph& step;  // the rules append layers to it

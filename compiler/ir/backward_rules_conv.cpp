@@ -10,23 +10,6 @@
 
 namespace npusim {
 
-namespace {
-
-Layer new_layer(const std::string& name, OpKind kind, std::vector<std::string> inputs) {
-  Layer l;
-  l.name = l.output = name;
-  l.kind = kind;
-  l.inputs = std::move(inputs);
-  return l;
-}
-
-[[noreturn]] void refuse(const Layer& l, const std::string& what) {
-  throw UserError(fmt::format("layer '{}' ({}): training has no backward rule for {} yet", l.name,
-                              to_string(l.kind), what));
-}
-
-}  // namespace
-
 // y = conv(x, W) with stride s and padding p (per axis) on [batch, H, W, cin]; dz [batch, OH, OW,
 // out]. The gradient of x is the transposed convolution of dz, computed as the convolution the
 // ONNX front end lowers ConvTranspose to (compiler/frontend/onnx/onnx_conv_transpose.cpp):
@@ -43,16 +26,17 @@ std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::s
   const int h = x.h(), w = x.w(), cin = x.last();
   const int oh = l.out_shape.h(), ow = l.out_shape.w(), out = l.filters;
   const int kh = l.kernel[1], kw = l.kernel[2], sh = l.strides[1], sw = l.strides[2];
-  if (l.dilation[1] != 1 || l.dilation[2] != 1) refuse(l, "a dilated convolution's input gradient");
+  if (l.dilation[1] != 1 || l.dilation[2] != 1)
+    no_rule(l, "a dilated convolution's input gradient");
   const int lh = (oh - 1) * sh + 1, lw = (ow - 1) * sw + 1;  // the spread gradient's size
   const std::array<int, 3> begin{0, kh - 1 - l.pads_begin[1], kw - 1 - l.pads_begin[2]};
   const std::array<int, 3> end{0, h - lh + l.pads_begin[1], w - lw + l.pads_begin[2]};
   if (begin[1] < 0 || begin[2] < 0 || end[1] < 0 || end[2] < 0) {
-    refuse(l, "the input gradient of a convolution padded by the kernel's size or more");
+    no_rule(l, "the input gradient of a convolution padded by the kernel's size or more");
   }
   std::string spread = gz;
   if (sh > 1 || sw > 1) {
-    Layer m = new_layer(l.name + ".grad_spread", OpKind::kMove, {gz});
+    Layer m = make_layer(l.name + ".grad_spread", OpKind::kMove, {gz});
     m.move_op = "spread";
     m.reshape_to = {b.batch, lh, lw, out};
     m.move_constants = {0.0f};
@@ -69,7 +53,7 @@ std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::s
     }
     spread = b.add(std::move(m));
   }
-  Layer gx = new_layer(l.name + ".grad_input", OpKind::kConv, {spread});
+  Layer gx = make_layer(l.name + ".grad_input", OpKind::kConv, {spread});
   gx.filters = cin;
   gx.kernel = {1, kh, kw};
   gx.pads_begin = begin;
@@ -91,7 +75,9 @@ std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::s
       }
     }
   }
-  b.weight_uses.push_back({gx.name, l.name, /*transposed=*/false, /*flipped=*/true});
+  WeightUse use{gx.name, l.name};
+  use.flipped = true;
+  b.weight_uses.push_back(use);
   return b.add(std::move(gx));
 }
 
@@ -117,8 +103,8 @@ void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string&
   const bool pointwise = kh == 1 && kw == 1 && l.strides[1] == 1 && l.strides[2] == 1 &&
                          l.pads_begin == std::array<int, 3>{0, 0, 0} &&
                          l.pads_end == std::array<int, 3>{0, 0, 0};
-  Layer m = new_layer(l.name + ".input_patches", pointwise ? OpKind::kReshape : OpKind::kMove,
-                      {l.inputs[0]});
+  Layer m = make_layer(l.name + ".input_patches", pointwise ? OpKind::kReshape : OpKind::kMove,
+                       {l.inputs[0]});
   m.reshape_to = {pixels, taps};
   if (!pointwise) {
     m.move_op = "im2col";
@@ -142,12 +128,12 @@ void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string&
     }
   }
   const std::string patches = b.add(std::move(m));
-  std::string gw = b.add(new_layer(l.name + ".grad_weight", OpKind::kMatMul, {gzt, patches}));
+  std::string gw = b.add(make_layer(l.name + ".grad_weight", OpKind::kMatMul, {gzt, patches}));
   if (l.use_bias) {
     const std::string ones = b.add(constant_move(l.name + ".ones", l.inputs[0], {pixels, 1}, {1.0f},
                                                  std::vector<int32_t>(pixels, 0)));
-    const std::string db = b.add(new_layer(l.name + ".grad_bias", OpKind::kMatMul, {gzt, ones}));
-    gw = b.add(new_layer(l.name + ".grad_weight_bias", OpKind::kConcat, {gw, db}));
+    const std::string db = b.add(make_layer(l.name + ".grad_bias", OpKind::kMatMul, {gzt, ones}));
+    gw = b.add(make_layer(l.name + ".grad_weight_bias", OpKind::kConcat, {gw, db}));
   }
   b.parameters.push_back({l.name, gw, taps, out, l.use_bias, /*outputs_first=*/true});
 }
@@ -161,7 +147,7 @@ void backward_add(BackwardBuilder& b, const Layer& l) {
   for (size_t i = 0; i < l.inputs.size(); ++i) {
     if (!b.wants_gradient(l.inputs[i])) continue;
     // A name of its own per input: accumulate names a sum after the share it adds.
-    Layer r = new_layer(fmt::format("{}.grad_in{}", l.name, i), OpKind::kReshape, {gz});
+    Layer r = make_layer(fmt::format("{}.grad_in{}", l.name, i), OpKind::kReshape, {gz});
     r.reshape_to = b.step_dims(l.inputs[i]);
     b.accumulate(l.inputs[i], b.add(std::move(r)));
   }
@@ -171,7 +157,7 @@ void backward_add(BackwardBuilder& b, const Layer& l) {
 // the scaling on the vector unit (a multiply by a constant move) before a move broadcasts it.
 void backward_avgpool(BackwardBuilder& b, const Layer& l) {
   const TensorShape& x = l.in_shapes.at(0);
-  if (!l.global_pool || x.rank() != 3) refuse(l, "average pooling other than global");
+  if (!l.global_pool || x.rank() != 3) no_rule(l, "average pooling other than global");
   const auto gy = b.gradient.find(l.output);
   if (gy == b.gradient.end() || !b.wants_gradient(l.inputs[0])) return;
   const int h = x.h(), w = x.w(), c = x.last();
@@ -180,9 +166,9 @@ void backward_avgpool(BackwardBuilder& b, const Layer& l) {
   const std::string inv =
       b.add(constant_move(l.name + ".inverse_area", l.output, pooled, {1.0f / float(h * w)},
                           std::vector<int32_t>(count, 0)));
-  Layer mul = new_layer(l.name + ".grad_scaled", OpKind::kMul, {gy->second, inv});
+  Layer mul = make_layer(l.name + ".grad_scaled", OpKind::kMul, {gy->second, inv});
   const std::string scaled = b.add(std::move(mul));
-  Layer m = new_layer(l.name + ".grad_input", OpKind::kMove, {scaled});
+  Layer m = make_layer(l.name + ".grad_input", OpKind::kMove, {scaled});
   m.move_op = "broadcast";
   m.reshape_to = b.step_dims(l.inputs[0]);
   m.move_from.reserve(count * size_t(h) * size_t(w));
@@ -211,7 +197,7 @@ std::string scatter_windows(BackwardBuilder& b, const Layer& l,
     for (int gj = 0; gj < gw; ++gj) {
       const std::string name =
           gh * gw == 1 ? l.name + ".grad_input" : fmt::format("{}.scatter{}_{}", l.name, gi, gj);
-      Layer m = new_layer(name, OpKind::kMove, {});
+      Layer m = make_layer(name, OpKind::kMove, {});
       m.move_op = "window_scatter";
       m.reshape_to = b.step_dims(l.inputs[0]);
       m.move_constants = {0.0f};
@@ -241,8 +227,8 @@ std::string scatter_windows(BackwardBuilder& b, const Layer& l,
       }
       const std::string part = b.add(std::move(m));
       sum = sum.empty() ? part
-                        : b.add(new_layer(fmt::format("{}.scatter_sum{}_{}", l.name, gi, gj),
-                                          OpKind::kAdd, {sum, part}));
+                        : b.add(make_layer(fmt::format("{}.scatter_sum{}_{}", l.name, gi, gj),
+                                           OpKind::kAdd, {sum, part}));
     }
   }
   return sum;

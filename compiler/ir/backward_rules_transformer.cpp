@@ -16,29 +16,16 @@ namespace npusim {
 
 namespace {
 
-Layer make(const std::string& name, OpKind kind, std::vector<std::string> inputs) {
-  Layer l;
-  l.name = l.output = name;
-  l.kind = kind;
-  l.inputs = std::move(inputs);
-  return l;
-}
-
 std::string binary(BackwardBuilder& b, const std::string& name, OpKind kind, const std::string& a,
                    const std::string& c) {
-  return b.add(make(name, kind, {a, c}));
+  return b.add(make_layer(name, kind, {a, c}));
 }
 
 std::string activation(BackwardBuilder& b, const std::string& name, Activation a,
                        const std::string& x) {
-  Layer l = make(name, OpKind::kActivation, {x});
+  Layer l = make_layer(name, OpKind::kActivation, {x});
   l.activation = a;
   return b.add(std::move(l));
-}
-
-[[noreturn]] void no_rule(const Layer& l, const std::string& what) {
-  throw UserError(fmt::format("layer '{}' ({}): training has no backward rule for {} yet", l.name,
-                              to_string(l.kind), what));
 }
 
 uint64_t count(const std::vector<int>& dims) {
@@ -57,7 +44,7 @@ std::string constant(BackwardBuilder& b, const std::string& name, const std::str
 // A dense layer with constant weights [in][out] (no bias): not a parameter.
 std::string constant_dense(BackwardBuilder& b, const std::string& name, const std::string& x,
                            int in, int out, float value) {
-  Layer d = make(name, OpKind::kDense, {x});
+  Layer d = make_layer(name, OpKind::kDense, {x});
   d.filters = out;
   d.use_bias = false;
   d.weights.assign(size_t(in) * size_t(out), value);
@@ -78,7 +65,7 @@ std::string transpose_last_two(BackwardBuilder& b, const std::string& name, cons
   const int r = dims[dims.size() - 2], c = dims.back();
   const uint64_t outer = count(dims) / (uint64_t(r) * uint64_t(c));
   NPUSIM_CHECK(count(dims) <= uint64_t(INT32_MAX), "training: {} is too large to transpose", x);
-  Layer m = make(name, OpKind::kMove, {x});
+  Layer m = make_layer(name, OpKind::kMove, {x});
   m.move_op = "transpose";
   std::swap(dims[dims.size() - 2], dims.back());
   m.reshape_to = dims;
@@ -121,7 +108,7 @@ void backward_matmul(BackwardBuilder& b, const Layer& l) {
   const std::string& c = l.inputs[1];
   const std::string& g = gy->second;
   if (b.wants_gradient(a)) {
-    Layer da = make(l.name + ".grad_a", OpKind::kMatMul, {g, c});
+    Layer da = make_layer(l.name + ".grad_a", OpKind::kMatMul, {g, c});
     da.transpose_b = !l.transpose_b;
     accumulate_named(b, a, b.add(std::move(da)));
   }
@@ -157,7 +144,7 @@ void backward_move(BackwardBuilder& b, const Layer& l) {
     const uint64_t out = l.out_shape.elements();
     NPUSIM_CHECK(uint64_t(b.batch) * std::max(n, out) <= uint64_t(INT32_MAX),
                  "training: move {} is too large", l.name);
-    Layer m = make(fmt::format("{}.grad_input{}", l.name, k), OpKind::kMove, {gy->second});
+    Layer m = make_layer(fmt::format("{}.grad_input{}", l.name, k), OpKind::kMove, {gy->second});
     m.move_op = l.move_op + " gradient";
     m.reshape_to = b.step_dims(l.inputs[k]);
     m.move_constants = {0.0f};
@@ -199,15 +186,16 @@ void backward_layernorm(BackwardBuilder& b, const Layer& l) {
   const int n = l.out_shape.last();
   const std::vector<int> dims = b.step_dims(l.output);
   const int rows = int(count(dims) / uint64_t(n));
-  Layer norm = make(l.name + ".xhat", OpKind::kLayerNorm, {x});
+  Layer norm = make_layer(l.name + ".xhat", OpKind::kLayerNorm, {x});
   norm.epsilon = l.epsilon;
   norm.gamma.assign(size_t(n), 1.0f);
   norm.beta.assign(size_t(n), 0.0f);
   const std::string xhat = b.add(std::move(norm));
 
   const std::string dy_xhat = binary(b, l.name + ".grad_gamma_terms", OpKind::kMul, dy, xhat);
-  const std::string both = b.add(make(l.name + ".grad_terms", OpKind::kConcat, {dy_xhat, dy}));
-  Layer flat = make(l.name + ".grad_term_rows", OpKind::kReshape, {both});
+  const std::string both =
+      b.add(make_layer(l.name + ".grad_terms", OpKind::kConcat, {dy_xhat, dy}));
+  Layer flat = make_layer(l.name + ".grad_term_rows", OpKind::kReshape, {both});
   flat.reshape_to = {rows, 2 * n};
   const std::string term_rows = b.add(std::move(flat));
   const std::string ones = constant(b, l.name + ".ones", l.output, {1, rows}, 1.0f);
@@ -215,7 +203,7 @@ void backward_layernorm(BackwardBuilder& b, const Layer& l) {
   b.parameters.push_back({l.name, gb, 1, n, true, /*outputs_first=*/false});
   if (!b.wants_gradient(x)) return;
 
-  Layer scale = make(l.name + ".grad_xhat", OpKind::kDense, {dy});
+  Layer scale = make_layer(l.name + ".grad_xhat", OpKind::kDense, {dy});
   scale.filters = n;
   scale.use_bias = false;
   if (!l.gamma.empty()) {  // a timing-only step (npusim train --values off) has none
@@ -287,8 +275,8 @@ void split_fused_activations(Graph& g) {
     layers.push_back(l);
     if (!split) continue;
     Layer& m = layers.back();
-    Layer a = make(fmt::format("{}.{}", l.name, to_string(l.activation)), OpKind::kActivation,
-                   {m.output});
+    Layer a = make_layer(fmt::format("{}.{}", l.name, to_string(l.activation)), OpKind::kActivation,
+                         {m.output});
     a.activation = m.activation;
     a.clip_min = m.clip_min;
     a.clip_max = m.clip_max;

@@ -1,5 +1,5 @@
 // npusim's HTML reports: the chart helpers every page shares (report.html, serving.html,
-// training.html; their styles are chart_styles.css). support/text_escape.cpp's
+// training.html, generation.html; their styles are chart_styles.css). support/text_escape.cpp's
 // html_page_with_data puts this text where a page's script says @NPUSIM_CHARTS_JS@, inside the
 // page's own function, so these names are local to it.
   const NS = "http://www.w3.org/2000/svg";
@@ -99,6 +99,19 @@
     });
     svg.setAttribute("width", w);
     svg.setAttribute("height", 8 + rows.length * (barH + 4));
+  }
+  // A legend: a swatch in each name's colour (partColour, as stacked() draws the segments) and
+  // the name, appended to the element with id `id`.
+  function legend(id, names) {
+    const box = document.getElementById(id);
+    names.forEach((name, i) => {
+      const item = document.createElement("span");
+      const swatch = document.createElement("i");
+      swatch.style.background = partColour(name, i);
+      item.appendChild(swatch);
+      item.appendChild(document.createTextNode(name));
+      box.appendChild(item);
+    });
   }
   const entries = (obj) => Object.keys(obj || {}).map((k) => [k, obj[k]])
     .filter(([, v]) => typeof v === "number").sort(byPartOrder);

@@ -15,10 +15,12 @@ void softmax_f32(const float* in, float* out, int n) {
 }
 
 void layernorm_f32(const float* in, float* out, int n, const float* gamma, const float* beta,
-                   float epsilon) {
+                   float epsilon, bool rms) {
   float mean = 0.0f;
-  for (int i = 0; i < n; ++i) mean += in[i];
-  mean /= static_cast<float>(n);
+  if (!rms) {
+    for (int i = 0; i < n; ++i) mean += in[i];
+    mean /= static_cast<float>(n);
+  }
   float var = 0.0f;
   for (int i = 0; i < n; ++i) var += (in[i] - mean) * (in[i] - mean);
   var /= static_cast<float>(n);

@@ -5,7 +5,8 @@
 namespace npusim {
 
 void softmax_f32(const float* in, float* out, int n);
+// `rms`: RMSNorm (no mean subtracted: in / sqrt(mean(in^2) + epsilon) * gamma + beta).
 void layernorm_f32(const float* in, float* out, int n, const float* gamma, const float* beta,
-                   float epsilon);
+                   float epsilon, bool rms = false);
 
 }  // namespace npusim

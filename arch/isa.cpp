@@ -48,7 +48,7 @@ struct OpcodeName {
   const char* operator()(const RequantOp&) const { return "REQUANT"; }
   const char* operator()(const PoolOp& p) const { return p.average ? "AVGPOOL" : "MAXPOOL"; }
   const char* operator()(const SoftmaxOp&) const { return "SOFTMAX"; }
-  const char* operator()(const LayerNormOp&) const { return "LAYERNORM"; }
+  const char* operator()(const LayerNormOp& l) const { return l.rms ? "RMSNORM" : "LAYERNORM"; }
   const char* operator()(const LutOp&) const { return "LUT"; }
   const char* operator()(const CopyOp&) const { return "COPY"; }
   const char* operator()(const EltwiseOp& e) const {

@@ -154,13 +154,15 @@ struct SoftmaxOp {
 };
 
 // Vector unit: layer normalization of `rows` rows of `length` int8 values; gamma then beta
-// (float32, length each) in the unified buffer.
+// (float32, length each) in the unified buffer. `rms`: RMSNorm, no mean subtracted
+// (x / sqrt(mean(x^2) + epsilon) * gamma + beta, beta zero).
 struct LayerNormOp {
   uint64_t in_ub_addr = 0;
   uint64_t out_ub_addr = 0;
   uint64_t params_ub_addr = 0;
   int rows = 0, length = 0;
   float input_scale = 1.0f, inv_output_scale = 1.0f, epsilon = 1e-5f;
+  bool rms = false;
 };
 
 // Vector unit: an activation on every element (relu, sigmoid, gelu, ...): an int8 -> int8 table,

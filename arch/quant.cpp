@@ -47,10 +47,12 @@ void softmax_int8(const int8_t* in, int8_t* out, int n, float input_scale) {
 }
 
 void layernorm_row(const int8_t* in, int n, float input_scale, const float* gamma,
-                   const float* beta, float epsilon, float* y) {
+                   const float* beta, float epsilon, float* y, bool rms) {
   float mean = 0.0f;
-  for (int i = 0; i < n; ++i) mean += static_cast<float>(in[i]);
-  mean /= static_cast<float>(n);
+  if (!rms) {
+    for (int i = 0; i < n; ++i) mean += static_cast<float>(in[i]);
+    mean /= static_cast<float>(n);
+  }
   float var = 0.0f;
   for (int i = 0; i < n; ++i) {
     const float d = static_cast<float>(in[i]) - mean;
@@ -65,9 +67,9 @@ void layernorm_row(const int8_t* in, int n, float input_scale, const float* gamm
 }
 
 void layernorm_int8(const int8_t* in, int8_t* out, int n, float input_scale, const float* gamma,
-                    const float* beta, float epsilon, float inv_output_scale) {
+                    const float* beta, float epsilon, float inv_output_scale, bool rms) {
   std::vector<float> y(static_cast<size_t>(n));
-  layernorm_row(in, n, input_scale, gamma, beta, epsilon, y.data());
+  layernorm_row(in, n, input_scale, gamma, beta, epsilon, y.data(), rms);
   for (int i = 0; i < n; ++i) out[i] = saturate_round(y[i] * inv_output_scale);
 }
 

@@ -65,9 +65,10 @@ constexpr float kSoftmaxOutputScale = 1.0f / 127.0f;
 
 // Layer normalization of one row: y = (x - mean) / sqrt(var + eps) * gamma + beta, with x the real
 // inputs (q * input_scale). The float result, and its int8 quantization with 1 / output_scale.
+// `rms`: RMSNorm, the mean taken as 0 (var the mean of the squares).
 void layernorm_row(const int8_t* in, int n, float input_scale, const float* gamma,
-                   const float* beta, float epsilon, float* y);
+                   const float* beta, float epsilon, float* y, bool rms = false);
 void layernorm_int8(const int8_t* in, int8_t* out, int n, float input_scale, const float* gamma,
-                    const float* beta, float epsilon, float inv_output_scale);
+                    const float* beta, float epsilon, float inv_output_scale, bool rms = false);
 
 }  // namespace npusim

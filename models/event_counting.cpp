@@ -137,7 +137,7 @@ struct Counter {
     ub_write(s.rows, s.length * eb());
   }
   void operator()(const LayerNormOp& l) {
-    per_element(uint64_t(l.rows) * l.length, 4, 0, 0, 2);
+    per_element(uint64_t(l.rows) * l.length, l.rms ? 3 : 4, 0, 0, l.rms ? 1 : 2);
     per_element(l.rows, 0, 0, 1, 0);
     ub_read(l.rows, l.length * eb());
     ub_read(2, uint64_t(l.length) * 4);  // gamma and beta

@@ -22,8 +22,9 @@
 //     one table (the divide) per output; SOFTMAX per element a compare (max), a table (exp), a
 //     reduction (sum) and a multiply, one table (reciprocal) per row; LAYERNORM per element two
 //     reductions (mean, variance) and four add/mul (subtract, square, normalize, affine), one table
-//     (reciprocal square root) per row. Its operands are read from and its results written to the
-//     buffers they live in.
+//     (reciprocal square root) per row; RMSNORM the same less the mean: one reduction (the mean of
+//     squares) and three add/mul (square, normalize, gamma). Its operands are read from and its
+//     results written to the buffers they live in.
 #pragma once
 
 #include "arch/energy_events.hpp"

@@ -30,7 +30,8 @@ struct CycleRule {
     return latency() + uint64_t(s.rows) * (g(s.length) * (1 + 2 * t) + t);
   }
   uint64_t operator()(const LayerNormOp& l) const {
-    return latency() + uint64_t(l.rows) * (g(l.length) * 4 + c.transcendental_cycles);
+    const uint64_t passes = l.rms ? 3 : 4;
+    return latency() + uint64_t(l.rows) * (g(l.length) * passes + c.transcendental_cycles);
   }
   uint64_t operator()(const DmaOp&) const { return unsupported(); }
   uint64_t operator()(const CopyOp&) const { return unsupported(); }
@@ -256,7 +257,7 @@ struct Executor {
     if (bf16()) {
       return rows_bf16(l.in_ub_addr, l.out_ub_addr, l.rows, l.length,
                        [&](const float* x, float* y) {
-                         layernorm_f32(x, y, l.length, params, params + l.length, l.epsilon);
+                         layernorm_f32(x, y, l.length, params, params + l.length, l.epsilon, l.rms);
                        });
     }
     const uint64_t bytes = uint64_t(l.rows) * l.length;
@@ -265,7 +266,8 @@ struct Executor {
     if (!values) return bytes;
     for (int r = 0; r < l.rows; ++r) {
       layernorm_int8(in + int64_t(r) * l.length, out + int64_t(r) * l.length, l.length,
-                     l.input_scale, params, params + l.length, l.epsilon, l.inv_output_scale);
+                     l.input_scale, params, params + l.length, l.epsilon, l.inv_output_scale,
+                     l.rms);
     }
     return bytes;
   }

@@ -12,6 +12,8 @@
 //                                                               one reciprocal per row)
 //   LAYERNORM r rows of len   L + r * (g(len) * 4 + T)    (mean; variance; normalize; affine;
 //                                                          one reciprocal square root per row)
+//   RMSNORM  r rows of len    L + r * (g(len) * 3 + T)    (mean of squares; normalize; gamma;
+//                                                          one reciprocal square root per row)
 #pragma once
 
 #include <cstdint>

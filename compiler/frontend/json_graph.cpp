@@ -183,6 +183,7 @@ Layer read_layer(ObjectReader& r, size_t index, const std::string& previous,
     case OpKind::kLayerNorm:
     case OpKind::kBatchNorm:
       l.epsilon = static_cast<float>(r.number("epsilon", 1e-5, 0.0, 1.0));
+      if (l.kind == OpKind::kLayerNorm) l.rms = r.boolean("rms", false);
       break;
     case OpKind::kMove: {  // transpose
       l.move_op = "transpose";

@@ -181,6 +181,7 @@ void backward_softmax(BackwardBuilder& b, const Layer& l) {
 void backward_layernorm(BackwardBuilder& b, const Layer& l) {
   const auto gy = b.gradient.find(l.output);
   if (gy == b.gradient.end()) return;
+  if (l.rms) no_rule(l, "an RMSNorm (a layer norm without the mean)");
   const std::string& x = l.inputs[0];
   const std::string& dy = gy->second;
   const int n = l.out_shape.last();

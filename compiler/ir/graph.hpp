@@ -89,6 +89,7 @@ struct Layer {
   Activation activation = Activation::kNone;  // fused into conv / dense / matmul / add, or the op
   float clip_min = 0.0f, clip_max = 6.0f;
   float epsilon = 1e-5f;
+  bool rms = false;  // kLayerNorm: RMSNorm, x / sqrt(mean(x^2) + epsilon) * gamma (beta 0)
   bool use_bias = true;
   std::vector<int> reshape_to;  // kReshape: the new per-sample shape (empty: flatten); kMove: the
                                 // output shape

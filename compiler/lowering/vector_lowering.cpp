@@ -147,7 +147,7 @@ bool Lowering::lower_rows(const Layer& l, LayerRecord& rec) {
         const uint64_t s = src + a * row_bytes, d = dst + a * row_bytes, n = (b - a) * row_bytes;
         emit(UnitKind::kVector, 0,
              LayerNormOp{s, d, params_ub, static_cast<int>(b - a), static_cast<int>(length), scale,
-                         1.0f / l.out_scale, l.epsilon},
+                         1.0f / l.out_scale, l.epsilon, l.rms},
              {{BufferId::kUnified, s, s + n, false},
               {BufferId::kUnified, d, d + n, true},
               {BufferId::kUnified, params_ub, params_ub + 8 * length, false}});

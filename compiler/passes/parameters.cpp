@@ -148,6 +148,7 @@ void materialize_parameters(Graph& graph, uint64_t seed, WeightStorage storage) 
       case OpKind::kBatchNorm: {
         const size_t c = l.out_shape.last();
         fill(l.gamma, c, rng, 0.8f, 1.2f);
+        if (l.rms && l.beta.empty()) l.beta.assign(c, 0.0f);  // RMSNorm has no shift
         fill(l.beta, c, rng, -0.1f, 0.1f);
         if (l.kind == OpKind::kBatchNorm) {
           fill(l.mean, c, rng, -0.1f, 0.1f);

@@ -325,7 +325,7 @@ std::map<std::string, Tensor8> quantize(Graph& g, const std::vector<int8_t>* cal
         std::vector<float> real(x.size());
         for (size_t r = 0; r < x.size(); r += n) {
           layernorm_row(&x[r], n, l.in_scale_at(0, r), l.gamma.data(), l.beta.data(), l.epsilon,
-                        &real[r]);
+                        &real[r], l.rms);
         }
         l.out_scale = choose_scale(calibration_magnitude(real, options), l);
         y = layer_values(l, in);

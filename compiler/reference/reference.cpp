@@ -125,7 +125,7 @@ struct Int8Ops {
   // `offset`: the row's first element in the batch, which selects its scale (per-row scales).
   static void layernorm_row(const Layer& l, const int8_t* x, int8_t* y, int n, uint64_t offset) {
     layernorm_int8(x, y, n, l.in_scale_at(0, offset), l.gamma.data(), l.beta.data(), l.epsilon,
-                   1.0f / l.out_scale);
+                   1.0f / l.out_scale, l.rms);
   }
   // The input holds the ids' stored bytes: 4 per id (Graph::input_ids).
   static Tensor8 embedding(const Layer& l, int /*batch*/, const Tensor8& x) {

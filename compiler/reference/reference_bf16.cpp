@@ -99,7 +99,7 @@ struct FloatOps {
     return reference_loops::embedding_rows(l, ids, S::weights(l));
   }
   static void layernorm_row(const Layer& l, const float* x, float* y, int n, uint64_t) {
-    layernorm_f32(x, y, n, l.gamma.data(), l.beta.data(), l.epsilon);
+    layernorm_f32(x, y, n, l.gamma.data(), l.beta.data(), l.epsilon, l.rms);
     for (int i = 0; i < n; ++i) y[i] = S::round(y[i]);
   }
 };

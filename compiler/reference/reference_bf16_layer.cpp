@@ -194,9 +194,11 @@ std::vector<float> row_bound(const Layer& l, const Bf16Operand& in, const Tensor
       }
       continue;
     }
-    double mean = 0.0, var = 0.0;
-    for (int i = 0; i < n; ++i) mean += x[r + i];
-    mean /= n;
+    double mean = 0.0, var = 0.0;  // RMSNorm: the mean taken as 0
+    if (!l.rms) {
+      for (int i = 0; i < n; ++i) mean += x[r + i];
+      mean /= n;
+    }
     for (int i = 0; i < n; ++i) var += (x[r + i] - mean) * (x[r + i] - mean);
     const double sigma = std::sqrt(var / n + l.epsilon);
     // The centred value moves by at most 2m, the standard deviation by at most 2m.

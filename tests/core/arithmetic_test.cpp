@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "arch/float_ops.hpp"
 #include "arch/quant.hpp"
 
 namespace npusim {
@@ -71,6 +72,25 @@ TEST(Arithmetic, LayerNormNormalizesEachRow) {
   int8_t out[4];
   layernorm_int8(in, out, 4, 0.5f, gamma, beta, 0.0f, 50.0f);  // output scale 1/50
   EXPECT_EQ(out[0], static_cast<int8_t>(std::lround(-30 / std::sqrt(500.0) * 50)));
+}
+
+TEST(Arithmetic, RmsNormDividesByTheRootMeanSquare) {
+  // int8 codes of scale 0.5; the epsilon is of the real values (rescaled for the codes).
+  int8_t in[4] = {-20, 0, 20, 40};
+  float gamma[4] = {1, 2, 0.5f, 1}, beta[4] = {0, 0, 0, 0}, y[4];
+  const double eps = 0.25, ms = (100.0 + 0 + 100.0 + 400.0) / 4.0;  // real values -10 0 10 20
+  layernorm_row(in, 4, 0.5f, gamma, beta, float(eps), y, /*rms=*/true);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(y[i], in[i] * 0.5 / std::sqrt(ms + eps) * gamma[i], 1e-5) << i;
+  }
+  // The fp32 lanes of the bf16 path: the same formula on the values.
+  const float x[4] = {-10, 0, 10, 20};
+  float z[4];
+  layernorm_f32(x, z, 4, gamma, beta, float(eps), /*rms=*/true);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(z[i], x[i] / std::sqrt(ms + eps) * gamma[i], 1e-5) << i;
+  // Not the layer norm: the mean (5) is not subtracted.
+  layernorm_f32(x, z, 4, gamma, beta, float(eps));
+  EXPECT_GT(std::fabs(z[3] - float(20 / std::sqrt(ms + eps))), 0.1f);
 }
 
 TEST(Arithmetic, SoftmaxIsAProbabilityOnScale127) {

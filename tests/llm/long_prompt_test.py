@@ -1,14 +1,12 @@
 """Long prompts (docs/llm.md "Long prompts"): where the causal mask of all heads' scores would not
 tile with every query row in one layer row, the prefill runs its attention per block of query rows
-(and the keys' rotation and learned positions per block of positions; RMSNorm's negation as
-several rows).
+(and the keys' rotation and learned positions per block of positions).
 
 On the `edge` preset (512 KiB unified buffer, 64 KiB accumulators), one-layer decoders with 8
 heads of size 128:
 - values against NumPy (generate_numpy_test's independent float model), bf16, a 300-token prompt:
   a Llama-style one with grouped-query attention (4 KV heads): attention in blocks of 32 query
-  rows (the last one 12), keys rotated in blocks of 128 positions (the last 44), the norms' rows
-  of 300 x 1024 values as 3 rows of 100 positions; a GPT-2-style one, its learned positions in
+  rows (the last one 12), keys rotated in blocks of 128 positions (the last 44); a GPT-2-style one, its learned positions in
   blocks of 32. Cosine >= 0.999 and the same greedy ids; the Llama one in int8 must also pass
   npusim's own bit-exact check;
 - timing only, the Llama one at its whole context (511 tokens and one new: 32 blocks of 16 query rows);

@@ -679,6 +679,40 @@ def layernorm_axes(out_dir):
     save(out_dir, b, model, x, {"y": y})
 
 
+def rms_norm(out_dir):
+    """RMSNorm in the two compositions torch exports (opset 17): a module's
+    x * rsqrt(mean(x^2) + eps) * w (Pow, ReduceMean, Add, Sqrt, Div(1, .), Mul, Mul by the weight)
+    and Hugging Face's LlamaRMSNorm (casts to float, Mul(x, x), Reciprocal, the weight first).
+    npusim imports each as one layer norm without the mean (docs/onnx.md)."""
+    b = Builder("rms_norm", 47)
+    b.const("two", np.array(2.0, np.float32))
+    b.const("eps", np.array(1e-6, np.float32))
+    b.const("one", np.array(1.0, np.float32))
+    b.const("w1", b.rng.uniform(0.5, 1.5, [8]).astype(np.float32))
+    b.const("w2", b.rng.uniform(0.5, 1.5, [8]).astype(np.float32))
+    b.node("Pow", ["x", "two"], ["sq1"])
+    b.node("ReduceMean", ["sq1"], ["ms1"], axes=[-1], keepdims=1)
+    b.node("Add", ["ms1", "eps"], ["ms1_eps"])
+    b.node("Sqrt", ["ms1_eps"], ["rms1"])
+    b.node("Div", ["one", "rms1"], ["inv1"])
+    b.node("Mul", ["x", "inv1"], ["n1"])
+    b.node("Mul", ["n1", "w1"], ["y1"])
+    b.node("Cast", ["x"], ["xf"], to=onnx.TensorProto.FLOAT)
+    b.node("Mul", ["xf", "xf"], ["sq2"])
+    b.node("ReduceMean", ["sq2"], ["ms2"], axes=[-1], keepdims=1)
+    b.node("Add", ["eps", "ms2"], ["ms2_eps"])
+    b.node("Sqrt", ["ms2_eps"], ["rms2"])
+    b.node("Reciprocal", ["rms2"], ["inv2"])
+    b.node("Mul", ["inv2", "xf"], ["n2f"])
+    b.node("Cast", ["n2f"], ["n2"], to=onnx.TensorProto.FLOAT)
+    b.node("Mul", ["w2", "n2"], ["y2"])
+    model = b.model("x", [4, 8], ["y1", "y2"], opset=17)
+    i = b.inits
+    x = b.rng.uniform(-2, 2, [2, 4, 8]).astype(np.float32)
+    inv = 1.0 / np.sqrt((x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True) + 1e-6)
+    save(out_dir, b, model, x, {"y1": x * inv * i["w1"], "y2": x * inv * i["w2"]})
+
+
 def matmul_ranks(out_dir):
     """MatMul of a (N, rows, K) tensor by a vector (K,) and by a (1, K, M) matrix."""
     b = Builder("matmul_ranks", 34)
@@ -862,7 +896,7 @@ def main():
                   activations, sequence, reduce_squeeze, aliases, pad_conv, opset11,
                   flatten_layernorm, attention, scale_fold, arith_consts, bn_alone,
                   whole_tensor, rank1, reduce_rows, gemm_row_bias, layernorm_axes, matmul_ranks,
-                  bn_rows,
+                  bn_rows, rms_norm,
                   bad_ops, bad_softmax_axis, bad_reshape, bad_misc, bad_input_dims,
                   bad_opset, bad_bn_shared, bad_axis0_conv, bad_pad, bad_transpose,
                   bad_external, corrupt):

@@ -143,7 +143,8 @@ const auto kModels = testing::Values(
     Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
     Case{"bn_alone", {"y", "e"}}, Case{"whole_tensor", {"y"}, true}, Case{"rank1", {"y"}, true},
     Case{"reduce_rows", {"feat_mean", "y"}}, Case{"gemm_row_bias", {"y"}, true},
-    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}}, Case{"bn_rows", {"y"}});
+    Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}}, Case{"bn_rows", {"y"}},
+    Case{"rms_norm", {"y1", "y2"}});
 
 // make_movement_models.py: data movement and exporter-style blocks.
 const auto kMovementModels = testing::Values(

@@ -271,6 +271,22 @@ TEST(OnnxImport, ActivationsClipAndTheErfGeluPattern) {
   EXPECT_EQ(g.layers.size(), 7u);
 }
 
+TEST(OnnxImport, RmsNormCompositionsBecomeOneLayer) {
+  Graph g = import_onnx(model_path("rms_norm"), std::nullopt);
+  // Each composition is one layer norm without the mean, named after its last node.
+  ASSERT_EQ(g.layers.size(), 2u);
+  const Layer& a = layer(g, "y1");
+  EXPECT_EQ(a.kind, OpKind::kLayerNorm);
+  EXPECT_TRUE(a.rms);
+  EXPECT_FLOAT_EQ(a.epsilon, 1e-6f);
+  EXPECT_EQ(a.gamma, load_array("rms_norm", "init_w1").values);
+  EXPECT_EQ(a.beta, std::vector<float>(8, 0.0f));
+  EXPECT_EQ(a.inputs, (std::vector<std::string>{"x"}));
+  const Layer& b = layer(g, "y2");
+  EXPECT_TRUE(b.rms);
+  EXPECT_EQ(b.gamma, load_array("rms_norm", "init_w2").values);
+}
+
 TEST(OnnxImport, SequenceLayerNormMatMulSoftmaxGeluReshape) {
   Graph g = import_onnx(model_path("sequence"), std::nullopt);
   EXPECT_EQ(g.input_shape.dims, (std::vector<int>{4, 8}));

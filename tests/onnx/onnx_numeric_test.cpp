@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"scale_fold", {"y", "gap"}}, Case{"arith_consts", {"y", "d"}},
                     Case{"bn_alone", {"y", "e"}}, Case{"reduce_rows", {"feat_mean", "y"}},
                     Case{"layernorm_axes", {"y"}}, Case{"matmul_ranks", {"y1", "y2"}},
-                    Case{"bn_rows", {"y"}}),
+                    Case{"bn_rows", {"y"}}, Case{"rms_norm", {"y1", "y2"}}),
     [](const testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.model);
     });

@@ -179,31 +179,18 @@ class Builder {
     return name;
   }
 
-  // LayerNorm, or RMSNorm composed as LayerNorm over [x, -x] (see decoder_graph.hpp).
-  std::string norm(const std::string& name, const std::string& x, int rows,
-                   const std::string& key) {
-    const int h = c_.hidden;
-    if (!c_.rms_norm) {
-      Layer& l = add(OpKind::kLayerNorm, name, {x});
-      l.epsilon = c_.norm_epsilon;
-      l.gamma = param(key + ".g");
-      l.beta = param(key + ".b");
-      return name;
-    }
-    const std::string neg =
-        affine(name + "_neg", x, {rows, h}, std::vector<float>(size_t(h), -1.0f),
-               std::vector<float>(size_t(h), 0.0f));
-    add(OpKind::kConcat, name + "_pair", {x, neg});
-    Layer& l = add(OpKind::kLayerNorm, name + "_ln", {name + "_pair"});
+  // LayerNorm, or RMSNorm (the vector unit's RMSNORM: a layer norm without the mean).
+  std::string norm(const std::string& name, const std::string& x, const std::string& key) {
+    Layer& l = add(OpKind::kLayerNorm, name, {x});
     l.epsilon = c_.norm_epsilon;
-    if (w_) {
-      l.gamma = param(key + ".g");
-      l.gamma.insert(l.gamma.end(), l.gamma.begin(), l.gamma.end());
-      l.beta.assign(size_t(2 * h), 0.0f);
+    l.rms = c_.rms_norm;
+    l.gamma = param(key + ".g");
+    if (!c_.rms_norm) {
+      l.beta = param(key + ".b");
+    } else if (w_) {
+      l.beta.assign(size_t(c_.hidden), 0.0f);
     }
-    return move(name, {name + "_ln"}, {rows, h}, "Slice", [&](uint64_t o) {
-      return MoveSource{0, int32_t(o / uint64_t(h) * uint64_t(2 * h) + o % uint64_t(h))};
-    });
+    return name;
   }
 
   // The rotary tables for x viewed as rows of `width` values, each row at position pos(row),
@@ -315,7 +302,7 @@ std::string ffn_after_attention(Builder& b, const std::vector<DecoderShard>& par
     const DecoderShard& sh = parts[size_t(core)];
     const size_t first = b.graph().layers.size();
     const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
-    const std::string n2 = b.norm(pc + "norm2", attn, rows, p + "ln2");
+    const std::string n2 = b.norm(pc + "norm2", attn, p + "ln2");
     partials.push_back(b.ffn(pc, p, n2, sh.ffn_begin, sh.ffn_end, core == 0));
     place_layers(b, core_of, first, core);
   }
@@ -457,7 +444,7 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
       const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
       const std::string suffix = N == 1 ? "" : fmt::format(".c{}", core);
       const int Hc = sh.q_end - sh.q_begin, KVc = sh.kv_end - sh.kv_begin;
-      const std::string n1 = b.norm(pc + "norm1", x, P, p + "ln1");
+      const std::string n1 = b.norm(pc + "norm1", x, p + "ln1");
       const std::string q =
           b.dense_part(pc + "query", n1, p + "q", H * d, sh.q_begin * d, sh.q_end * d, scale);
       const std::string k =
@@ -545,7 +532,7 @@ Graph build_prefill_graph(const DecoderConfig& c, const DecoderWeights* w, int P
   b.move("last", {x}, {1, h}, "Slice", [&](uint64_t o) {
     return MoveSource{0, int32_t(uint64_t(P - 1) * uint64_t(h) + o)};
   });
-  const std::string nf = b.norm("norm_final", "last", 1, "lnf");
+  const std::string nf = b.norm("norm_final", "last", "lnf");
   b.dense_with("logits", nf, c.vocab, b.lm_head());
   if (core_of && N > 1) (*core_of)["logits"] = -1;  // split by vocabulary columns over all cores
   b.finish(outputs);
@@ -616,7 +603,7 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
       const std::string pc = N == 1 ? p : fmt::format("{}c{}.", p, core);
       const std::string suffix = N == 1 ? "" : fmt::format(".c{}", core);
       const int Hc = sh.q_end - sh.q_begin, KVc = sh.kv_end - sh.kv_begin;
-      const std::string n1 = b.norm(pc + "norm1", x, B, p + "ln1");
+      const std::string n1 = b.norm(pc + "norm1", x, p + "ln1");
       std::string q =
           b.dense_part(pc + "query", n1, p + "q", H * d, sh.q_begin * d, sh.q_end * d, scale);
       const std::string kname = fmt::format("k{}{}", i, suffix);
@@ -695,7 +682,7 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
     }
     x = ffn_after_attention(b, parts, p, x, partials, B, core_of);
   }
-  const std::string nf = b.norm("norm_final", x, B, "lnf");
+  const std::string nf = b.norm("norm_final", x, "lnf");
   b.dense_with("logits", nf, c.vocab, b.lm_head());
   if (core_of && N > 1) (*core_of)["logits"] = -1;  // split by vocabulary columns over all cores
   b.finish(outputs);

@@ -12,10 +12,10 @@
 //
 // Attention is the standard one: scores = q k^T / sqrt(head_dim) (the scale folded into the query
 // projection), a causal mask in prefill, softmax, probabilities x v; heads are a leading batch
-// dimension of the matrix products, moved there and back by kMove layers. RMSNorm is composed of
-// IR operators: LayerNorm over [x, -x] has mean 0 and variance mean(x^2), so its first half is
-// x / sqrt(mean(x^2) + eps) * gamma. SwiGLU is silu(gate) * up with silu = x * sigmoid(x). Rotary
-// positions are x * cos + rotate_half(x) * sin with constant tables (affine layers) and a kMove.
+// dimension of the matrix products, moved there and back by kMove layers. RMSNorm is a layernorm
+// layer with `rms` set (the vector unit's RMSNORM: x / sqrt(mean(x^2) + eps) * gamma). SwiGLU is
+// silu(gate) * up with silu = x * sigmoid(x). Rotary positions are x * cos + rotate_half(x) * sin
+// with constant tables (affine layers) and a kMove.
 #pragma once
 
 #include <map>
@@ -68,7 +68,7 @@ std::vector<DecoderShard> decoder_shards(const DecoderConfig& config, int cores)
 // one row, that part of the graph runs in blocks of positions (prefill_blocks): the attention per
 // block of query rows (scores, mask, softmax and context of those rows against all P keys), the
 // keys' rotation and the learned positions per block of positions. An elementwise affine layer
-// (RMSNorm's negation) whose row of P positions would not tile is viewed as several rows. Where
+// whose row of P positions would not tile is viewed as several rows. Where
 // everything tiles, the graph is the unblocked one described above.
 Graph build_prefill_graph(const DecoderConfig& config, const DecoderWeights* weights, int prompt,
                           int batch, DataType dtype,

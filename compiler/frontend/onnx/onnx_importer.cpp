@@ -368,6 +368,9 @@ void OnnxImporter::import_node(int i) {
     add_layer(i, OpKind::kActivation, {x->second.ir_name}, out).activation = Activation::kGelu;
     return set_value(out, std::move(v));
   }
+  if (auto it = rms_norm_at_.find(i); it != rms_norm_at_.end()) {
+    return import_rms_norm(i, it->second);
+  }
   const std::string& op = n.op_type();
   const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
   // Before any translator reads input 0 (a com.microsoft Gelu without inputs was read past them:
@@ -509,6 +512,7 @@ Graph OnnxImporter::run() {
   read_input();
   count_consumers();
   find_gelu_patterns();
+  find_rms_norm_patterns();
   // The model's nodes; those LSTM / GRU append are imported as they are made, and removed at the
   // end (a second import of the same model, in the whole-tensor mode, starts from the file's).
   const int model_nodes = g_.node_size();

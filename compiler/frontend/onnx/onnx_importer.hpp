@@ -66,7 +66,16 @@ class OnnxImporter {
   void import_where(int i);
   void import_expand(int i);
   void import_softmax(int i);
+  // RMSNorm as exporters write it (onnx_rewrites.cpp): x * 1 / sqrt(mean(x^2 over the last axis)
+  // + epsilon), times a constant weight when one follows.
+  struct RmsNormPattern {
+    std::string x, scale;  // scale: the weight's constant, empty if none
+    float epsilon = 0.0f;
+  };
   void import_layer_norm(int i);
+  void import_rms_norm(int i, const RmsNormPattern& p);
+  void add_norm(int i, const Value* x, const Constant* scale, const Constant* bias, int64_t axis,
+                float epsilon, bool rms);
   void import_batch_norm(int i);
   void import_concat(int i);
   void import_flatten(int i);
@@ -100,6 +109,7 @@ class OnnxImporter {
   void import_token_ids_reshape(int i);
   void import_embedding(int i);  // onnx_movement_ops.cpp
   void find_gelu_patterns();
+  void find_rms_norm_patterns();
   void import_node(int i);
   // Evaluates a node whose inputs are all constants (onnx_fold.hpp); false when it is not one.
   bool fold_node(int i);
@@ -228,7 +238,8 @@ class OnnxImporter {
   std::map<std::string, int> consumers_;
   std::set<std::string> graph_outputs_;
   std::set<int> skipped_nodes_;
-  std::map<int, std::string> gelu_input_at_;  // last node of a GELU pattern -> its input x
+  std::map<int, std::string> gelu_input_at_;   // last node of a GELU pattern -> its input x
+  std::map<int, RmsNormPattern> rms_norm_at_;  // last node of an RMSNorm pattern
   int64_t file_batch_ = 0;
   int opset_ = kMaxOpset;
   bool whole_tensor_ = false;

@@ -65,7 +65,31 @@ void OnnxImporter::import_layer_norm(int i) {
   if (!scale) return;
   const Constant* bias = optional_constant(i, 2, "bias");
   if (n.input_size() > 2 && !n.input(2).empty() && !bias) return;
-  const int64_t given = attr_int(n, "axis", -1);
+  add_norm(i, x, scale, bias, attr_int(n, "axis", -1), attr_float(n, "epsilon", 1e-5f), false);
+}
+
+// RMSNorm found as its composition (find_rms_norm_patterns): over the last axis, gamma the
+// pattern's weight (none: ones).
+void OnnxImporter::import_rms_norm(int i, const RmsNormPattern& p) {
+  auto x = values_.find(p.x);
+  if (x == values_.end()) {
+    return fail(i, fmt::format("RMSNorm input '{}' is not a run-time tensor", p.x));
+  }
+  const Constant* scale = nullptr;
+  if (!p.scale.empty()) {
+    auto c = constants_.find(p.scale);
+    if (c == constants_.end()) {
+      return fail(i, fmt::format("RMSNorm weight '{}' is not a constant", p.scale));
+    }
+    scale = &c->second;
+  }
+  add_norm(i, &x->second, scale, nullptr, -1, p.epsilon, true);
+}
+
+// A layer norm (RMSNorm when `rms`) of x over the axes from `given` on; scale null: ones.
+void OnnxImporter::add_norm(int i, const Value* x, const Constant* scale, const Constant* bias,
+                            int64_t given, float epsilon, bool rms) {
+  const Node& n = g_.node(i);
   const int a = sample_axis(*x, given);
   const std::string what = fmt::format("axis {} on input {}", given, dims_text(x->dims));
   if (a == -2) return fail(i, what + ": out of range");
@@ -89,8 +113,9 @@ void OnnxImporter::import_layer_norm(int i) {
   Value params_shape;  // scale and bias broadcast to the normalized axes
   params_shape.batched = false;
   params_shape.dims = normalized;
-  std::vector<float> gamma, beta(static_cast<size_t>(inner), 0.0f);
-  std::string problem = broadcast_to(params_shape, *scale, gamma);
+  std::vector<float> gamma(static_cast<size_t>(inner), 1.0f),
+      beta(static_cast<size_t>(inner), 0.0f);
+  std::string problem = scale ? broadcast_to(params_shape, *scale, gamma) : "";
   if (problem.empty() && bias) problem = broadcast_to(params_shape, *bias, beta);
   if (!problem.empty()) return fail(i, "scale / bias: " + problem);
   std::vector<int64_t> map;
@@ -105,13 +130,14 @@ void OnnxImporter::import_layer_norm(int i) {
         static_cast<int>(product(x->dims) / inner), static_cast<int>(inner)};
   }
   Layer& l = add_layer(i, OpKind::kLayerNorm, {in}, reshape ? out + "_normalized" : out);
-  l.epsilon = attr_float(n, "epsilon", 1e-5f);
+  l.epsilon = epsilon;
+  l.rms = rms;
   l.gamma = permuted(gamma, map);
   l.beta = permuted(beta, map);
   if (reshape) add_layer(i, OpKind::kReshape, {out + "_normalized"}, out).reshape_to = dims;
   const Value xv = *x;  // set_value may move values_
   set_value(out, Value(xv));
-  layer_norm_statistics(i, xv, static_cast<size_t>(a), in, inner, attr_float(n, "epsilon", 1e-5f));
+  if (!rms) layer_norm_statistics(i, xv, static_cast<size_t>(a), in, inner, epsilon);
 }
 
 // LayerNormalization's optional outputs Mean and InvStdDev (stash_type 1: in float), from the

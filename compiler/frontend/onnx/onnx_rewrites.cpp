@@ -1,5 +1,6 @@
 // Graph rewrites done while importing, on ONNX nodes: the Erf form of GELU recognised as one
-// activation, and Add / Mul of a constant folded into the Conv or dense layer before them.
+// activation, RMSNorm's composition as one layer norm without the mean, and Add / Mul of a
+// constant folded into the Conv or dense layer before them.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -124,6 +125,141 @@ bool OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
   v.ir_name = n.output(0);
   values_[n.output(0)] = std::move(v);
   return true;
+}
+
+// Finds RMSNorm as torch exports it (a module's x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) +
+// eps) * weight, Hugging Face's LlamaRMSNorm with its casts to float):
+//   Pow(x, 2) | Mul(x, x) -> ReduceMean(last axis, keepdims) -> Add(., eps) -> Sqrt ->
+//   Reciprocal | Div(1, .) -> Mul(x, .);  or Sqrt -> Div(x, .)
+// then casts to float and a Mul by a constant weight, each optional. Every intermediate must have
+// that one reader. The last node becomes the norm (import_rms_norm); the others are skipped.
+void OnnxImporter::find_rms_norm_patterns() {
+  std::map<std::string, int> producer;
+  std::map<std::string, std::vector<int>> users;
+  for (int i = 0; i < g_.node_size(); ++i) {
+    for (const auto& out : g_.node(i).output()) producer[out] = i;
+    for (const auto& in : g_.node(i).input()) users[in].push_back(i);
+  }
+  auto sole_user = [&](const std::string& tensor) -> int {
+    if (graph_outputs_.count(tensor)) return -1;
+    auto it = users.find(tensor);
+    return it != users.end() && it->second.size() == 1 ? it->second[0] : -1;
+  };
+  auto is_op = [&](int i, const char* op, int inputs) {
+    return i >= 0 && g_.node(i).op_type() == op && g_.node(i).domain().empty() &&
+           g_.node(i).input_size() == inputs && g_.node(i).output_size() == 1;
+  };
+  // A constant's values, from an initializer or a Constant node's `value`; null if neither.
+  std::map<std::string, Constant> from_nodes;
+  auto constant_of = [&](const std::string& name) -> const Constant* {
+    if (auto it = constants_.find(name); it != constants_.end()) return &it->second;
+    auto p = producer.find(name);
+    if (p == producer.end() || g_.node(p->second).op_type() != "Constant") return nullptr;
+    const auto* a = find_attr(g_.node(p->second), "value");
+    if (!a || !a->has_t()) return nullptr;
+    Constant c;
+    if (!read_tensor(a->t(), c).empty() || c.is_int) return nullptr;
+    return &(from_nodes[name] = std::move(c));
+  };
+  auto scalar = [&](const std::string& name, float* value) {
+    const Constant* c = constant_of(name);
+    if (!c || c->values.size() != 1) return false;
+    if (value) *value = c->values[0];
+    return true;
+  };
+  auto is_float_cast = [&](int i) {
+    const auto* to = i >= 0 ? find_attr(g_.node(i), "to") : nullptr;
+    return is_op(i, "Cast", 1) && to && to->i() == onnx::TensorProto_DataType_FLOAT;
+  };
+  for (int r = 0; r < g_.node_size(); ++r) {
+    if (!is_op(r, "ReduceMean", 1) && !is_op(r, "ReduceMean", 2)) continue;
+    const Node& reduce = g_.node(r);
+    const auto* keep = find_attr(reduce, "keepdims");
+    if (keep && keep->i() == 0) continue;
+    std::vector<int64_t> axes;
+    if (const auto* a = find_attr(reduce, "axes")) axes.assign(a->ints().begin(), a->ints().end());
+    if (reduce.input_size() == 2) {
+      const auto c = constants_.find(reduce.input(1));
+      const Constant* k = c != constants_.end() ? &c->second : nullptr;
+      if (!k) {
+        auto p = producer.find(reduce.input(1));
+        if (p != producer.end() && g_.node(p->second).op_type() == "Constant") {
+          const auto* a = find_attr(g_.node(p->second), "value");
+          Constant t;
+          if (a && a->has_t() && read_tensor(a->t(), t).empty() && t.is_int) {
+            axes = t.ints;
+          }
+        }
+      } else if (k->is_int) {
+        axes = k->ints;
+      }
+    }
+    if (axes != std::vector<int64_t>{-1}) continue;
+    // The square of x.
+    auto sq = producer.find(reduce.input(0));
+    if (sq == producer.end() || sole_user(reduce.input(0)) != r) continue;
+    const Node& square = g_.node(sq->second);
+    std::string x;
+    float two = 0.0f;
+    if (is_op(sq->second, "Pow", 2) && scalar(square.input(1), &two) && two == 2.0f) {
+      x = square.input(0);
+    } else if (is_op(sq->second, "Mul", 2) && square.input(0) == square.input(1)) {
+      x = square.input(0);
+    }
+    if (x.empty() || constant_of(x)) continue;
+    // + eps, sqrt, then 1 / s times x (or x / s).
+    const int add = sole_user(reduce.output(0));
+    if (!is_op(add, "Add", 2)) continue;
+    const Node& a = g_.node(add);
+    float eps = 0.0f;
+    const std::string& eps_name = a.input(0) == reduce.output(0) ? a.input(1) : a.input(0);
+    if (!scalar(eps_name, &eps) || !(eps >= 0.0f)) continue;
+    const int root = sole_user(a.output(0));
+    if (!is_op(root, "Sqrt", 1)) continue;
+    const std::string& s = g_.node(root).output(0);
+    const int inv = sole_user(s);
+    std::vector<int> members{sq->second, r, add, root, inv};
+    int normalized = -1;  // the node whose output is x / sqrt(...)
+    float one = 0.0f;
+    if (is_op(inv, "Div", 2) && g_.node(inv).input(1) == s && g_.node(inv).input(0) == x) {
+      normalized = inv;
+    } else if ((is_op(inv, "Reciprocal", 1) ||
+                (is_op(inv, "Div", 2) && g_.node(inv).input(1) == s &&
+                 scalar(g_.node(inv).input(0), &one) && one == 1.0f))) {
+      const int mul = sole_user(g_.node(inv).output(0));
+      if (!is_op(mul, "Mul", 2)) continue;
+      const Node& m = g_.node(mul);
+      const std::string& r_name = g_.node(inv).output(0);
+      if (!((m.input(0) == x && m.input(1) == r_name) ||
+            (m.input(1) == x && m.input(0) == r_name))) {
+        continue;
+      }
+      normalized = mul;
+      members.push_back(mul);
+    }
+    if (normalized < 0) continue;
+    int last = normalized;
+    for (int next = sole_user(g_.node(last).output(0)); is_float_cast(next);
+         next = sole_user(g_.node(last).output(0))) {
+      last = next;
+      members.push_back(next);
+    }
+    RmsNormPattern pattern{x, "", eps};
+    const int weight = sole_user(g_.node(last).output(0));
+    if (is_op(weight, "Mul", 2)) {
+      const Node& w = g_.node(weight);
+      const std::string& other = w.input(0) == g_.node(last).output(0) ? w.input(1) : w.input(0);
+      if (const Constant* c = constant_of(other); c && !c->values.empty()) {
+        pattern.scale = other;
+        last = weight;
+        members.push_back(weight);
+      }
+    }
+    for (int m : members) {
+      if (m != last) skipped_nodes_.insert(m);
+    }
+    rms_norm_at_[last] = pattern;
+  }
 }
 
 // An Erf that find_gelu_patterns did not take into a GELU: the erf activation (a table in int8).

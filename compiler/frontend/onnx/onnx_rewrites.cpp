@@ -7,30 +7,50 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "compiler/frontend/onnx/onnx_importer.hpp"
 
 namespace npusim::onnx_frontend {
 
+namespace {
+
+// Which node writes each tensor and which nodes read it.
+struct NodeLinks {
+  NodeLinks(const onnx::GraphProto& g, const std::set<std::string>& graph_outputs)
+      : outputs(graph_outputs) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      for (const auto& out : g.node(i).output()) producer[out] = i;
+      for (const auto& in : g.node(i).input()) users[in].push_back(i);
+    }
+  }
+  // The one node reading `tensor`, or -1 (none, several, or a graph output).
+  int sole_user(const std::string& tensor) const {
+    if (outputs.count(tensor)) return -1;
+    auto it = users.find(tensor);
+    return it != users.end() && it->second.size() == 1 ? it->second[0] : -1;
+  }
+  std::map<std::string, int> producer;
+  std::map<std::string, std::vector<int>> users;
+  const std::set<std::string>& outputs;
+};
+
+}  // namespace
+
 // Finds x * 0.5 * (1 + erf(x / sqrt(2))) in the node orders exporters produce:
 //   Div(x, sqrt2) | Mul(x, 1/sqrt2) -> Erf -> Add(., 1) -> then one of
 //   Mul(x, .) -> Mul(., 0.5);   Mul(Mul(x, 0.5), .);   Mul(., 0.5) -> Mul(x, .)
 void OnnxImporter::find_gelu_patterns() {
-  std::map<std::string, int> producer;
-  std::map<std::string, std::vector<int>> users;
-  for (int i = 0; i < g_.node_size(); ++i) {
-    for (const auto& out : g_.node(i).output()) producer[out] = i;
-    for (const auto& in : g_.node(i).input()) users[in].push_back(i);
-  }
+  const NodeLinks links(g_, graph_outputs_);
+  const std::map<std::string, int>& producer = links.producer;
+  auto sole_user = [&](const std::string& tensor) { return links.sole_user(tensor); };
   auto scalar = [&](const std::string& name, float expected) {
     auto it = constants_.find(name);
     return it != constants_.end() && !it->second.is_int && it->second.values.size() == 1 &&
            std::fabs(it->second.values[0] - expected) < 1e-3f;
-  };
-  auto sole_user = [&](const std::string& tensor) -> int {
-    if (graph_outputs_.count(tensor)) return -1;
-    auto it = users.find(tensor);
-    return it != users.end() && it->second.size() == 1 ? it->second[0] : -1;
   };
   auto is_op = [&](int i, const char* op) {
     return i >= 0 && g_.node(i).op_type() == op && g_.node(i).domain().empty() &&
@@ -134,17 +154,9 @@ bool OnnxImporter::fold_constant(int i, const Value& x, const Constant& c, OpKin
 // then casts to float and a Mul by a constant weight, each optional. Every intermediate must have
 // that one reader. The last node becomes the norm (import_rms_norm); the others are skipped.
 void OnnxImporter::find_rms_norm_patterns() {
-  std::map<std::string, int> producer;
-  std::map<std::string, std::vector<int>> users;
-  for (int i = 0; i < g_.node_size(); ++i) {
-    for (const auto& out : g_.node(i).output()) producer[out] = i;
-    for (const auto& in : g_.node(i).input()) users[in].push_back(i);
-  }
-  auto sole_user = [&](const std::string& tensor) -> int {
-    if (graph_outputs_.count(tensor)) return -1;
-    auto it = users.find(tensor);
-    return it != users.end() && it->second.size() == 1 ? it->second[0] : -1;
-  };
+  const NodeLinks links(g_, graph_outputs_);
+  const std::map<std::string, int>& producer = links.producer;
+  auto sole_user = [&](const std::string& tensor) { return links.sole_user(tensor); };
   auto is_op = [&](int i, const char* op, int inputs) {
     return i >= 0 && g_.node(i).op_type() == op && g_.node(i).domain().empty() &&
            g_.node(i).input_size() == inputs && g_.node(i).output_size() == 1;

@@ -259,9 +259,17 @@ OptimizerPlan append_optimizer_update(Program& p, const HwConfig& hw,
     plan.master_addr.push_back(master);
     plan.new_segments.push_back(news);
 
+    // A tile holds whole rows (a layer norm's whole [gamma | beta]).
+    const uint64_t least = q.norm ? elements : out;
+    if (least > max_elements) {
+      throw UserError(fmt::format(
+          "--optimizer-on chip: layer '{}': a row of {} parameters does not fit the update's "
+          "tile of {} elements (an eighth of the {}-byte unified buffer at {} bytes per element); "
+          "--optimizer-on host updates it on the host",
+          q.name, least, max_elements, hw.unified_buffer.capacity_bytes,
+          tile_bytes_per_element(k)));
+    }
     if (q.norm) {
-      NPUSIM_CHECK(elements <= max_elements, "optimizer: layer norm {} of {} parameters", q.name,
-                   elements);
       record(q.name, fmt::format("{} fp32 gamma and beta in place, {} diagonal use(s)", elements,
                                  q.diagonal.size()));
       const int core = next_core();
@@ -281,8 +289,6 @@ OptimizerPlan append_optimizer_update(Program& p, const HwConfig& hw,
     }
 
     // Rows of the forward weights per tile; a flipped use needs tiles inside one kernel tap.
-    NPUSIM_CHECK(out <= max_elements, "optimizer: {} outputs of {} do not fit a tile of {}", out,
-                 q.name, max_elements);
     const uint64_t rows_per_tile = std::max<uint64_t>(1, max_elements / out);
     const uint64_t block = q.flipped.empty() ? in : uint64_t(q.cin);
     NPUSIM_CHECK(q.flipped.empty() || uint64_t(q.cin) * uint64_t(q.taps) == in,

@@ -132,3 +132,20 @@ def test_bad_optimizer_place_is_refused(tmp_path, digits):
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert "--optimizer-on 'gpu': expected chip or host" in r.stderr
+
+
+def test_a_row_larger_than_the_update_tile_is_refused(tmp_path):
+    """A unified buffer of 16 KiB holds Adam tiles of 64 elements (an eighth of it at 26 bytes per
+    element): fc1's rows of 128 outputs do not fit."""
+    with open(os.path.join(ROOT, "configs", "hw", "tpu-v4-like-core.json")) as f:
+        hw = json.load(f)
+    hw["name"] = "small-buffer"
+    hw["buffers"]["unified_buffer"]["capacity_bytes"] = 16384
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(hw))
+    r = subprocess.run([NPUSIM, "train", "--hw", str(path), "--workload", WORKLOAD, "--batch", "4",
+                        "--optimizer", "adam", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert ("--optimizer-on chip: layer 'fc1': a row of 128 parameters does not fit the update's "
+            "tile of 64 elements") in r.stderr

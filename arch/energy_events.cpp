@@ -36,6 +36,9 @@ constexpr EventInfo kEvents[kEnergyEvents] = {
     {"metadata_bit_loads", "N:M sparse tiles: index bits written into the PEs' metadata registers"},
     {"decompressed_bits",
      "compressed weight loads: bits of the dense box the DMA's decompressor writes"},
+    {"vector_fp32_add_mul",
+     "vector-unit fp32 adds and multiplies (the optimizer's update; a divide or square root "
+     "counts 5 and one table read)"},
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ enum class EnergyEvent {
   kSparseSelectBit,
   kMetadataBitLoad,
   kDecompressBit,
+  kVectorFp32AddMul,
   kCount
 };
 constexpr size_t kEnergyEvents = size_t(EnergyEvent::kCount);

@@ -62,6 +62,21 @@ struct OpcodeName {
     }
     return "?";
   }
+  const char* operator()(const Fp32Op& f) const {
+    switch (f.kind) {
+      case Fp32Kind::kAxpby:
+        return "F32_AXPBY";
+      case Fp32Kind::kMul:
+        return "F32_MUL";
+      case Fp32Kind::kDiv:
+        return "F32_DIV";
+      case Fp32Kind::kSqrt:
+        return "F32_SQRT";
+      case Fp32Kind::kCopy:
+        return "F32_COPY";
+    }
+    return "?";
+  }
   const char* operator()(const HostOp& h) const {
     switch (h.phase) {
       case HostPhase::kToHost:
@@ -153,6 +168,16 @@ struct Operands {
                            ? std::string()
                            : fmt::format(", ub[{:#x}] ld {}", e.b_ub_addr, e.b_ld),
                        e.rows, e.cols, e.lo, e.hi, lut_text(e.lut));
+  }
+  std::string operator()(const Fp32Op& f) const {
+    auto fmt_of = [](bool bf16) { return bf16 ? "bf16" : "f32"; };
+    return fmt::format(
+        "ub[{:#x}] ld {} {} <- ub[{:#x}] ld {} {}{} {}x{} ra {:g} rb {:g}", f.out_ub_addr, f.out_ld,
+        fmt_of(f.out_bf16), f.a_ub_addr, f.a_ld, fmt_of(f.a_bf16),
+        !f.reads_b() ? std::string()
+        : f.b_scalar ? fmt::format(", scalar ub[{:#x}]", f.b_ub_addr)
+                     : fmt::format(", ub[{:#x}] ld {} {}", f.b_ub_addr, f.b_ld, fmt_of(f.b_bf16)),
+        f.rows, f.cols, f.ra, f.rb);
   }
   std::string operator()(const HostOp& h) const {
     if (h.phase == HostPhase::kCompute) return fmt::format("flops {} bytes {}", h.flops, h.bytes);

@@ -219,8 +219,31 @@ struct CopyOp {
   uint64_t bytes = 0;
 };
 
+// Vector unit: fp32 element-wise work (the optimizer's update on the chip, docs/training.md
+// "The optimizer on the chip") over rows x cols elements, each operand with its own row pitch in
+// elements and its own format: fp32 (4 bytes) or bf16 (2 bytes, widened exactly). Every operation
+// below rounds its result to fp32 (IEEE, nearest even), as the host's fp32 arithmetic does, and the
+// result is then rounded to bf16 where out_bf16. `b_scalar`: b is one fp32 value used for every
+// element (a bias correction the host writes each step).
+//   AXPBY a*ra + b*rb      MUL (a*ra)*b      DIV (a*ra)/b      SQRT sqrt(a/b) + ra
+//   COPY  a, converted (bf16 -> fp32 exactly; fp32 -> bf16 rounded to nearest even)
+enum class Fp32Kind { kAxpby, kMul, kDiv, kSqrt, kCopy };
+struct Fp32Op {
+  Fp32Kind kind = Fp32Kind::kAxpby;
+  uint64_t a_ub_addr = 0, b_ub_addr = 0, out_ub_addr = 0;
+  int rows = 0, cols = 0;
+  int a_ld = 0, b_ld = 0, out_ld = 0;
+  bool a_bf16 = false, b_bf16 = false, out_bf16 = false;
+  bool b_scalar = false;
+  float ra = 1.0f, rb = 1.0f;
+  bool reads_b() const { return kind != Fp32Kind::kCopy; }
+  int a_bytes() const { return a_bf16 ? 2 : 4; }
+  int b_bytes() const { return b_bf16 ? 2 : 4; }
+  int out_bytes() const { return out_bf16 ? 2 : 4; }
+};
+
 using Operation = std::variant<DmaOp, MatmulOp, RequantOp, PoolOp, SoftmaxOp, LayerNormOp, LutOp,
-                               EltwiseOp, HostOp, CopyOp>;
+                               EltwiseOp, HostOp, CopyOp, Fp32Op>;
 
 struct Instruction {
   uint32_t id = 0;

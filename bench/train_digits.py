@@ -98,7 +98,8 @@ def main():
         print(f"{hs['step']:4d}  {100 * hs['accuracy']:14.1f} %" +
               "".join(f"  {100 * r[2][i]['accuracy']:22.1f} %" for r in runs))
     print(f"step {t['step_cycles']:.0f} cycles (forward {t['forward_cycles']:.0f}, backward "
-          f"{t['backward_cycles']:.0f}), {t['samples_per_s']:.0f} samples/s, "
+          f"{t['backward_cycles']:.0f}, optimizer {t.get('optimizer_cycles', 0):.0f} on the "
+          f"{t.get('optimizer_on', 'host')}), {t['samples_per_s']:.0f} samples/s, "
           f"{t['energy_per_step_j']:.3g} J per step")
     print(f"npusim train {sim_cpu:.1f} s of CPU (user + system), {sim_wall:.1f} s wall; numpy "
           f"{numpy_wall:.1f} s wall")

@@ -114,6 +114,37 @@ struct Counter {
     ub_read(uint64_t(e.rows) * (e.kind == EltwiseKind::kRescale ? 1 : 2), e.cols * eb());
     ub_write(e.rows, e.cols * eb());
   }
+  // fp32 element-wise work: each add and multiply one fp32 event; a divide or square root (an
+  // iterative unit: a table seed and two Newton-Raphson steps of two multiply-adds each, then the
+  // rounding correction) one table read and 5 fp32 events.
+  void operator()(const Fp32Op& f) {
+    const uint64_t elements = uint64_t(f.rows) * f.cols;
+    uint64_t add_mul = 0, iterative = 0;
+    switch (f.kind) {
+      case Fp32Kind::kAxpby:
+        add_mul = 3;
+        break;
+      case Fp32Kind::kMul:  // a x ra, then x b
+        add_mul = 2;
+        break;
+      case Fp32Kind::kDiv:  // a x ra, then / b
+        add_mul = 1;
+        iterative = 1;
+        break;
+      case Fp32Kind::kSqrt:  // a / b, its square root, + ra
+        add_mul = 1;
+        iterative = 2;
+        break;
+      case Fp32Kind::kCopy:
+        break;
+    }
+    c[EnergyEvent::kVectorFp32AddMul] += elements * (add_mul + 5 * iterative);
+    c[EnergyEvent::kVectorTable] += elements * iterative;
+    ub_read(f.rows, uint64_t(f.cols) * f.a_bytes());
+    if (f.reads_b())
+      ub_read(f.b_scalar ? 1 : f.rows, f.b_scalar ? 4 : uint64_t(f.cols) * f.b_bytes());
+    ub_write(f.rows, uint64_t(f.cols) * f.out_bytes());
+  }
   // The host and its link touch no part of the accelerator: no event (docs/heterogeneous.md says
   // why their energy is not modelled).
   void operator()(const HostOp&) {}

@@ -106,6 +106,16 @@ struct AccessVisitor {
     }
     x.add(BufferId::kUnified, e.out_ub_addr, Extents::span(e.rows, e.cols, e.out_ld) * x.eb, true);
   }
+  void operator()(const Fp32Op& f) const {
+    x.add(BufferId::kUnified, f.a_ub_addr, Extents::span(f.rows, f.cols, f.a_ld) * f.a_bytes(),
+          false);
+    if (f.reads_b()) {
+      x.add(BufferId::kUnified, f.b_ub_addr,
+            f.b_scalar ? 4 : Extents::span(f.rows, f.cols, f.b_ld) * f.b_bytes(), false);
+    }
+    x.add(BufferId::kUnified, f.out_ub_addr,
+          Extents::span(f.rows, f.cols, f.out_ld) * f.out_bytes(), true);
+  }
   void operator()(const HostOp& h) const {
     for (const DramRange& r : h.dram) {
       x.add(BufferId::kDram, r.begin, r.end - r.begin, h.phase == HostPhase::kToDevice);

@@ -33,6 +33,17 @@ struct CycleRule {
     const uint64_t passes = l.rms ? 3 : 4;
     return latency() + uint64_t(l.rows) * (g(l.length) * passes + c.transcendental_cycles);
   }
+  // fp32 elements go through the lanes at half the bf16 rate: a lane's datapath carries one
+  // 32-bit value or two bf16 ones. A divide is one transcendental-length pass (iterative), a
+  // square root of a quotient two.
+  uint64_t operator()(const Fp32Op& f) const {
+    const uint64_t lanes = std::max<uint64_t>(1, c.lanes / 2);
+    const uint64_t groups = (uint64_t(f.cols) + lanes - 1) / lanes;
+    const uint64_t passes = f.kind == Fp32Kind::kDiv    ? c.transcendental_cycles
+                            : f.kind == Fp32Kind::kSqrt ? 2 * c.transcendental_cycles
+                                                        : 1;
+    return latency() + uint64_t(f.rows) * groups * std::max<uint64_t>(1, passes);
+  }
   uint64_t operator()(const DmaOp&) const { return unsupported(); }
   uint64_t operator()(const CopyOp&) const { return unsupported(); }
   uint64_t operator()(const MatmulOp&) const { return unsupported(); }
@@ -270,6 +281,72 @@ struct Executor {
                      l.rms);
     }
     return bytes;
+  }
+  // fp32 element-wise work, the same in a bf16 or an int8 program: each operation rounded to fp32
+  // as the host's float arithmetic rounds it (no fused multiply-add).
+  uint64_t operator()(const Fp32Op& f) const {
+    const auto span = [&](int ld, int bytes) {
+      return (uint64_t(f.rows - 1) * uint64_t(ld) + uint64_t(f.cols)) * uint64_t(bytes);
+    };
+    const uint8_t* a = b.bytes(BufferId::kUnified, f.a_ub_addr, span(f.a_ld, f.a_bytes()), id);
+    const uint8_t* bb =
+        !f.reads_b() ? nullptr
+        : f.b_scalar ? b.bytes(BufferId::kUnified, f.b_ub_addr, 4, id)
+                     : b.bytes(BufferId::kUnified, f.b_ub_addr, span(f.b_ld, f.b_bytes()), id);
+    uint8_t* out = b.bytes(BufferId::kUnified, f.out_ub_addr, span(f.out_ld, f.out_bytes()), id);
+    const uint64_t n = uint64_t(f.rows) * uint64_t(f.cols);
+    if (!values) return n;
+    const auto load = [](const uint8_t* p, bool bf16) {
+      if (bf16) {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return bf16_bits_to_float(h);
+      }
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    };
+    for (int r = 0; r < f.rows; ++r) {
+      for (int c = 0; c < f.cols; ++c) {
+        const float x = load(a + (int64_t(r) * f.a_ld + c) * f.a_bytes(), f.a_bf16);
+        const float y = !f.reads_b() ? 0.0f
+                        : f.b_scalar ? load(bb, false)
+                                     : load(bb + (int64_t(r) * f.b_ld + c) * f.b_bytes(), f.b_bf16);
+        float v = x;
+        switch (f.kind) {
+          case Fp32Kind::kAxpby: {
+            const float ax = x * f.ra, by = y * f.rb;
+            v = ax + by;
+            break;
+          }
+          case Fp32Kind::kMul: {
+            const float ax = x * f.ra;
+            v = ax * y;
+            break;
+          }
+          case Fp32Kind::kDiv: {
+            const float ax = x * f.ra;
+            v = ax / y;
+            break;
+          }
+          case Fp32Kind::kSqrt: {
+            const float q = x / y;
+            v = std::sqrt(q) + f.ra;
+            break;
+          }
+          case Fp32Kind::kCopy:
+            break;
+        }
+        uint8_t* o = out + (int64_t(r) * f.out_ld + c) * f.out_bytes();
+        if (f.out_bf16) {
+          const uint16_t h = float_to_bf16_bits(v);
+          std::memcpy(o, &h, 2);
+        } else {
+          std::memcpy(o, &v, 4);
+        }
+      }
+    }
+    return n;
   }
   uint64_t operator()(const DmaOp&) const { return CycleRule::unsupported(); }
   uint64_t operator()(const CopyOp&) const { return CycleRule::unsupported(); }

@@ -14,6 +14,10 @@
 //                                                          one reciprocal square root per row)
 //   RMSNORM  r rows of len    L + r * (g(len) * 3 + T)    (mean of squares; normalize; gamma;
 //                                                          one reciprocal square root per row)
+//   F32_AXPBY/MUL/COPY r x c  L + r * h(c)            fp32 work at half the lanes,
+//   F32_DIV            r x c  L + r * h(c) * T        h(x) = ceil(x / (W / 2)): a lane's datapath
+//   F32_SQRT           r x c  L + r * h(c) * 2T       holds one fp32 value or two bf16 ones; a
+//                                                     divide and a square root are iterative
 #pragma once
 
 #include <cstdint>

@@ -251,6 +251,10 @@ struct TrainOptions : RunOptions {
   int eval_every = 0;    // held-out accuracy every K steps (0: after the last step only)
   // DIR/initial/ and DIR/final/: <layer>.weight.npy ([out, in]) and <layer>.bias.npy, float32.
   std::string save_weights;
+  // chip: the optimizer's fp32 update runs on the vector unit after the backward pass (masters and
+  // state in off-chip memory, checked bit for bit against the host's update every step); host:
+  // the host updates the masters between steps (no cycles).
+  std::string optimizer_on = "chip";
 };
 
 struct TrainResult {
@@ -261,6 +265,9 @@ struct TrainResult {
   double wall_seconds = 0.0;
   // A step's functional check failed: the message the CLI prints (a bug in npusim), else empty.
   std::string mismatch;
+  // With record_trace: the Chrome / Perfetto trace JSON of the first step, its phases (forward,
+  // backward, all-reduce, optimizer) a track of their own.
+  std::string trace_json;
   std::string report() const;  // report.txt
   // The HTML report (npusim train --html): loss and held-out accuracy per step, a step's phases,
   // energy by component, off-chip memory, the steps.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "compiler/passes/training_step.hpp"
 #include "npusim/compile_target.hpp"
 #include "npusim/npusim.hpp"
+#include "npusim/run_traces.hpp"
 #include "npusim/simulate.hpp"
 #include "npusim/tensor_io.hpp"
 #include "npusim/training_parallel.hpp"
@@ -56,6 +58,7 @@ Batch gather(const DataSet& d, const std::vector<size_t>& idx) {
 struct Simulated {
   nlohmann::json stats;
   std::map<std::string, Tensor> outputs;
+  std::vector<std::vector<uint8_t>> raw;  // every output's stored bytes
   std::string mismatch;
   uint64_t dram_bytes = 0;  // the program's off-chip address space
 };
@@ -80,17 +83,25 @@ Compiled compile_for_training(const HwConfig& hw, Graph g, const Batch& b, const
   return compile_graph(hw, std::move(g), b.bytes, b.x, t, o.values);
 }
 
+// `decoded`: the outputs decoded into `outputs` (the first ones; the optimizer's regions after
+// them stay bytes).
 Simulated run_program(const Compiled& c, const Batch& b, const TrainOptions& o,
-                      systolic::Fidelity fidelity) {
+                      systolic::Fidelity fidelity, size_t decoded = SIZE_MAX,
+                      timeline::Timeline* timeline = nullptr) {
   const std::string& name = c.graph.name;
   RunDescription run{c.hw.name, name, o.fidelity, o.seed, o.values};
   // Timing only: the input's bytes are not read.
   const std::vector<uint8_t> none(o.values ? 0 : c.program.input.bytes(), 0);
-  SimulationResult r = simulate(c.hw, c.program, c.graph, o.values ? b.bytes : none, fidelity, run);
+  Recording recording;
+  recording.timeline = timeline;
+  SimulationResult r = simulate(c.hw, c.program, c.graph, o.values ? b.bytes : none, fidelity, run,
+                                false, recording);
   Simulated s;
   s.stats = std::move(r.stats);
   s.dram_bytes = c.program.dram_bytes;
   if (!o.values) return s;
+  s.raw = std::move(r.outputs);
+  r.outputs.assign(s.raw.begin(), s.raw.begin() + ptrdiff_t(std::min(decoded, s.raw.size())));
   s.outputs = program_outputs(c.graph, c.program, r);
   s.mismatch = functional_mismatch(r, name);
   return s;
@@ -131,6 +142,36 @@ double mean_squared_error(const std::vector<float>& y, const std::vector<float>&
     sum += d * d;
   }
   return sum / double(y.size());
+}
+
+// A step's phases from its layers (stats.json "layers"): the forward layers end at forward_end,
+// the rest of the step's own layers (loss gradient, backward) at backward_end, the all-reduce's
+// ("allreduce <gradient>") at communication_end (backward_end without them, `total` without the
+// optimizer's), then the optimizer's ("optimizer <parameter>") to the end. energy_j: the layers'
+// energy by phase (forward, backward, communication, optimizer).
+struct StepPhases {
+  double forward_end = 0, backward_end = 0, communication_end = 0;
+  double energy_j[4] = {0, 0, 0, 0};
+};
+StepPhases step_phases(const nlohmann::json& stats, const std::set<std::string>& forward,
+                       double total) {
+  StepPhases p;
+  bool optimizer = false;
+  double before_optimizer = 0;
+  for (const auto& l : stats.at("layers")) {
+    const std::string name = l.at("name").get<std::string>();
+    const double end = l.at("end_cycle").get<double>();
+    const double energy = l.contains("energy_j") ? l.at("energy_j").get<double>() : 0.0;
+    const bool reduce = name.rfind("allreduce ", 0) == 0;
+    const bool update = name.rfind("optimizer ", 0) == 0;
+    optimizer = optimizer || update;
+    if (!update) before_optimizer = std::max(before_optimizer, end);
+    if (forward.count(name)) p.forward_end = std::max(p.forward_end, end);
+    if (!reduce && !update) p.backward_end = std::max(p.backward_end, end);
+    p.energy_j[forward.count(name) ? 0 : reduce ? 2 : update ? 3 : 1] += energy;
+  }
+  p.communication_end = optimizer ? before_optimizer : total;
+  return p;
 }
 
 double stat_or_zero(const nlohmann::json& j, const char* a, const char* b = nullptr) {
@@ -176,6 +217,9 @@ void check_options(const TrainOptions& o) {
   }
   if (!(o.lr > 0.0) || !std::isfinite(o.lr)) {
     throw UserError(fmt::format("--lr {}: expected a positive learning rate", o.lr));
+  }
+  if (o.optimizer_on != "chip" && o.optimizer_on != "host") {
+    throw UserError(fmt::format("--optimizer-on '{}': expected chip or host", o.optimizer_on));
   }
   if (o.eval_every < 0)
     throw UserError(fmt::format("--eval-every {}: expected >= 0", o.eval_every));
@@ -273,7 +317,10 @@ TrainResult train(const TrainOptions& o) {
 
   TrainResult result;
   nlohmann::json steps = nlohmann::json::array(), heldout = nlohmann::json::array();
-  double cycles_sum = 0, fwd_sum = 0, bwd_sum = 0, comm_sum = 0, energy_sum = 0;
+  const bool chip_optimizer = o.optimizer_on == "chip";
+  double cycles_sum = 0, fwd_sum = 0, bwd_sum = 0, comm_sum = 0, opt_sum = 0, energy_sum = 0;
+  double phase_energy_sum[4] = {0, 0, 0, 0};  // forward, backward, communication, optimizer
+  OptimizerPlan optimizer_plan;
   AllReduceSummary allreduce;
   uint64_t peak_program_dram = 0;
   double clock_mhz = 0;
@@ -324,12 +371,35 @@ TrainResult train(const TrainOptions& o) {
       } else {
         timing.emplace(compile_for_training(hw, std::move(step_graph), b, o));
       }
+      // The optimizer's update after the backward pass (and the all-reduce), reading the reduced
+      // gradients on several cores.
+      const std::string suffix = cores > 1 ? ".allreduced" : "";
+      if (chip_optimizer && program) {
+        program->add_chip_optimizer(hw, ts.parameters, suffix, fwd, opt.constants(), params);
+        optimizer_plan = program->optimizer_plan();
+      } else if (chip_optimizer) {
+        optimizer_plan = append_optimizer_update(
+            timing->program, hw,
+            optimizer_parameters(*timing, ts.weight_uses, ts.parameters, suffix, fwd),
+            opt.constants(), false);
+      }
     }
     if (o.values) {
       program->write_parameters(params);
       program->write_constants(loss_constants(b));
+      if (chip_optimizer && opt.state_per_parameter() == 2) {
+        const auto [c1, c2] = Optimizer::bias_corrections(step);
+        program->write_optimizer_scalars(c1, c2);
+      }
     }
-    Simulated s = run_program(o.values ? program->compiled() : *timing, b, o, fidelity);
+    const Compiled& compiled = o.values ? program->compiled() : *timing;
+    const size_t decoded = chip_optimizer && o.values
+                               ? compiled.program.outputs.size() - optimizer_plan.written.size()
+                               : SIZE_MAX;
+    // --trace-json: the first step's timeline.
+    std::unique_ptr<timeline::Timeline> trace;
+    if (o.record_trace && step == 1) trace = make_timeline(o.trace_filter, hw, compiled.program);
+    Simulated s = run_program(compiled, b, o, fidelity, decoded, trace.get());
     std::optional<double> loss;
     if (o.values) {
       if (result.mismatch.empty()) result.mismatch = s.mismatch;
@@ -344,26 +414,45 @@ TrainResult train(const TrainOptions& o) {
         const std::string& tensor = cores > 1 ? pg.tensor + ".allreduced" : pg.tensor;
         grads[pg.layer] = split_gradient(pg, s.outputs.at(tensor).values, params.at(pg.layer));
       }
+      // The host's fp32 update: the optimizer itself (--optimizer-on host), or the reference the
+      // chip's update must equal bit for bit.
       opt.step(params, grads);
+      if (chip_optimizer) {
+        const std::string m = program->finish_chip_step(s.raw, params);
+        if (result.mismatch.empty()) result.mismatch = m;
+      }
     }
 
     const double total = stat_or_zero(s.stats, "total_cycles");
     // Phases: the forward layers, then the loss gradient and backward rules, then the
-    // all-reduce's layers (which start when every core's backward has ended).
-    double forward_end = 0, backward_end = 0;
-    for (const auto& l : s.stats.at("layers")) {
-      const std::string name = l.at("name").get<std::string>();
-      const double end = l.at("end_cycle").get<double>();
-      if (ts.forward_layers.count(name)) forward_end = std::max(forward_end, end);
-      if (name.rfind("allreduce ", 0) != 0) backward_end = std::max(backward_end, end);
+    // all-reduce's layers (which start when every core's backward has ended), then the
+    // optimizer's (which start when the all-reduce has ended).
+    const StepPhases ph = step_phases(s.stats, ts.forward_layers, total);
+    const double forward_end = ph.forward_end, backward_end = ph.backward_end;
+    const double communication = ph.communication_end - backward_end;
+    const double optimizer = total - ph.communication_end;
+    for (int i = 0; i < 4; ++i) phase_energy_sum[i] += ph.energy_j[i];
+    if (trace) {
+      traces::RunInfo info = trace_run_info(hw, compiled.program, s.stats);
+      const auto at = [](double c) { return uint64_t(std::llround(c)); };
+      const std::pair<const char*, double> spans[] = {{"forward", forward_end},
+                                                      {"backward", backward_end},
+                                                      {"all-reduce", ph.communication_end},
+                                                      {"optimizer", total}};
+      double from = 0;
+      for (const auto& [name, end] : spans) {
+        if (end > from) info.phases.push_back({name, at(from), at(end)});
+        from = std::max(from, end);
+      }
+      result.trace_json = traces::chrome_trace_json(*trace, compiled.program, info);
     }
-    const double communication = total - backward_end;
     const double energy = stat_or_zero(s.stats.at("energy"), "total_j");
     clock_mhz = stat_or_zero(s.stats, "clock_mhz");
     cycles_sum += total;
     fwd_sum += forward_end;
     bwd_sum += backward_end - forward_end;
     comm_sum += communication;
+    opt_sum += optimizer;
     energy_sum += energy;
     peak_program_dram = std::max(peak_program_dram, s.dram_bytes);
     nlohmann::json record = {{"step", step},
@@ -371,6 +460,7 @@ TrainResult train(const TrainOptions& o) {
                              {"forward_cycles", forward_end},
                              {"backward_cycles", backward_end - forward_end},
                              {"communication_cycles", communication},
+                             {"optimizer_cycles", optimizer},
                              {"energy_j", energy}};
     if (loss) {
       result.loss.push_back(*loss);
@@ -427,18 +517,31 @@ TrainResult train(const TrainOptions& o) {
   t["forward_cycles"] = fwd_sum / n;
   t["backward_cycles"] = bwd_sum / n;
   t["communication_cycles"] = comm_sum / n;
-  t["optimizer_cycles"] = 0;
-  t["optimizer_on"] = "host";
+  t["optimizer_cycles"] = opt_sum / n;
+  t["optimizer_on"] = o.optimizer_on;
+  t["phase_energy_j"] = {{"forward", phase_energy_sum[0] / n},
+                         {"backward", phase_energy_sum[1] / n},
+                         {"communication", phase_energy_sum[2] / n},
+                         {"optimizer", phase_energy_sum[3] / n}};
+  if (chip_optimizer) {
+    t["optimizer_update"] = {{"dram_read_bytes", optimizer_plan.dram_read_bytes},
+                             {"dram_write_bytes", optimizer_plan.dram_write_bytes},
+                             {"master_bytes", optimizer_plan.master_bytes},
+                             {"state_bytes", optimizer_plan.state_bytes}};
+  }
   t["step_s"] = step_s;
   t["samples_per_s"] = step_s > 0 ? double(batch) / step_s : 0.0;
   t["energy_per_step_j"] = energy_sum / n;
   t["energy_per_sample_j"] = energy_sum / n / double(batch);
   t["parameters"] = parameter_count;
   const uint64_t state = 4 * parameter_count * uint64_t(opt.state_per_parameter());
+  // The masters and state the chip's update keeps in the program's memory are counted above.
+  const uint64_t program_bytes =
+      chip_optimizer ? optimizer_plan.program_dram_bytes : peak_program_dram;
   t["offchip"] = {{"master_weight_bytes", 4 * parameter_count},
                   {"optimizer_state_bytes", state},
-                  {"step_program_bytes", peak_program_dram},
-                  {"peak_bytes", 4 * parameter_count + state + peak_program_dram}};
+                  {"step_program_bytes", program_bytes},
+                  {"peak_bytes", 4 * parameter_count + state + program_bytes}};
   result.stats["steps"] = std::move(steps);
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -472,11 +575,15 @@ std::string TrainResult::report() const {
   if (several) r += fmt::format("  parallel: {}\n", t.at("parallel_summary").get<std::string>());
   const std::string communication =
       several ? fmt::format(", all-reduce {:.0f}", t.at("communication_cycles").get<double>()) : "";
+  const std::string optimizer =
+      t.value("optimizer_on", "host") == "chip"
+          ? fmt::format("optimizer {:.0f}", t.at("optimizer_cycles").get<double>())
+          : std::string("optimizer on the host");
   r += fmt::format(
-      "  step: {:.0f} cycles (forward {:.0f}, backward {:.0f}{}; optimizer on the host), {:.0f} "
-      "samples/s\n",
+      "  step: {:.0f} cycles (forward {:.0f}, backward {:.0f}{}; {}), {:.0f} samples/s\n",
       t.at("step_cycles").get<double>(), t.at("forward_cycles").get<double>(),
-      t.at("backward_cycles").get<double>(), communication, t.at("samples_per_s").get<double>());
+      t.at("backward_cycles").get<double>(), communication, optimizer,
+      t.at("samples_per_s").get<double>());
   r += fmt::format("  energy: {:.3g} J per step, {:.3g} J per sample\n",
                    t.at("energy_per_step_j").get<double>(),
                    t.at("energy_per_sample_j").get<double>());

@@ -4,8 +4,8 @@
 // own off-chip region, the parameters shared), the loss a mean over the whole batch so that the
 // cores' gradients sum to the batch's, each core's labels its own constants block, and the
 // partial gradients summed by a ring all-reduce over the interconnect
-// (compiler/lowering/ring_allreduce.hpp). The optimizer stays on the host and updates the one
-// weight set every core reads.
+// (compiler/lowering/ring_allreduce.hpp). The optimizer's update (on the chip, its tiles spread
+// over the cores, or on the host) then updates the one weight set every core reads.
 #pragma once
 
 #include <map>

@@ -1,7 +1,10 @@
 #include "npusim/training_program.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <variant>
 
@@ -81,11 +84,9 @@ std::vector<uint16_t> bf16_weight_matrix(const LayerParameters& p, const WeightU
   return w;
 }
 
-TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
-                                 const Parameters& initial, const std::string& constants_layer)
-    : c_(std::move(compiled)) {
-  const Graph& g = c_.graph;
-  const Program& prog = c_.program;
+std::vector<ParameterSlot> parameter_slots(const Compiled& c, const std::vector<WeightUse>& uses) {
+  const Graph& g = c.graph;
+  const Program& prog = c.program;
   // Records after the graph's layers are the all-reduce's (compiler/lowering/ring_allreduce.hpp).
   NPUSIM_CHECK(prog.layers.size() >= g.layers.size(), "training: {} layer records for {} layers",
                prog.layers.size(), g.layers.size());
@@ -93,6 +94,7 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
   // weights and a bias segment, and every layer norm one of its gamma and beta, in layer order,
   // before anything else. Layers whose weights are constants (a backward rule's sums, a layer
   // norm's recomputation) keep theirs.
+  std::vector<ParameterSlot> slots;
   size_t segment = 0, parameter_uses = 0;
   for (const WeightUse& u : uses) parameter_uses += u.parameter.empty() ? 0 : 1;
   for (size_t i = 0; i < g.layers.size(); ++i) {
@@ -108,12 +110,27 @@ TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
     NPUSIM_CHECK(segment + (norm ? 0 : 1) < prog.dram_init.size(),
                  "training: no segments for layer {}", l.name);
     if (use != uses.end() && !use->parameter.empty()) {
-      slots_.push_back({i, segment, norm ? segment : segment + 1, *use, norm});
+      slots.push_back({i, segment, norm ? segment : segment + 1, *use, norm});
     }
     segment += norm ? 1 : 2;
   }
-  NPUSIM_CHECK(slots_.size() == parameter_uses, "training: {} layers with weights for {} uses",
-               slots_.size(), parameter_uses);
+  NPUSIM_CHECK(slots.size() == parameter_uses, "training: {} layers with weights for {} uses",
+               slots.size(), parameter_uses);
+  return slots;
+}
+
+TrainingProgram::TrainingProgram(Compiled compiled, std::vector<WeightUse> uses,
+                                 const Parameters& initial, const std::string& constants_layer)
+    : c_(std::move(compiled)), slots_(parameter_slots(c_, uses)), uses_(std::move(uses)) {
+  const Graph& g = c_.graph;
+  const Program& prog = c_.program;
+  // The parameters' segments come first (parameter_slots).
+  size_t segment = 0;
+  for (const Layer& l : g.layers) {
+    if (l.has_weights() || l.kind == OpKind::kLayerNorm) {
+      segment += l.kind == OpKind::kLayerNorm ? 1 : 2;
+    }
+  }
   if (!constants_layer.empty()) {
     has_constants_ = true;
     for (constants_layer_ = 0; constants_layer_ < g.layers.size(); ++constants_layer_) {
@@ -203,6 +220,169 @@ void TrainingProgram::write_constants(const std::vector<float>& values) {
     store(c_.program.dram_init[constants_segments_[c]],
           bf16_values(std::vector<float>(from, from + std::ptrdiff_t(per_core))));
   }
+}
+
+namespace {
+
+const TensorPlacement& output_named(const Program& p, const std::string& name) {
+  const auto it = std::find_if(p.outputs.begin(), p.outputs.end(),
+                               [&](const TensorPlacement& t) { return t.name == name; });
+  NPUSIM_CHECK(it != p.outputs.end(), "training: {} is no output of the program", name);
+  return *it;
+}
+
+// The fp32 master of a matrix parameter as the chip keeps it: [in][out], the forward weights'
+// layout.
+std::vector<float> master_rows(const LayerParameters& p) {
+  std::vector<float> w(size_t(p.in) * size_t(p.out));
+  for (int r = 0; r < p.in; ++r) {
+    for (int o = 0; o < p.out; ++o)
+      w[size_t(r) * size_t(p.out) + size_t(o)] = p.weight[p.index(r, o)];
+  }
+  return w;
+}
+
+}  // namespace
+
+std::vector<OptimizerParameter> optimizer_parameters(
+    const Compiled& c, const std::vector<WeightUse>& uses,
+    const std::vector<ParameterGradient>& gradients, const std::string& suffix,
+    const Graph& forward) {
+  const std::vector<ParameterSlot> slots = parameter_slots(c, uses);
+  const Program& prog = c.program;
+  std::vector<OptimizerParameter> out;
+  for (const ParameterGradient& g : gradients) {
+    OptimizerParameter q;
+    q.name = g.layer;
+    const TensorPlacement& t = output_named(prog, g.tensor + suffix);
+    NPUSIM_CHECK(t.buffer == BufferId::kDram && t.element_bytes == 2 &&
+                     (t.parts.empty() || t.parts.size() == 1),
+                 "training: gradient {} is not one bf16 tensor off chip", t.name);
+    q.gradient_addr = t.parts.empty() ? t.dram_addr : t.parts[0].dram_addr;
+    q.in = g.in;
+    q.out = g.out;
+    q.has_bias = g.has_bias;
+    q.outputs_first = g.outputs_first;
+    const auto fl = std::find_if(forward.layers.begin(), forward.layers.end(),
+                                 [&](const Layer& l) { return l.name == g.layer; });
+    NPUSIM_CHECK(fl != forward.layers.end(), "training: no forward layer {}", g.layer);
+    const Layer* f = &*fl;
+    q.norm = f->kind == OpKind::kLayerNorm;
+    if (f->kind == OpKind::kConv) {
+      q.cin = f->input_channels_per_group();
+      q.taps = f->kernel[1] * f->kernel[2];
+    }
+    bool forward_use = false;
+    for (const ParameterSlot& s : slots) {
+      if (s.use.parameter != g.layer) continue;
+      const uint64_t w = prog.dram_init[s.weights_segment].addr;
+      if (s.norm || (!s.use.transposed && !s.use.flipped && !s.use.diagonal)) {
+        NPUSIM_CHECK(!forward_use, "training: parameter {} has two forward uses", g.layer);
+        forward_use = true;
+        q.weights_addr = w;
+        if (q.has_bias && !s.norm) q.bias_addr = prog.dram_init[s.bias_segment].addr;
+      } else if (s.use.transposed) {
+        q.transposed.push_back(w);
+      } else if (s.use.flipped) {
+        q.flipped.push_back(w);
+      } else {
+        q.diagonal.push_back(w);
+      }
+    }
+    NPUSIM_CHECK(forward_use, "training: parameter {} has no forward use", g.layer);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+void TrainingProgram::add_chip_optimizer(const HwConfig& hw,
+                                         const std::vector<ParameterGradient>& gradients,
+                                         const std::string& suffix, const Graph& forward,
+                                         const OptimizerConstants& k, const Parameters& initial) {
+  optimized_ = optimizer_parameters(c_, uses_, gradients, suffix, forward);
+  Program& prog = c_.program;
+  plan_ = append_optimizer_update(prog, hw, optimized_, k, true);
+  for (size_t i = 0; i < optimized_.size(); ++i) {
+    if (optimized_[i].norm) continue;
+    // The master's segment is the parameter's first new one.
+    store(prog.dram_init[plan_.new_segments[i].at(0)], master_rows(initial.at(optimized_[i].name)));
+  }
+  first_optimizer_output_ = prog.outputs.size();
+  for (size_t i = 0; i < plan_.written.size(); ++i) {
+    TensorPlacement t;
+    t.name = fmt::format("optimizer.written{}", i);
+    t.dram_addr = plan_.written[i].addr;
+    t.dims = {int(plan_.written[i].bytes)};
+    t.element_bytes = 1;
+    t.first_layer = t.last_layer = int(prog.layers.size()) - 1;
+    prog.outputs.push_back(std::move(t));
+  }
+  chip_ = true;
+}
+
+void TrainingProgram::write_optimizer_scalars(float c1, float c2) {
+  NPUSIM_CHECK(chip_, "training: the program has no optimizer on the chip");
+  store(c_.program.dram_init[plan_.scalars_segment], std::vector<float>{c1, c2});
+}
+
+std::string TrainingProgram::finish_chip_step(const std::vector<std::vector<uint8_t>>& outputs,
+                                              const Parameters& host) {
+  NPUSIM_CHECK(chip_ && outputs.size() == first_optimizer_output_ + plan_.written.size(),
+               "training: {} outputs of a program with {}", outputs.size(),
+               first_optimizer_output_ + plan_.written.size());
+  std::map<uint64_t, const std::vector<uint8_t>*> written;
+  for (size_t i = 0; i < plan_.written.size(); ++i) {
+    written[plan_.written[i].addr] = &outputs[first_optimizer_output_ + i];
+  }
+  auto bytes_at = [&](uint64_t addr) -> const std::vector<uint8_t>& {
+    const auto it = written.find(addr);
+    NPUSIM_CHECK(it != written.end(), "training: the optimizer wrote nothing at {:#x}", addr);
+    return *it->second;
+  };
+  std::string first;
+  auto compare = [&](const std::string& what, const std::vector<uint8_t>& chip, const auto& want,
+                     size_t element_bytes) {
+    if (!first.empty()) return;
+    NPUSIM_CHECK(chip.size() == want.size() * element_bytes, "training: {}: {} bytes for {}", what,
+                 chip.size(), want.size() * element_bytes);
+    if (std::memcmp(chip.data(), want.data(), chip.size()) == 0) return;
+    size_t e = 0;
+    while (std::memcmp(chip.data() + e * element_bytes,
+                       reinterpret_cast<const uint8_t*>(want.data()) + e * element_bytes,
+                       element_bytes) == 0)
+      ++e;
+    first = fmt::format(
+        "FUNCTIONAL MISMATCH in the optimizer's update on the chip: {} differs from the host's "
+        "fp32 "
+        "update at element {}. This is a bug in npusim.",
+        what, e);
+  };
+  for (size_t i = 0; i < optimized_.size(); ++i) {
+    const OptimizerParameter& q = optimized_[i];
+    const LayerParameters& p = host.at(q.name);
+    if (q.norm) {
+      compare(q.name + "'s gamma and beta", bytes_at(q.weights_addr), norm_parameters(p), 4);
+    } else {
+      compare(q.name + "'s fp32 master weights", bytes_at(plan_.master_addr[i]), master_rows(p), 4);
+      if (q.has_bias) compare(q.name + "'s bias", bytes_at(q.bias_addr), p.bias, 4);
+    }
+  }
+  for (const Slot& s : slots_) {
+    if (s.norm) continue;
+    const uint64_t addr = c_.program.dram_init[s.weights_segment].addr;
+    compare(
+        fmt::format("the bf16 weights of {} ({})", c_.graph.layers[s.layer].name, s.use.parameter),
+        bytes_at(addr), use_weights(host.at(s.use.parameter), s.use), 2);
+  }
+  // Carry the update's memory into the next run: each region is a whole segment.
+  for (const OptimizerRegion& r : plan_.written) {
+    auto seg = std::find_if(c_.program.dram_init.begin(), c_.program.dram_init.end(),
+                            [&](const DramSegment& s) { return s.addr == r.addr; });
+    NPUSIM_CHECK(seg != c_.program.dram_init.end() && seg->bytes.size() == r.bytes,
+                 "training: the optimizer's region at {:#x} is no segment", r.addr);
+    seg->bytes = bytes_at(r.addr);
+  }
+  return first;
 }
 
 }  // namespace npusim

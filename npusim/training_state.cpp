@@ -113,36 +113,50 @@ LayerParameters split_gradient(const ParameterGradient& g, const std::vector<flo
   return d;
 }
 
-Optimizer::Optimizer(const std::string& kind, float lr) : kind_(kind), lr_(lr) {}
+Optimizer::Optimizer(const std::string& kind, float lr) {
+  using Kind = OptimizerConstants::Kind;
+  k_.kind = kind == "adam" ? Kind::kAdam : kind == "momentum" ? Kind::kMomentum : Kind::kSgd;
+  k_.lr = lr;
+  k_.momentum = 0.9f;
+  k_.beta1 = 0.9f;
+  k_.beta2 = 0.999f;
+  k_.eps = 1e-7f;
+  k_.one_minus_beta1 = float(1.0 - 0.9);
+  k_.one_minus_beta2 = float(1.0 - 0.999);
+}
 
-int Optimizer::state_per_parameter() const {
-  return kind_ == "adam" ? 2 : kind_ == "momentum" ? 1 : 0;
+int Optimizer::state_per_parameter() const { return k_.state_per_parameter(); }
+
+std::pair<float, float> Optimizer::bias_corrections(int t) {
+  return {float(1.0 - std::pow(0.9, t)), float(1.0 - std::pow(0.999, t))};
 }
 
 void Optimizer::update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m,
                        std::vector<float>& v) const {
   NPUSIM_CHECK(w.size() == g.size(), "training: {} weights, {} gradients", w.size(), g.size());
-  if (kind_ == "sgd") {
-    for (size_t i = 0; i < w.size(); ++i) w[i] -= lr_ * g[i];
+  using Kind = OptimizerConstants::Kind;
+  const float lr = k_.lr;
+  if (k_.kind == Kind::kSgd) {
+    for (size_t i = 0; i < w.size(); ++i) w[i] -= lr * g[i];
     return;
   }
   m.resize(w.size(), 0.0f);
-  if (kind_ == "momentum") {
+  if (k_.kind == Kind::kMomentum) {
     for (size_t i = 0; i < w.size(); ++i) {
-      m[i] = 0.9f * m[i] + g[i];
-      w[i] -= lr_ * m[i];
+      m[i] = k_.momentum * m[i] + g[i];
+      w[i] -= lr * m[i];
     }
     return;
   }
   v.resize(w.size(), 0.0f);
-  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-7f;
-  const float one_minus_b1 = float(1.0 - 0.9), one_minus_b2 = float(1.0 - 0.999);
-  const float c1 = float(1.0 - std::pow(0.9, t_)), c2 = float(1.0 - std::pow(0.999, t_));
+  const float b1 = k_.beta1, b2 = k_.beta2, eps = k_.eps;
+  const float one_minus_b1 = k_.one_minus_beta1, one_minus_b2 = k_.one_minus_beta2;
+  const auto [c1, c2] = bias_corrections(t_);
   for (size_t i = 0; i < w.size(); ++i) {
     m[i] = b1 * m[i] + one_minus_b1 * g[i];
     v[i] = b2 * v[i] + one_minus_b2 * g[i] * g[i];
     const float mhat = m[i] / c1, vhat = v[i] / c2;
-    w[i] -= lr_ * mhat / (std::sqrt(vhat) + eps);
+    w[i] -= lr * mhat / (std::sqrt(vhat) + eps);
   }
 }
 

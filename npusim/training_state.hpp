@@ -8,10 +8,12 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/backward_rules.hpp"
 #include "compiler/ir/graph.hpp"
+#include "compiler/lowering/optimizer_update.hpp"
 
 namespace npusim {
 
@@ -46,19 +48,22 @@ LayerParameters split_gradient(const ParameterGradient& g, const std::vector<flo
 
 // SGD; momentum (v = mu v + g, w -= lr v, as torch.optim.SGD); Adam with bias correction (eps
 // added to the square root of the corrected second moment). Keras' constants: mu 0.9, beta1 0.9,
-// beta2 0.999, eps 1e-7. All fp32.
+// beta2 0.999, eps 1e-7. All fp32, each operation rounded once (the optimizer's update on the
+// chip, compiler/lowering/optimizer_update.hpp, performs the same operations in the same order).
 class Optimizer {
  public:
   Optimizer(const std::string& kind, float lr);  // kind checked by the caller
   void step(Parameters& p, const Parameters& gradients);
   // fp32 values of state per parameter value: 0, 1 or 2.
   int state_per_parameter() const;
+  const OptimizerConstants& constants() const { return k_; }
+  // Adam's bias corrections of step t (from 1): 1 - beta1^t and 1 - beta2^t in fp32.
+  static std::pair<float, float> bias_corrections(int t);
 
  private:
   void update(std::vector<float>& w, const std::vector<float>& g, std::vector<float>& m,
               std::vector<float>& v) const;
-  std::string kind_;
-  float lr_;
+  OptimizerConstants k_;
   int t_ = 0;
   std::map<std::string, std::vector<float>> m_, v_;
 };

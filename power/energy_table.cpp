@@ -27,6 +27,8 @@ const std::vector<EnergyKey>& energy_keys() {
        "one stationary value written into a PE register"},
       {"events_pj", "vector_add_mul", "pJ", "energy", "one vector-unit add or multiply (32-bit)"},
       {"events_pj", "vector_compare", "pJ", "energy", "one vector-unit compare, max or clamp"},
+      {"events_pj", "vector_fp32_add_mul", "pJ", "energy",
+       "one vector-unit fp32 add or multiply (the optimizer's update)"},
       {"events_pj", "vector_table", "pJ", "energy",
        "one transcendental through a table (exp, reciprocal, activation)"},
       {"events_pj", "vector_reduction", "pJ", "energy", "one element added into a reduction"},

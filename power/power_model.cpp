@@ -134,6 +134,7 @@ PowerModel::PowerModel(const HwConfig& hw, DataType dtype, const EnergyTable& t,
       {EnergyEvent::kSparseSelectBit, "events_pj.sparse_select_bit"},
       {EnergyEvent::kMetadataBitLoad, "events_pj.metadata_bit_load"},
       {EnergyEvent::kDecompressBit, "events_pj.decompress_bit"},
+      {EnergyEvent::kVectorFp32AddMul, "events_pj.vector_fp32_add_mul"},
   };
   for (const auto& [e, key] : priced) {
     event_pj[size_t(e)] = t.at(key);

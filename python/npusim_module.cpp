@@ -133,6 +133,7 @@ py::dict train(const py::dict& o) {
   options.eval_every = o["eval_every"].cast<int>();
   options.save_weights = o["save_weights"].cast<std::string>();
   options.values = o["values"].cast<bool>();
+  options.optimizer_on = o["optimizer_on"].cast<std::string>();
   npusim::TrainResult result;
   {
     py::gil_scoped_release release;

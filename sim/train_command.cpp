@@ -29,6 +29,10 @@ int command_train(const std::vector<std::string>& args) {
       "optimizer", po::value<std::string>()->default_value("sgd"),
       "sgd, momentum (0.9) or adam (0.9, 0.999, eps 1e-7, bias-corrected)")(
       "lr", po::value<double>()->default_value(0.01), "learning rate")(
+      "optimizer-on", po::value<std::string>()->default_value("chip"),
+      "chip (the fp32 update on the vector unit after the backward pass and all-reduce: fp32 "
+      "master weights and state in off-chip memory, checked bit for bit against the host's "
+      "update every step) or host (the host updates the masters between steps, no cycles)")(
       "loss", po::value<std::string>()->default_value("auto"),
       "xent (mean softmax cross-entropy against integer labels: a workload ending in a softmax), "
       "mse (mean squared error against float targets y.npy of the output's shape: any other "
@@ -61,6 +65,10 @@ int command_train(const std::vector<std::string>& args) {
       "loss; --data, --save-weights, --eval-every and --shuffle need the values)")(
       "out", po::value<std::string>(),
       "directory for stats.json, report.txt and loss.npy (float64 [steps])")(
+      "trace-json", po::value<std::string>(),
+      "write the first step's Chrome / Perfetto trace JSON to this file: every unit's "
+      "instructions, and a process \"phases\" with the step's forward, backward, all-reduce and "
+      "optimizer as named spans")(
       "html", po::value<std::string>(),
       "write the HTML report to this file: the loss per step with the held-out accuracy, a "
       "step's cycles by phase, energy by component, off-chip memory, the steps");
@@ -69,8 +77,10 @@ int command_train(const std::vector<std::string>& args) {
   if (!parse_command_line(
           "train",
           "--hw HW --workload M [--batch B] [--steps S] [--optimizer "
-          "sgd|momentum|adam] [--lr LR] [--loss xent|mse|auto] [--data DIR] [--shuffle] "
-          "[--parallel data|auto] [--save-weights DIR] [--values on|off] [--html FILE] --out DIR",
+          "sgd|momentum|adam] [--lr LR] [--optimizer-on chip|host] [--loss xent|mse|auto] [--data "
+          "DIR] [--shuffle] "
+          "[--parallel data|auto] [--save-weights DIR] [--values on|off] [--html FILE] "
+          "[--trace-json FILE] --out DIR",
           o, args, vm)) {
     return 0;
   }
@@ -81,6 +91,7 @@ int command_train(const std::vector<std::string>& args) {
   t.steps = vm["steps"].as<int>();
   t.optimizer = vm["optimizer"].as<std::string>();
   t.lr = vm["lr"].as<double>();
+  t.optimizer_on = vm["optimizer-on"].as<std::string>();
   t.loss = vm["loss"].as<std::string>();
   if (vm.count("data")) t.data = vm["data"].as<std::string>();
   t.shuffle = vm.count("shuffle") > 0;
@@ -96,6 +107,7 @@ int command_train(const std::vector<std::string>& args) {
     throw UsageError(fmt::format("--values '{}': expected on or off", values));
   }
   t.values = values == "on";
+  t.record_trace = vm.count("trace-json") > 0;
   std::filesystem::path out_dir;
   if (vm.count("out")) {
     out_dir = vm["out"].as<std::string>();
@@ -108,6 +120,7 @@ int command_train(const std::vector<std::string>& args) {
     write_npy_float64((out_dir / "loss.npy").string(), {int64_t(r.loss.size())}, r.loss);
   }
   if (vm.count("html")) write_file(vm["html"].as<std::string>(), r.html());
+  if (vm.count("trace-json")) write_file(vm["trace-json"].as<std::string>(), r.trace_json);
   std::cout << r.report();
   std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
   if (!r.mismatch.empty()) {

@@ -49,6 +49,7 @@ std::string work_args(const Instruction& instr) {
           [](const LayerNormOp& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.length); },
           [](const LutOp& o) { return fmt::format(R"("tile":"{}")", o.elements); },
           [](const EltwiseOp& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.cols); },
+          [](const Fp32Op& o) { return fmt::format(R"("tile":"{}x{}")", o.rows, o.cols); },
           [](const HostOp& o) {
             return o.phase == HostPhase::kCompute
                        ? fmt::format(R"("flops":{},"bytes":{})", o.flops, o.bytes)
@@ -140,7 +141,8 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-int chrome_trace_max_pid() { return kPid + timeline::kHostProcess; }
+// The phases' process comes after the host's.
+int chrome_trace_max_pid() { return kPid + timeline::kHostProcess + 1; }
 
 std::string chrome_trace_json(const Timeline& t, const Program& program, const RunInfo& run) {
   const timeline::Filter& filter = t.filter();
@@ -320,6 +322,23 @@ std::string chrome_trace_events(const Timeline& t, const Program& program, const
       const double v = i < s.values.size() ? s.values[i] : 0.0;  // back to 0 at the end
       w.event(fmt::format(R"({{"ph":"C","pid":{},"ts":{},"name":{},"args":{{"value":{:.6g}}}}})",
                           chip_pid, w.ts(c), name, v));
+    }
+  }
+  if (!run.phases.empty()) {
+    const int phases_pid = chip_pid + timeline::kHostProcess + 1;
+    w.event(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
+                        phases_pid, json_string(prefix + "phases")));
+    w.event(fmt::format(
+        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",
+        phases_pid, run.pid_base - 1));
+    w.event(fmt::format(
+        R"({{"ph":"M","pid":{},"tid":1,"name":"thread_name","args":{{"name":"phases"}}}})",
+        phases_pid));
+    for (const RunInfo::Phase& p : run.phases) {
+      w.event(fmt::format(
+          R"({{"ph":"X","pid":{},"tid":1,"ts":{},"dur":{},"name":{},"cat":"phase","args":{{"cycles":{},"start_cycle":{},"end_cycle":{}}}}})",
+          phases_pid, w.ts(p.start_cycle), w.dur(p.start_cycle, p.end_cycle), json_string(p.name),
+          p.end_cycle - p.start_cycle, p.start_cycle, p.end_cycle));
     }
   }
   return std::move(w.out_);

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "arch/program.hpp"
 #include "support/timeline.hpp"
@@ -36,6 +37,13 @@ struct RunInfo {
   uint64_t offset_cycles = 0;
   int pid_base = 0;
   std::string process_prefix;
+  // Named spans of the run (npusim train: forward, backward, all-reduce, optimizer), written as
+  // a process "phases" of one thread after the run's others: [start_cycle, end_cycle) each.
+  struct Phase {
+    std::string name;
+    uint64_t start_cycle = 0, end_cycle = 0;
+  };
+  std::vector<Phase> phases;
 };
 
 std::string chrome_trace_json(const timeline::Timeline& timeline, const Program& program,

@@ -41,6 +41,9 @@ uint64_t bytes_written(const Instruction& instr, BufferId buffer, uint64_t eb) {
   }
   if (const auto* o = std::get_if<LutOp>(&instr.op)) return o->elements * eb;
   if (const auto* o = std::get_if<EltwiseOp>(&instr.op)) return uint64_t(o->rows) * o->cols * eb;
+  if (const auto* o = std::get_if<Fp32Op>(&instr.op)) {
+    return uint64_t(o->rows) * o->cols * uint64_t(o->out_bytes());
+  }
   return 0;
 }
 

@@ -32,6 +32,7 @@ struct VectorElements {
   uint64_t operator()(const LayerNormOp& l) const { return uint64_t(l.rows) * l.length; }
   uint64_t operator()(const LutOp& l) const { return l.elements; }
   uint64_t operator()(const EltwiseOp& e) const { return uint64_t(e.rows) * e.cols; }
+  uint64_t operator()(const Fp32Op& f) const { return uint64_t(f.rows) * f.cols; }
   uint64_t operator()(const DmaOp&) const { return 0; }
   uint64_t operator()(const MatmulOp&) const { return 0; }
   uint64_t operator()(const CopyOp&) const { return 0; }

@@ -12,10 +12,9 @@
 //      it to its own chunk on its vector unit (bf16 in, fp32 add, bf16 out). After N - 1 steps
 //      core c holds the whole sum of chunk (c + 1) mod N;
 //   3. each core stores the chunk it completed to the tensor's reduced copy off chip (where the
-//      host's optimizer reads it);
+//      optimizer's update reads it, compiler/lowering/optimizer_update.hpp, or the host's);
 //   4. all-gather, steps s = 0 .. N-2: core c sends chunk (c + 1 - s) mod N to core c + 1, into
-//      the same place of its buffer: every core ends with the whole sum, where an optimizer on
-//      each core would read it.
+//      the same place of its buffer: every core ends with the whole sum.
 // Each core sends 2 (N - 1) chunks, 2 (N - 1) / N of the tensor; the links carry 2 (N - 1) times
 // the tensor in all. Chunk k's sum is ((p_k + p_(k+1)) + p_(k+2)) + ... + p_(k+N-1), cores
 // modulo N, rounded to bf16 after each add (ring_sum_bf16 computes the same on the host).

@@ -256,7 +256,7 @@ class TrainResult:
 
 def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=None,
           shuffle=False, eval_every=0, save_weights=None, seed=1, dtype=None, fidelity="fast",
-          memory_fidelity=None, parallel="auto", values=True, loss="auto"):
+          memory_fidelity=None, parallel="auto", values=True, loss="auto", optimizer_on="chip"):
     """Training steps of a workload on the simulated chip (npusim train, docs/training.md).
 
     workload: a classifier ending in a softmax (workloads/training/digits-mlp.json) or, with
@@ -267,6 +267,8 @@ def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=Non
     parallel: "auto" or "data" on a chip of several cores (each core trains on batch / cores
     samples, the gradients summed by a ring all-reduce; "data" needs a batch that is a multiple
     of the cores). values=False: timing only (no data, weights or loss; the step's cycles).
+    optimizer_on: "chip" (the fp32 update on the vector unit, checked bit for bit against the
+    host's every step) or "host" (the host updates the masters between steps, no cycles).
     Returns a TrainResult; raises InputError on bad input (dtype "int8" among it).
     """
     tmp = _TempDir()
@@ -277,7 +279,8 @@ def train(hw, workload, *, batch=32, steps=1, optimizer="sgd", lr=0.01, data=Non
                  data=os.fspath(data) if data else "", shuffle=bool(shuffle),
                  eval_every=int(eval_every),
                  save_weights=os.fspath(save_weights) if save_weights else "",
-                 memory_fidelity=memory_fidelity or "", values=bool(values))
+                 memory_fidelity=memory_fidelity or "", values=bool(values),
+                 optimizer_on=optimizer_on)
         return TrainResult(_npusim.train(o))
     finally:
         tmp.close()

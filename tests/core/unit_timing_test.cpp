@@ -36,6 +36,14 @@ TEST(UnitTiming, VectorUnitRules) {
   LutOp r;
   r.elements = 33;  // 2 groups
   EXPECT_EQ(vector_cycles(c, r), 6u);
+  // fp32 element-wise work at half the lanes: 16 per cycle.
+  Fp32Op f;
+  f.rows = 2, f.cols = 40;  // per row 3 groups of 16
+  EXPECT_EQ(vector_cycles(c, f), 4u + 2 * 3);
+  f.kind = Fp32Kind::kDiv;  // a divide: one transcendental pass (4 cycles) per group
+  EXPECT_EQ(vector_cycles(c, f), 4u + 2 * 3 * 4);
+  f.kind = Fp32Kind::kSqrt;  // a quotient and its square root: two such passes
+  EXPECT_EQ(vector_cycles(c, f), 4u + 2 * 3 * 8);
 }
 
 TEST(UnitTiming, OffChipMemorySharesItsBandwidth) {

@@ -144,5 +144,5 @@ def test_timing_only_encoder_step_equals_the_step_with_values(tmp_path):
             stats[values] = json.load(f)["training"]
     assert stats["off"]["cores"] == 2
     for key in ("step_cycles", "forward_cycles", "backward_cycles", "communication_cycles",
-                "energy_per_step_j", "parameters"):
+                "optimizer_cycles", "energy_per_step_j", "parameters"):
         assert stats["off"][key] == stats["on"][key], key

@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NPUSIM = os.environ.get("NPUSIM", os.path.join(ROOT, "build", "sim", "npusim"))
 MLP = os.path.join(ROOT, "workloads", "training", "digits-mlp.json")
 PHASES = ("step_cycles", "forward_cycles", "backward_cycles", "communication_cycles",
-          "energy_per_step_j")
+          "optimizer_cycles", "energy_per_step_j")
 
 
 def train(tmp, name, *args):

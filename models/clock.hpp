@@ -2,6 +2,7 @@
 // period, so converting back to cycles is exact.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <systemc>
@@ -12,20 +13,29 @@ class CoreClock {
  public:
   explicit CoreClock(double clock_mhz)
       : period_(static_cast<double>(std::llround(1e6 / clock_mhz)), sc_core::SC_PS),
-        exact_cycles_(period_.value() == 0 ? 0 : (uint64_t{1} << 52) / period_.value()) {}
+        exact_cycles_(period_.value() == 0 ? 0 : (uint64_t{1} << 52) / period_.value()) {
+    for (uint64_t n = 0; n < short_.size(); ++n) short_[n] = exact(n);
+  }
   // In integers while the product is exact in a double (what sc_time's own arithmetic computes
-  // then), which is every delay of a run: no int-double conversion on the per-burst path.
+  // then), which is every delay of a run: no int-double conversion on the per-burst path. The
+  // short delays of every burst come from a table (sc_time::from_value is a library call).
   sc_core::sc_time cycles(uint64_t n) const {
-    if (n < exact_cycles_) return sc_core::sc_time::from_value(period_.value() * n);
-    return period_ * static_cast<double>(n);
+    if (n < short_.size()) return short_[n];
+    return exact(n);
   }
   uint64_t now() const { return sc_core::sc_time_stamp().value() / period_.value(); }
   uint64_t to_cycles(const sc_core::sc_time& t) const { return t.value() / period_.value(); }
   const sc_core::sc_time& period() const { return period_; }
 
  private:
+  sc_core::sc_time exact(uint64_t n) const {
+    if (n < exact_cycles_) return sc_core::sc_time::from_value(period_.value() * n);
+    return period_ * static_cast<double>(n);
+  }
+
   sc_core::sc_time period_;
   uint64_t exact_cycles_;  // below it, period * n + 0.5 is exact in a double (sc_time rounds so)
+  std::array<sc_core::sc_time, 64> short_;  // cycles(n) for n < 64
 };
 
 }  // namespace npusim

@@ -118,10 +118,10 @@ class DmaTransfer {
   uint64_t rows_;
   uint64_t next_row_ = 0, row_offset_ = 0;
   uint64_t row_i1_ = 0, row_i2_ = 0;  // next_row_ % count[1], next_row_ / count[1]
-  uint64_t row_cycle_ = 0;   // issue cycle of the row in progress
-  uint64_t row_addr_ = 0;    // and its first byte off chip
-  uint64_t next_row_cycle_;  // earliest issue cycle of the next row
-  uint64_t end_;             // latest burst completion
+  uint64_t row_cycle_ = 0;            // issue cycle of the row in progress
+  uint64_t row_addr_ = 0;             // and its first byte off chip
+  uint64_t next_row_cycle_;           // earliest issue cycle of the next row
+  uint64_t end_;                      // latest burst completion
   uint64_t outstanding_ = 0;
   uint64_t bursts_ = 0;
   uint64_t window_since_ = kNotWaiting;  // when a burst found the window full

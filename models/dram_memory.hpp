@@ -226,7 +226,7 @@ class DramMemory : public OffChipMemoryInterface {
   std::vector<Completion> completed_;  // completed; [delivered_, end) not yet delivered
   size_t delivered_ = 0;
   sc_core::sc_event arrival_event_;
-  bool in_step_ = false;  // step() is delivering completions
+  bool in_step_ = false;   // step() is delivering completions
   uint64_t step_now_ = 0;  // the core cycle of step()'s wake-up
   uint64_t wake_ups_ = 0;
 

@@ -38,7 +38,8 @@ ChannelController::ChannelController(const MemoryConfig& config)
   const double high = config.controller.write_high_watermark * write_capacity_;
   const double low = config.controller.write_low_watermark * write_capacity_;
   high_writes_ = 0;
-  while (high_writes_ <= size_t(write_capacity_) && double(high_writes_ + 1) <= high) ++high_writes_;
+  while (high_writes_ <= size_t(write_capacity_) && double(high_writes_ + 1) <= high)
+    ++high_writes_;
   low_writes_ = 0;
   while (low_writes_ <= size_t(write_capacity_) && double(low_writes_) < low) ++low_writes_;
 }

@@ -194,8 +194,8 @@ class ChannelController {
   RingQueue<Waiting> waiting_;        // requests that found their queue full, in order
   uint64_t drained_at_ = 0;
 
-  std::vector<uint64_t> refresh_due_;  // per pseudo-channel
-  uint64_t earliest_refresh_due_ = 0;  // the minimum of refresh_due_
+  std::vector<uint64_t> refresh_due_;        // per pseudo-channel
+  uint64_t earliest_refresh_due_ = 0;        // the minimum of refresh_due_
   size_t high_writes_ = 0, low_writes_ = 0;  // the watermarks in requests (constructor)
   std::vector<uint8_t> refresh_pending_;
   uint64_t pending_mask_ = 0;  // banks of pseudo-channels waiting for their refresh

@@ -117,10 +117,11 @@ class DmaTransfer {
   DmaParams params_;
   uint64_t rows_;
   uint64_t next_row_ = 0, row_offset_ = 0;
-  uint64_t row_cycle_ = 0;   // issue cycle of the row in progress
-  uint64_t row_addr_ = 0;    // and its first byte off chip
-  uint64_t next_row_cycle_;  // earliest issue cycle of the next row
-  uint64_t end_;             // latest burst completion
+  uint64_t row_i1_ = 0, row_i2_ = 0;  // next_row_ % count[1], next_row_ / count[1]
+  uint64_t row_cycle_ = 0;            // issue cycle of the row in progress
+  uint64_t row_addr_ = 0;             // and its first byte off chip
+  uint64_t next_row_cycle_;           // earliest issue cycle of the next row
+  uint64_t end_;                      // latest burst completion
   uint64_t outstanding_ = 0;
   uint64_t bursts_ = 0;
   uint64_t window_since_ = kNotWaiting;  // when a burst found the window full
@@ -136,9 +137,8 @@ void DmaTransfer::pump(uint64_t now, Send&& send) {
   const uint64_t len = op_.count[0];
   while (next_row_ < rows_) {
     if (row_offset_ == 0) {  // a new row: its address (kept while the window holds it back)
-      const uint64_t i1 = next_row_ % op_.count[1], i2 = next_row_ / op_.count[1];
-      const uint64_t row = ids_ != nullptr ? uint64_t(ids_[i1]) : i1;
-      row_addr_ = op_.dram_addr + i2 * op_.dram_stride[1] + row * op_.dram_stride[0];
+      const uint64_t row = ids_ != nullptr ? uint64_t(ids_[row_i1_]) : row_i1_;
+      row_addr_ = op_.dram_addr + row_i2_ * op_.dram_stride[1] + row * op_.dram_stride[0];
       row_cycle_ = std::max(next_row_cycle_, now);
     }
     const uint64_t addr = row_addr_;
@@ -164,6 +164,10 @@ void DmaTransfer::pump(uint64_t now, Send&& send) {
     row_offset_ = 0;
     next_row_cycle_ = issue + 1;
     ++next_row_;
+    if (++row_i1_ == op_.count[1]) {  // next_row_ = row_i2_ * count[1] + row_i1_
+      row_i1_ = 0;
+      ++row_i2_;
+    }
   }
 }
 

@@ -102,7 +102,8 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
                "{}: access [{:#x}, {:#x}) is not inside one {}-byte burst", name(), addr,
                addr + len, burst);
   move_bytes(payload);
-  const uint64_t arrival = clock_.now() + clock_.to_cycles(delay);
+  // Inside step() the simulated time is its wake-up's cycle.
+  const uint64_t arrival = (in_step_ ? step_now_ : clock_.now()) + clock_.to_cycles(delay);
   arrivals_.push(initiator, arrival, &payload);
   // An earlier pending notification wins; step() re-derives the rest. A request sent from inside
   // step() (from a completion it delivers) needs none: step() looks at the arrivals before it
@@ -113,7 +114,7 @@ tlm::tlm_sync_enum DramMemory::nb_transport_fw(int initiator, tlm::tlm_generic_p
 
 bool DramMemory::deliver(uint64_t c, bool early) {
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  if (early) delay = clock_.cycles(c - clock_.now());
+  if (early) delay = clock_.cycles(c - step_now_);
   // Nothing completes meanwhile (only advance_to() adds completions), and nothing is admitted: the
   // in-flight entries stay put.
   while (delivered_ < completed_.size()) {
@@ -200,33 +201,30 @@ void DramMemory::order_completions(uint64_t waiting_ended_at) {
 }
 
 void DramMemory::admit_arrivals(uint64_t c) {
-  for (int i = 0; i < arrivals_.initiators(); ++i) {
-    while (const ArrivalQueues::Arrival* a = arrivals_.front(i, c)) {
-      NPUSIM_CHECK(a->cycle == c, "{}: request arriving at core cycle {} seen at {}", name(),
-                   a->cycle, c);
-      tlm::tlm_generic_payload* payload = a->payload;
-      arrivals_.pop(i);
-      uint32_t slot;
-      if (!free_slots_.empty()) {
-        slot = free_slots_.back();
-        free_slots_.pop_back();
-      } else {
-        slot = static_cast<uint32_t>(in_flight_.size());
-        in_flight_.emplace_back();
-      }
-      InFlight& f = in_flight_[slot];
-      f.payload = payload;
-      f.initiator = i;
-      f.address = memory_.mapper().map(payload->get_address());
-      f.is_write = payload->is_write();
-      memory_.add_or_wait(f.address, f.is_write, slot);
+  arrivals_.take(c, [this, c](int initiator, const ArrivalQueues::Arrival& a) {
+    NPUSIM_CHECK(a.cycle == c, "{}: request arriving at core cycle {} seen at {}", name(), a.cycle,
+                 c);
+    uint32_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(in_flight_.size());
+      in_flight_.emplace_back();
     }
-  }
+    InFlight& f = in_flight_[slot];
+    f.payload = a.payload;
+    f.initiator = initiator;
+    f.address = memory_.mapper().map(a.payload->get_address());
+    f.is_write = a.payload->is_write();
+    memory_.add_or_wait(f.address, f.is_write, slot);
+  });
 }
 
 void DramMemory::step() {
   ++wake_ups_;
   const uint64_t now = clock_.now();
+  step_now_ = now;
   // Early responses need every completion delivered with the same effects as at its own cycle.
   const bool early_responses = !waves_ && timeline_ == nullptr;
   // A pending arrival notification would only bound the look-ahead: `next` covers the arrivals.

@@ -98,10 +98,16 @@ class ArrivalQueues {
   void pop(int i) {
     queues_[size_t(i)].pop();
     --size_;
-    earliest_ = UINT64_MAX;
-    for (const Queue& q : queues_) {
-      if (!q.empty()) earliest_ = std::min(earliest_, q.front().cycle);
-    }
+    update_earliest();
+  }
+  // Takes every arrival at or before cycle `c` out, initiator by initiator, each initiator's in
+  // order, calling f(initiator, arrival) for each: the order of front() and pop() above, with the
+  // earliest arrival recomputed once. `f` must not push.
+  template <class F>
+  void take(uint64_t c, F&& f) {
+    if (size_ == 0 || earliest_ > c) return;
+    for (size_t i = 0; i < queues_.size(); ++i) size_ -= queues_[i].take(c, int(i), f);
+    update_earliest();
   }
 
  private:
@@ -126,11 +132,30 @@ class ArrivalQueues {
         head_ = 0;
       }
     }
+    template <class F>
+    size_t take(uint64_t c, int initiator, F& f) {
+      const size_t first = head_, end = v_.size();
+      size_t i = first;
+      for (; i < end && v_[i].cycle <= c; ++i) f(initiator, v_[i]);
+      head_ = i;
+      if (head_ == end) {
+        v_.clear();
+        head_ = 0;
+      }
+      return i - first;
+    }
 
    private:
     std::vector<Arrival> v_;
     size_t head_ = 0;
   };
+  void update_earliest() {
+    earliest_ = UINT64_MAX;
+    for (const Queue& q : queues_) {
+      if (!q.empty()) earliest_ = std::min(earliest_, q.front().cycle);
+    }
+  }
+
   std::vector<Queue> queues_;
   size_t size_ = 0;
   uint64_t earliest_ = UINT64_MAX;
@@ -201,7 +226,8 @@ class DramMemory : public OffChipMemoryInterface {
   std::vector<Completion> completed_;  // completed; [delivered_, end) not yet delivered
   size_t delivered_ = 0;
   sc_core::sc_event arrival_event_;
-  bool in_step_ = false;  // step() is delivering completions
+  bool in_step_ = false;   // step() is delivering completions
+  uint64_t step_now_ = 0;  // the core cycle of step()'s wake-up
   uint64_t wake_ups_ = 0;
 
   timeline::Timeline* timeline_ = nullptr;

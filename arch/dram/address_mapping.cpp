@@ -158,15 +158,11 @@ uint64_t AddressMapper::extract(int field, uint64_t addr) const {
   return v & mask_[size_t(field)];
 }
 
-DramAddress AddressMapper::map(uint64_t addr) const {
+DramAddress AddressMapper::map_fields(uint64_t addr) const {
   std::array<uint64_t, kFieldCount> v;
-  if (simple_) {
-    for (size_t f = 0; f < kFieldCount; ++f) v[f] = (addr >> shift_[f]) & mask_[f];
-  } else {
-    for (int f = 0; f < kFieldCount; ++f) v[size_t(f)] = extract(f, addr);
-    for (const XorRule& r : xor_) {
-      v[size_t(r.target)] ^= (v[size_t(r.source)] >> r.source_bit) & mask_[size_t(r.target)];
-    }
+  for (int f = 0; f < kFieldCount; ++f) v[size_t(f)] = extract(f, addr);
+  for (const XorRule& r : xor_) {
+    v[size_t(r.target)] ^= (v[size_t(r.source)] >> r.source_bit) & mask_[size_t(r.target)];
   }
   DramAddress a;
   a.row = uint32_t(v[kRow]);

@@ -39,7 +39,18 @@ class AddressMapper {
   // `org` must come from a validated MemoryConfig and `spec` must pass check_spec(spec, org).
   AddressMapper(const DramOrganization& org, const std::string& spec);
 
-  DramAddress map(uint64_t addr) const;
+  DramAddress map(uint64_t addr) const {
+    if (!simple_) return map_fields(addr);
+    // Inline: the memory decodes every burst.
+    DramAddress a;
+    a.row = uint32_t((addr >> shift_[kRow]) & mask_[kRow]);
+    a.channel = uint32_t((addr >> shift_[kChannel]) & mask_[kChannel]);
+    a.pseudo_channel = uint32_t((addr >> shift_[kPseudoChannel]) & mask_[kPseudoChannel]);
+    a.bank_group = uint32_t((addr >> shift_[kBankGroup]) & mask_[kBankGroup]);
+    a.bank = uint32_t((addr >> shift_[kBank]) & mask_[kBank]);
+    a.column = uint32_t((addr >> shift_[kColumn]) & mask_[kColumn]);
+    return a;
+  }
   // The inverse of map() for the burst's first byte (tests and pattern generators use it).
   uint64_t unmap(const DramAddress& a) const;
 
@@ -58,6 +69,8 @@ class AddressMapper {
     uint32_t source_bit;
   };
   uint64_t extract(int field, uint64_t addr) const;
+  // map() for split fields or XOR rules.
+  DramAddress map_fields(uint64_t addr) const;
   // Parses and validates; fills the members when `self` is not null.
   static std::string parse(const std::string& spec, const DramOrganization& org,
                            AddressMapper* self);

@@ -32,6 +32,16 @@ ChannelController::ChannelController(const MemoryConfig& config)
   // Every pseudo-channel falls due at the same time, as Ramulator 2's all-bank refresh does:
   // staggering them would stall an in-order stream once per pseudo-channel instead of once.
   for (auto& due : refresh_due_) due = uint64_t(config.timing.refi);
+  earliest_refresh_due_ = uint64_t(config.timing.refi);
+  // The watermarks as counts: more than high_writes_ writes is above the high watermark, fewer
+  // than low_writes_ below the low one (the same comparisons in doubles, made once).
+  const double high = config.controller.write_high_watermark * write_capacity_;
+  const double low = config.controller.write_low_watermark * write_capacity_;
+  high_writes_ = 0;
+  while (high_writes_ <= size_t(write_capacity_) && double(high_writes_ + 1) <= high)
+    ++high_writes_;
+  low_writes_ = 0;
+  while (low_writes_ <= size_t(write_capacity_) && double(low_writes_) < low) ++low_writes_;
 }
 
 void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, uint64_t now) {
@@ -81,17 +91,6 @@ void ChannelController::add(const DramAddress& a, bool is_write, uint64_t id, ui
     cached_ = c;
     cached_.cycle = cycle;
   }
-}
-
-bool ChannelController::next_write_mode() const {
-  const double writes = double(queued_[1]);
-  const bool reads_waiting = queued_[0] > 0;
-  if (!write_mode_) {
-    return queued_[1] > 0 &&
-           (writes > cfg_.controller.write_high_watermark * write_capacity_ || !reads_waiting);
-  }
-  return !(queued_[1] == 0 ||
-           (writes < cfg_.controller.write_low_watermark * write_capacity_ && reads_waiting));
 }
 
 bool ChannelController::update_write_mode() {
@@ -206,13 +205,17 @@ void ChannelController::select() {
     bank_min = std::min(bank_min, cycle);
   }
   Decision& best = cached_;
-  best.cycle = kNever;
-  best.rank = 3;
-  best.seq = kNever;
-  best.kind = Kind::kNone;
-  refresh_candidates(best, true);
-  // Refresh work outranks every request, so it wins at equal cycles.
-  if (best.kind != Kind::kNone && best.cycle <= bank_min) return;
+  // Refresh work outranks every request, so it wins at equal cycles. With none pending, the only
+  // refresh candidates are the due events, none of them before the earliest due cycle: when that
+  // comes after bank_min, they all lose.
+  if (refresh_ && (pending_mask_ != 0 || std::max(earliest_refresh_due_, now_) <= bank_min)) {
+    best.cycle = kNever;
+    best.rank = 3;
+    best.seq = kNever;
+    best.kind = Kind::kNone;
+    refresh_candidates(best, true);
+    if (best.kind != Kind::kNone && best.cycle <= bank_min) return;
+  }
   if (active == 0) {
     best = Decision();
     return;
@@ -297,6 +300,7 @@ void ChannelController::execute(const Decision& d) {
       refresh_pending_[pc] = 0;
       pending_mask_ &= ~(pc_bank_mask_ << (pc * uint32_t(timing_.banks_per_pseudo_channel())));
       refresh_due_[pc] += uint64_t(cfg_.timing.refi);
+      earliest_refresh_due_ = *std::min_element(refresh_due_.begin(), refresh_due_.end());
       break;
     }
     case Command::kRead:

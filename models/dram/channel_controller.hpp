@@ -159,7 +159,12 @@ class ChannelController {
   // Clock-by-clock mode: the best command legal exactly at `cycle`, by scanning every request.
   Decision decide_at(uint64_t cycle);
   // The read/write mode a decision made now would use (hysteresis between the watermarks).
-  bool next_write_mode() const;
+  bool next_write_mode() const {
+    const size_t writes = queued_[1];
+    const bool reads_waiting = queued_[0] > 0;
+    if (!write_mode_) return writes > 0 && (writes > high_writes_ || !reads_waiting);
+    return !(writes == 0 || (writes < low_writes_ && reads_waiting));
+  }
   bool update_write_mode();
   void execute(const Decision& d);
   void deliver(uint64_t before, const Callback& on_complete);
@@ -189,7 +194,9 @@ class ChannelController {
   RingQueue<Waiting> waiting_;        // requests that found their queue full, in order
   uint64_t drained_at_ = 0;
 
-  std::vector<uint64_t> refresh_due_;  // per pseudo-channel
+  std::vector<uint64_t> refresh_due_;        // per pseudo-channel
+  uint64_t earliest_refresh_due_ = 0;        // the minimum of refresh_due_
+  size_t high_writes_ = 0, low_writes_ = 0;  // the watermarks in requests (constructor)
   std::vector<uint8_t> refresh_pending_;
   uint64_t pending_mask_ = 0;  // banks of pseudo-channels waiting for their refresh
   uint64_t pc_bank_mask_ = 0;  // banks of pseudo-channel 0 (shifted for the others)

@@ -41,24 +41,6 @@ ChannelTiming::ChannelTiming(const DramOrganization& org, const DramTiming& timi
   bus_of_class_ = {0, 0, column_bus, column_bus};
 }
 
-bool ChannelTiming::state_allows(Command cmd, uint32_t flat, uint32_t row) const {
-  const BankState& b = banks_[flat];
-  switch (cmd) {
-    case Command::kAct:
-      return !b.open;
-    case Command::kPre:
-      return b.open;
-    case Command::kRead:
-    case Command::kWrite:
-    case Command::kReadAp:
-    case Command::kWriteAp:
-      return b.open && b.row == row;
-    case Command::kRefresh:
-      return pcs_[pseudo_channel_of(flat)].open_banks == 0;
-  }
-  return false;
-}
-
 void ChannelTiming::occupy_bus(bool column, uint64_t until) {
   bus_free_[column && t_.dual_command_bus ? 1 : 0] = until;
 }

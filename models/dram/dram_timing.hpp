@@ -93,7 +93,23 @@ class ChannelTiming {
 
   // Whether the bank state permits `cmd` for `row` (ACT: bank closed; PRE: open; column: open at
   // `row`; REF: every bank of the pseudo-channel closed).
-  bool state_allows(Command cmd, uint32_t flat, uint32_t row) const;
+  bool state_allows(Command cmd, uint32_t flat, uint32_t row) const {
+    const BankState& b = banks_[flat];
+    switch (cmd) {
+      case Command::kAct:
+        return !b.open;
+      case Command::kPre:
+        return b.open;
+      case Command::kRead:
+      case Command::kWrite:
+      case Command::kReadAp:
+      case Command::kWriteAp:
+        return b.open && b.row == row;
+      case Command::kRefresh:
+        return pcs_[pseudo_channel_of(flat)].open_banks == 0;
+    }
+    return false;
+  }
   bool can_issue(Command cmd, uint32_t flat, uint32_t row, uint64_t cycle) const {
     return state_allows(cmd, flat, row) && earliest(cmd, flat) <= cycle;
   }

@@ -100,6 +100,26 @@ TEST(MemsysArrivals, ComeOutByCycleThenInitiatorThenOrderSent) {
   EXPECT_TRUE(q.empty());
   EXPECT_EQ(order,
             (std::vector<tlm::tlm_generic_payload*>{&p[2], &p[4], &p[0], &p[3], &p[1], &p[5]}));
+  // take(), which DramMemory::admit_arrivals uses, hands them over in the same order.
+  ArrivalQueues t;
+  t.push(1, 5, &p[0]);
+  t.push(0, 7, &p[1]);
+  t.push(0, 5, &p[2]);
+  t.push(1, 5, &p[3]);
+  t.push(0, 5, &p[4]);
+  t.push(1, 9, &p[5]);
+  std::vector<tlm::tlm_generic_payload*> taken;
+  for (uint64_t c : {5, 7, 9}) {
+    t.take(c, [&](int, const ArrivalQueues::Arrival& a) {
+      EXPECT_EQ(a.cycle, c);
+      taken.push_back(a.payload);
+    });
+    if (!t.empty()) {
+      EXPECT_GT(t.earliest(), c);
+    }
+  }
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(taken, order);
 }
 
 HwConfig parse(const std::string& memory) {

@@ -4,7 +4,8 @@
 the chip presets tpu-v4-like (2 TensorCores, data parallel) and ascend-910-like (32 Da Vinci
 cores, data parallel), for each batch: the step's cycles, its forward / backward / all-reduce
 split, samples/s at the chip's clock, the all-reduce's share and link bytes, and the host CPU the
-simulation took, printed as a markdown table.
+simulation took (user + system CPU seconds and peak resident memory, from GNU time), printed as a
+markdown table.
 
   bench/train_scaling_bert.py [--npusim build/sim/npusim] [--batch 32 64 128 256]
                               [--hw tpu-v4-like ascend-910-like] [--memory-fidelity bulk]
@@ -17,7 +18,6 @@ make the command-level model the simulation's cost.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import tempfile
 import time
@@ -36,23 +36,25 @@ def main():
     a = p.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="train_scaling_bert_")
     print("| hardware | batch | cores | samples per core | step cycles | forward | backward | "
-          "all-reduce | all-reduce share | samples/s | link bytes | host CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "all-reduce | all-reduce share | samples/s | link bytes | host CPU s | peak RSS GB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for hw in a.hw:
         for batch in a.batch:
             out = os.path.join(work, f"{hw}-{batch}")
-            cmd = [a.npusim, "train", "--hw", hw, "--workload", a.workload, "--batch", str(batch),
-                   "--values", "off", "--out", out]
+            cmd = ["/usr/bin/time", "-f", "%U %S %M", a.npusim, "train", "--hw", hw,
+                   "--workload", a.workload, "--batch", str(batch), "--values", "off",
+                   "--out", out]
             if a.memory_fidelity:
                 cmd += ["--memory-fidelity", a.memory_fidelity]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.time()
             r = subprocess.run(cmd, capture_output=True, text=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            # GNU time's last stderr line: user and system CPU seconds, peak resident KiB.
+            lines = r.stderr.strip().splitlines()
+            user, system, rss_kb = lines[-1].split()[-3:]
+            cpu, rss_gb = float(user) + float(system), float(rss_kb) / 2**20
             if r.returncode != 0:
-                print(f"| {hw} | {batch} | failed ({time.time() - start:.0f} s): "
-                      f"{r.stderr.strip()[:300]} |")
+                print(f"| {hw} | {batch} | failed ({time.time() - start:.0f} s, {cpu:.0f} s CPU, "
+                      f"{rss_gb:.1f} GB): {' '.join(lines[:-1])[:300]} |")
                 continue
             with open(os.path.join(out, "stats.json")) as f:
                 t = json.load(f)["training"]
@@ -61,7 +63,7 @@ def main():
                   f"{t['step_cycles']:.0f} | {t['forward_cycles']:.0f} | "
                   f"{t['backward_cycles']:.0f} | {t['communication_cycles']:.0f} | "
                   f"{100 * t['communication_cycles'] / t['step_cycles']:.1f} % | "
-                  f"{t['samples_per_s']:.0f} | {link} | {cpu:.0f} |", flush=True)
+                  f"{t['samples_per_s']:.0f} | {link} | {cpu:.0f} | {rss_gb:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

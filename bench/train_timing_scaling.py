@@ -6,6 +6,7 @@ took to simulate, printed as a markdown table.
 
   bench/train_timing_scaling.py [--npusim build/sim/npusim] [--workload resnet50]
                                 [--hw tpu-v4-like:32,64 --hw ascend-910-like:32] [--work DIR]
+                                [--memory-fidelity command|bulk]
 
 Each --hw is a preset and its batches (comma-separated). A point that fails (memory, a compile
 refusal) prints its message in the table instead of figures.
@@ -20,12 +21,13 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def point(npusim, hw, workload, batch, work):
+def point(npusim, hw, workload, batch, work, fidelity=None):
     out = os.path.join(work, f"{hw}-{workload}-{batch}")
+    extra = ["--memory-fidelity", fidelity] if fidelity else []
     # GNU time's last stderr line: user + system CPU seconds and the peak resident memory.
     r = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", npusim, "train", "--hw", hw,
                         "--workload", workload, "--batch", str(batch), "--values", "off",
-                        "--parallel", "data", "--out", out], capture_output=True, text=True)
+                        "--parallel", "data", "--out", out] + extra, capture_output=True, text=True)
     lines = r.stderr.strip().splitlines()
     user, system, rss_kb = lines[-1].split()[-3:]
     host = {"cpu_s": float(user) + float(system), "max_rss_gb": float(rss_kb) / 2**20}
@@ -42,6 +44,8 @@ def main():
     p.add_argument("--hw", action="append",
                    help="PRESET:B1,B2,... (default tpu-v4-like:32 and ascend-910-like:32)")
     p.add_argument("--work", help="directory for the runs (default: a temporary one)")
+    p.add_argument("--memory-fidelity", choices=["command", "bulk"],
+                   help="the off-chip memory model (default: the hardware's, command-level)")
     a = p.parse_args()
     specs = a.hw or ["tpu-v4-like:32", "ascend-910-like:32"]
     work = a.work or tempfile.mkdtemp(prefix="train_timing_scaling.")
@@ -52,7 +56,7 @@ def main():
     for spec in specs:
         hw, batches = spec.split(":")
         for batch in [int(b) for b in batches.split(",")]:
-            t, host, error = point(a.npusim, hw, a.workload, batch, work)
+            t, host, error = point(a.npusim, hw, a.workload, batch, work, a.memory_fidelity)
             if t is None:
                 print(f"| {a.workload} | {hw} | | {batch} | | {error} | | | | | | | "
                       f"{host['cpu_s']:.0f} | {host['max_rss_gb']:.1f} |")

@@ -218,12 +218,11 @@ void fill_transpose(Layer& l, const TensorShape& in, const std::vector<int>& per
   for (int a = rank - 2; a >= 0; --a) in_stride[a] = in_stride[a + 1] * uint64_t(in.dims[a + 1]);
   l.reshape_to.clear();
   for (int a : perm) l.reshape_to.push_back(in.dims[size_t(a)]);
-  l.move_from.assign(in.elements(), MoveSource{});
   std::vector<int> at(size_t(rank), 0);  // the output coordinate of element j
   for (uint64_t j = 0; j < in.elements(); ++j) {
     uint64_t src = 0;
     for (int a = 0; a < rank; ++a) src += uint64_t(at[a]) * in_stride[size_t(perm[a])];
-    l.move_from[j] = MoveSource{0, int32_t(src)};
+    l.move_from.push_back(MoveSource{0, int32_t(src)});
     for (int a = rank - 1; a >= 0 && ++at[a] == l.reshape_to[a]; --a) at[a] = 0;
   }
 }

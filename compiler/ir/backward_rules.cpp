@@ -76,10 +76,7 @@ Layer transpose_move(const std::string& name, const std::string& input, int rows
   Layer l = make_layer(name, OpKind::kMove, {input});
   l.move_op = "transpose";
   l.reshape_to = {cols, rows};
-  l.move_from.resize(size_t(rows) * size_t(cols));
-  for (int c = 0; c < cols; ++c) {
-    for (int r = 0; r < rows; ++r) l.move_from[size_t(c) * rows + r] = {0, r * cols + c};
-  }
+  for (int c = 0; c < cols; ++c) l.move_from.append(0, c, cols, uint64_t(rows));
   return l;
 }
 
@@ -88,9 +85,8 @@ Layer ones_column_move(const std::string& name, const std::string& input, int ro
   l.move_op = "append_ones";
   l.reshape_to = {rows, cols + 1};
   l.move_constants = {1.0f};
-  l.move_from.reserve(size_t(rows) * size_t(cols + 1));
   for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) l.move_from.push_back({0, r * cols + c});
+    l.move_from.append(0, r * cols, 1, uint64_t(cols));
     l.move_from.push_back({-1, 0});
   }
   return l;
@@ -102,7 +98,6 @@ Layer constant_move(const std::string& name, const std::string& anchor, std::vec
   l.move_op = "constant";
   l.reshape_to = std::move(dims);
   l.move_constants = std::move(values);
-  l.move_from.reserve(index.size());
   for (int32_t i : index) l.move_from.push_back({-1, i});
   return l;
 }
@@ -196,7 +191,6 @@ void backward_conv(BackwardBuilder& b, const Layer& l) {
   m.move_op = "im2col_transpose";
   m.reshape_to = {taps + (l.use_bias ? 1 : 0), pixels};
   m.move_constants = {0.0f, 1.0f};
-  m.move_from.reserve(size_t(m.reshape_to[0]) * size_t(pixels));
   for (int r = 0; r < taps; ++r) {
     const int ki = r / (kw * c), kj = (r / c) % kw, ci = r % c;
     for (int n = 0; n < b.batch; ++n) {
@@ -211,7 +205,7 @@ void backward_conv(BackwardBuilder& b, const Layer& l) {
       }
     }
   }
-  for (int p = 0; l.use_bias && p < pixels; ++p) m.move_from.push_back({-1, 1});
+  if (l.use_bias) m.move_from.append(-1, 1, 0, uint64_t(pixels));
   const std::string patches = b.add(std::move(m));
   Layer rows = make_layer(l.name + ".grad_rows", OpKind::kReshape, {gz});
   rows.reshape_to = {pixels, out};
@@ -288,7 +282,6 @@ void backward_maxpool(BackwardBuilder& b, const Layer& l) {
     g.move_op = "window_element";
     g.reshape_to = pooled;
     if (padded) g.move_constants = {kPoolPad};
-    g.move_from.reserve(count);
     for (int n = 0; n < b.batch; ++n) {
       for (int py = 0; py < ph; ++py) {
         const int iy = py * sh + ki - top;
@@ -296,8 +289,11 @@ void backward_maxpool(BackwardBuilder& b, const Layer& l) {
           const int ix = px * sw + kj - left;
           const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
           const int base = ((n * h + iy) * w + ix) * c;
-          for (int ci = 0; ci < c; ++ci)
-            g.move_from.push_back(inside ? MoveSource{0, base + ci} : MoveSource{-1, 0});
+          if (inside) {
+            g.move_from.append(0, base, 1, uint64_t(c));
+          } else {
+            g.move_from.append(-1, 0, 0, uint64_t(c));
+          }
         }
       }
     }

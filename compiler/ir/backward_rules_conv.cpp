@@ -40,14 +40,16 @@ std::string conv_input_gradient(BackwardBuilder& b, const Layer& l, const std::s
     m.move_op = "spread";
     m.reshape_to = {b.batch, lh, lw, out};
     m.move_constants = {0.0f};
-    m.move_from.reserve(size_t(b.batch) * size_t(lh) * size_t(lw) * size_t(out));
     for (int n = 0; n < b.batch; ++n) {
       for (int y = 0; y < lh; ++y) {
         for (int xx = 0; xx < lw; ++xx) {
           const bool lands = y % sh == 0 && xx % sw == 0;
           const int base = ((n * oh + y / sh) * ow + xx / sw) * out;
-          for (int o = 0; o < out; ++o)
-            m.move_from.push_back(lands ? MoveSource{0, base + o} : MoveSource{-1, 0});
+          if (lands) {
+            m.move_from.append(0, base, 1, uint64_t(out));
+          } else {
+            m.move_from.append(-1, 0, 0, uint64_t(out));
+          }
         }
       }
     }
@@ -109,7 +111,6 @@ void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string&
   if (!pointwise) {
     m.move_op = "im2col";
     m.move_constants = {0.0f};
-    m.move_from.reserve(size_t(pixels) * size_t(taps));
     for (int n = 0; n < b.batch; ++n) {
       for (int oy = 0; oy < oh; ++oy) {
         for (int ox = 0; ox < ow; ++ox) {
@@ -119,8 +120,11 @@ void conv_weight_gradient(BackwardBuilder& b, const Layer& l, const std::string&
               const int ix = ox * l.strides[2] + kj * l.dilation[2] - l.pads_begin[2];
               const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
               const int base = ((n * h + iy) * w + ix) * c;
-              for (int ci = 0; ci < c; ++ci)
-                m.move_from.push_back(inside ? MoveSource{0, base + ci} : MoveSource{-1, 0});
+              if (inside) {
+                m.move_from.append(0, base, 1, uint64_t(c));
+              } else {
+                m.move_from.append(-1, 0, 0, uint64_t(c));
+              }
             }
           }
         }
@@ -171,11 +175,8 @@ void backward_avgpool(BackwardBuilder& b, const Layer& l) {
   Layer m = make_layer(l.name + ".grad_input", OpKind::kMove, {scaled});
   m.move_op = "broadcast";
   m.reshape_to = b.step_dims(l.inputs[0]);
-  m.move_from.reserve(count * size_t(h) * size_t(w));
   for (int n = 0; n < b.batch; ++n) {
-    for (int p = 0; p < h * w; ++p) {
-      for (int ci = 0; ci < c; ++ci) m.move_from.push_back({0, n * c + ci});
-    }
+    for (int p = 0; p < h * w; ++p) m.move_from.append(0, n * c, 1, uint64_t(c));
   }
   b.accumulate(l.inputs[0], b.add(std::move(m)));
 }
@@ -208,7 +209,6 @@ std::string scatter_windows(BackwardBuilder& b, const Layer& l,
           m.inputs.push_back(share[size_t(ki * kw + kj)]);
         }
       }
-      m.move_from.reserve(size_t(b.batch) * size_t(h) * size_t(w) * size_t(c));
       for (int n = 0; n < b.batch; ++n) {
         for (int iy = 0; iy < h; ++iy) {
           // The group's offset along y that reaches iy, and its window row (-1: none).
@@ -218,9 +218,10 @@ std::string scatter_windows(BackwardBuilder& b, const Layer& l,
             const int kj = gj * sw + (ix + left) % sw, px = (ix + left - kj) / sw;
             const bool inside = row && kj < kw && ix + left - kj >= 0 && px < pw;
             const int base = ((n * ph + py) * pw + px) * c;
-            for (int ci = 0; ci < c; ++ci) {
-              m.move_from.push_back(inside ? MoveSource{input_of.at(ki * kw + kj), base + ci}
-                                           : MoveSource{-1, 0});
+            if (inside) {
+              m.move_from.append(input_of.at(ki * kw + kj), base, 1, uint64_t(c));
+            } else {
+              m.move_from.append(-1, 0, 0, uint64_t(c));
             }
           }
         }

@@ -69,12 +69,9 @@ std::string transpose_last_two(BackwardBuilder& b, const std::string& name, cons
   m.move_op = "transpose";
   std::swap(dims[dims.size() - 2], dims.back());
   m.reshape_to = dims;
-  m.move_from.reserve(size_t(count(dims)));
   for (uint64_t o = 0; o < outer; ++o) {
     for (int j = 0; j < c; ++j) {
-      for (int i = 0; i < r; ++i) {
-        m.move_from.push_back({0, int32_t(o * uint64_t(r) * uint64_t(c) + uint64_t(i) * c + j)});
-      }
+      m.move_from.append(0, int32_t(o * uint64_t(r) * uint64_t(c) + uint64_t(j)), c, uint64_t(r));
     }
   }
   return b.add(std::move(m));
@@ -132,8 +129,9 @@ void backward_move(BackwardBuilder& b, const Layer& l) {
     if (!b.wants_gradient(l.inputs[k])) continue;
     const uint64_t n = l.in_shapes.at(k).elements();
     std::vector<int64_t> from(size_t(n), -1);
-    for (size_t j = 0; j < l.move_from.size(); ++j) {
-      const MoveSource& s = l.move_from[j];
+    for (auto it = l.move_from.begin(); it != l.move_from.end(); ++it) {
+      const MoveSource s = *it;
+      const uint64_t j = it.index();
       if (s.input != int32_t(k)) continue;
       if (from[size_t(s.element)] >= 0) {
         no_rule(l, fmt::format("a move that copies an element of '{}' twice ({})", l.inputs[k],
@@ -148,7 +146,6 @@ void backward_move(BackwardBuilder& b, const Layer& l) {
     m.move_op = l.move_op + " gradient";
     m.reshape_to = b.step_dims(l.inputs[k]);
     m.move_constants = {0.0f};
-    m.move_from.reserve(size_t(uint64_t(b.batch) * n));
     for (int s = 0; s < b.batch; ++s) {
       for (int64_t j : from) {
         m.move_from.push_back(j < 0 ? MoveSource{-1, 0}

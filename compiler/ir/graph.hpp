@@ -16,6 +16,7 @@
 #include "arch/fp8.hpp"
 #include "arch/quant.hpp"
 #include "arch/types.hpp"
+#include "compiler/ir/move_table.hpp"
 
 namespace npusim {
 
@@ -60,13 +61,6 @@ enum class OpKind {
 };
 const char* to_string(OpKind kind);  // its name in compiler/ir/op_table.hpp
 
-// kMove: where one output element comes from.
-struct MoveSource {
-  int32_t input = -1;   // index into Layer::inputs; -1: Layer::move_constants
-  int32_t element = 0;  // element of that input (one sample, row-major) or constant
-  bool operator==(const MoveSource&) const = default;
-};
-
 struct Layer {
   std::string name;
   OpKind kind = OpKind::kActivation;
@@ -93,9 +87,10 @@ struct Layer {
   bool use_bias = true;
   std::vector<int> reshape_to;  // kReshape: the new per-sample shape (empty: flatten); kMove: the
                                 // output shape
-  // kMove: the source of every output element of one sample (row-major over `reshape_to`), the
-  // constants some copy (padding, constant operands), and the front-end operator it implements.
-  std::vector<MoveSource> move_from;
+  // kMove: the source of every output element of one sample (row-major over `reshape_to`, held
+  // as runs: compiler/ir/move_table.hpp), the constants some copy (padding, constant operands),
+  // and the front-end operator it implements.
+  MoveTable move_from;
   std::vector<float> move_constants;
   std::string move_op;
 

@@ -175,16 +175,24 @@ bool infer_move(Layer& l, const ShapeFail& fail) {
     return fail(fmt::format("move to {} has {} element sources", to_string(l.out_shape),
                             l.move_from.size()));
   }
-  for (size_t j = 0; j < l.move_from.size(); ++j) {
-    const MoveSource& s = l.move_from[j];
-    const uint64_t size = s.input < 0 ? l.move_constants.size()
-                          : static_cast<size_t>(s.input) < l.in_shapes.size()
-                              ? l.in_shapes[static_cast<size_t>(s.input)].elements()
+  // A run's elements step by one stride: its first and last bound them.
+  for (const MoveRun& r : l.move_from.runs()) {
+    const uint64_t size = r.input < 0 ? l.move_constants.size()
+                          : static_cast<size_t>(r.input) < l.in_shapes.size()
+                              ? l.in_shapes[static_cast<size_t>(r.input)].elements()
                               : 0;
-    if (s.input < -1 || s.element < 0 || static_cast<uint64_t>(s.element) >= size) {
-      return fail(fmt::format(
-          "output element {} copies element {} of {}, which does not exist", j, s.element,
-          s.input < 0 ? std::string("the constants") : fmt::format("input {}", s.input)));
+    const int64_t last = r.at(r.count - 1).element;
+    if (r.input >= -1 && std::min<int64_t>(r.first, last) >= 0 &&
+        uint64_t(std::max<int64_t>(r.first, last)) < size) {
+      continue;
+    }
+    for (uint64_t i = 0; i < r.count; ++i) {
+      const MoveSource s = r.at(i);
+      if (s.input < -1 || s.element < 0 || static_cast<uint64_t>(s.element) >= size) {
+        return fail(fmt::format(
+            "output element {} copies element {} of {}, which does not exist", r.out + i, s.element,
+            s.input < 0 ? std::string("the constants") : fmt::format("input {}", s.input)));
+      }
     }
   }
   return true;

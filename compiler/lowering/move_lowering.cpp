@@ -1,11 +1,11 @@
-// Data movement (OpKind::kMove) on the DMA queues. The per-element source table is compressed
-// into strided boxes: runs of consecutive output elements that copy consecutive elements of one
-// input, then runs of equal length at a constant distance (a 2-D box), then such boxes at a
-// constant distance (a 3-D box). Each box is one load DRAM -> unified buffer (packed) and one
-// store buffer -> DRAM with the output's strides; between them the vector unit rescales int8
-// values when an input's scale differs from the output's (a concatenation of differently scaled
-// tensors). Constant elements (padding, constant operands) come from a block in DRAM that holds
-// them in output order.
+// Data movement (OpKind::kMove) on the DMA queues. The source table (runs of elements,
+// compiler/ir/move_table.hpp) is compressed into strided boxes: runs of consecutive output elements
+// that copy consecutive elements of one input, then runs of equal length at a constant distance (a
+// 2-D box), then such boxes at a constant distance (a 3-D box). Each box is one load DRAM ->
+// unified buffer (packed) and one store buffer -> DRAM with the output's strides; between them the
+// vector unit rescales int8 values when an input's scale differs from the output's (a concatenation
+// of differently scaled tensors). Constant elements (padding, constant operands) come from a block
+// in DRAM that holds them in output order.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,63 +30,113 @@ struct MoveBox {
   uint64_t elements() const { return len * count[0] * count[1]; }
 };
 
-// Runs no longer than max_len, in output order. The constants copied are appended to `block` in
-// output order, so constant runs are consecutive in it.
-std::vector<MoveBox> runs(const Layer& l, uint64_t max_len, std::vector<float>& block) {
-  std::vector<MoveBox> out;
-  for (uint64_t j = 0; j < l.move_from.size(); ++j) {
-    const MoveSource& s = l.move_from[j];
-    const uint64_t at = s.input < 0 ? block.size() : uint64_t(s.element);
-    if (s.input < 0) block.push_back(l.move_constants[size_t(s.element)]);
-    if (!out.empty()) {
-      MoveBox& r = out.back();
-      if (r.input == s.input && at == r.in_start + r.len && r.len < max_len) {
-        ++r.len;
-        continue;
-      }
-    }
-    MoveBox r;
-    r.input = s.input;
-    r.in_start = at;
-    r.out_start = j;
-    r.len = 1;
-    out.push_back(r);
+// Merges consecutive boxes along `level` (-1: elements into runs no longer than max_len; 0: runs
+// into 2-D boxes, 1: 2-D into 3-D boxes) while the box stays within max_elements, one box at a
+// time: `pending_` is the box still growing, handed to `next` once one does not join it.
+template <class Next>
+class BoxMerger {
+ public:
+  BoxMerger(int level, uint64_t max_elements, Next next)
+      : level_(level), max_(max_elements), next_(std::move(next)) {}
+  void add(const MoveBox& b) {
+    if (has_ && joins(b)) return;
+    if (has_) next_(pending_);
+    pending_ = b;
+    has_ = true;
   }
-  return out;
-}
+  void finish() {
+    if (has_) next_(pending_);
+    has_ = false;
+  }
+  // Runs only: `count` consecutive source elements from `at` (constants: consecutive in the
+  // block) for output elements from `out`, as `count` one-element boxes would be merged.
+  void add_consecutive(int input, uint64_t at, uint64_t out, uint64_t count) {
+    while (count > 0) {
+      if (!(has_ && pending_.input == input && at == pending_.in_start + pending_.len &&
+            pending_.len < max_)) {
+        if (has_) next_(pending_);
+        pending_ = MoveBox{};
+        pending_.input = input, pending_.in_start = at, pending_.out_start = out;
+        has_ = true;
+      }
+      const uint64_t n = std::min(count, max_ - pending_.len);
+      pending_.len += n, at += n, out += n, count -= n;
+    }
+  }
 
-// Merges consecutive boxes along level `level` (0: runs into 2-D boxes, 1: 2-D into 3-D boxes)
-// while the box stays within max_elements.
-std::vector<MoveBox> group(const std::vector<MoveBox>& in, int level, uint64_t max_elements) {
-  std::vector<MoveBox> out;
-  for (const MoveBox& b : in) {
-    if (!out.empty()) {
-      MoveBox& g = out.back();
-      bool same = g.input == b.input && g.len == b.len &&
-                  g.elements() + b.elements() <= max_elements && b.out_start > g.out_start &&
-                  b.in_start >= g.in_start;
-      if (level == 1) {
-        same = same && g.count[0] == b.count[0] && g.in_stride[0] == b.in_stride[0] &&
-               g.out_stride[0] == b.out_stride[0];
+ private:
+  bool joins(const MoveBox& b) {
+    MoveBox& g = pending_;
+    if (level_ < 0) {
+      if (g.input == b.input && b.in_start == g.in_start + g.len && g.len < max_) {
+        ++g.len;
+        return true;
       }
-      if (same) {
-        const uint64_t din = b.in_start - g.in_start, dout = b.out_start - g.out_start;
-        if (g.count[level] == 1) {
-          g.in_stride[level] = din;
-          g.out_stride[level] = dout;
-          ++g.count[level];
-          continue;
-        }
-        if (din == g.count[level] * g.in_stride[level] &&
-            dout == g.count[level] * g.out_stride[level]) {
-          ++g.count[level];
-          continue;
-        }
+      return false;
+    }
+    bool same = g.input == b.input && g.len == b.len && g.elements() + b.elements() <= max_ &&
+                b.out_start > g.out_start && b.in_start >= g.in_start;
+    if (level_ == 1) {
+      same = same && g.count[0] == b.count[0] && g.in_stride[0] == b.in_stride[0] &&
+             g.out_stride[0] == b.out_stride[0];
+    }
+    if (!same) return false;
+    const uint64_t din = b.in_start - g.in_start, dout = b.out_start - g.out_start;
+    if (g.count[level_] == 1) {
+      g.in_stride[level_] = din;
+      g.out_stride[level_] = dout;
+      ++g.count[level_];
+      return true;
+    }
+    if (din == g.count[level_] * g.in_stride[level_] &&
+        dout == g.count[level_] * g.out_stride[level_]) {
+      ++g.count[level_];
+      return true;
+    }
+    return false;
+  }
+  int level_;
+  uint64_t max_;
+  Next next_;
+  MoveBox pending_;
+  bool has_ = false;
+};
+
+// The strided boxes of a move: runs of consecutive output elements that copy consecutive elements
+// of one input, no longer than max_elements, merged into 2-D boxes, then 3-D ones, in output
+// order, straight from the table's runs (no per-element table). The constants copied are appended
+// to `constants` (in the output's element type, `bytes_of` converts one) in output order, so
+// constant runs are consecutive in it.
+template <class BytesOf>
+std::vector<MoveBox> move_boxes(const Layer& l, uint64_t max_elements,
+                                std::vector<uint8_t>& constants, size_t element_bytes,
+                                BytesOf bytes_of) {
+  std::vector<MoveBox> boxes;
+  BoxMerger boxes_3d(1, max_elements, [&](const MoveBox& b) { boxes.push_back(b); });
+  BoxMerger boxes_2d(0, max_elements, [&](const MoveBox& b) { boxes_3d.add(b); });
+  BoxMerger runs(-1, max_elements, [&](const MoveBox& b) { boxes_2d.add(b); });
+  for (const MoveRun& r : l.move_from.runs()) {
+    if (r.input < 0) {
+      const uint64_t at = constants.size() / element_bytes;
+      for (uint64_t i = 0; i < r.count; ++i) {
+        bytes_of(l.move_constants.at(size_t(r.at(i).element)), constants);
+      }
+      runs.add_consecutive(-1, at, r.out, r.count);
+    } else if (r.stride == 1 || r.count == 1) {
+      runs.add_consecutive(r.input, uint64_t(r.first), r.out, r.count);
+    } else {
+      for (uint64_t i = 0; i < r.count; ++i) {
+        MoveBox b;
+        b.input = r.input, b.in_start = uint64_t(r.at(i).element), b.out_start = r.out + i;
+        b.len = 1;
+        runs.add(b);
       }
     }
-    out.push_back(b);
   }
-  return out;
+  runs.finish();
+  boxes_2d.finish();
+  boxes_3d.finish();
+  return boxes;
 }
 
 }  // namespace
@@ -119,22 +169,22 @@ bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
   }
   const uint64_t max_elements = slot / es_;
   if (l.move_op == kTransposeRowsMove) return lower_transpose_move(l, rec, slot);
-  std::vector<float> constants;
-  std::vector<MoveBox> boxes =
-      group(group(runs(l, max_elements, constants), 0, max_elements), 1, max_elements);
+  // The constants on the output's scale (int8) or in bf16.
+  std::vector<uint8_t> constants;
+  const std::vector<MoveBox> boxes =
+      move_boxes(l, max_elements, constants, es_, [&](float c, std::vector<uint8_t>& to) {
+        if (es_ == 1) {
+          to.push_back(static_cast<uint8_t>(saturate_round(c / l.out_scale)));
+        } else {
+          const uint16_t bits = float_to_bf16_bits(c);
+          uint8_t b[2];
+          std::memcpy(b, &bits, 2);
+          to.insert(to.end(), b, b + 2);
+        }
+      });
   uint64_t constants_dram = 0;
   if (!constants.empty()) {
-    // The constants on the output's scale (int8) or in bf16.
-    std::vector<uint8_t> bytes(constants.size() * es_);
-    for (size_t i = 0; i < constants.size(); ++i) {
-      if (es_ == 1) {
-        bytes[i] = static_cast<uint8_t>(saturate_round(constants[i] / l.out_scale));
-      } else {
-        const uint16_t bits = float_to_bf16_bits(constants[i]);
-        std::memcpy(&bytes[i * 2], &bits, 2);
-      }
-    }
-    constants_dram = dram_param(bytes.data(), bytes.size());
+    constants_dram = dram_param(constants.data(), constants.size());
     program_.dram_bytes = std::max(program_.dram_bytes, dram_top_);
   }
   rec.tiling = fmt::format("{} strided boxes per sample", boxes.size());
@@ -189,11 +239,16 @@ bool Lowering::lower_transpose_move(const Layer& l, LayerRecord& rec, uint64_t s
   NPUSIM_CHECK(l.move_from.size() == rows * cols && l.in_shapes[0].elements() == rows * cols,
                "layer {}: a transpose of {} elements for [{}, {}]", l.name, l.move_from.size(),
                rows, cols);
-  for (uint64_t c = 0; c < cols; ++c) {  // always on: the table is the transpose it claims
-    for (uint64_t r = 0; r < rows; ++r) {
-      const MoveSource& m = l.move_from[c * rows + r];
-      NPUSIM_CHECK(m.input == 0 && uint64_t(m.element) == r * cols + c,
-                   "layer {}: element ({}, {}) is no transpose", l.name, c, r);
+  for (const MoveRun& m : l.move_from.runs()) {  // always on: the table is the transpose it claims
+    const uint64_t c = m.out / rows, r = m.out % rows;
+    if (m.input == 0 && uint64_t(m.first) == r * cols + c &&
+        (m.count == 1 || uint64_t(m.stride) == cols) && r + m.count <= rows) {
+      continue;  // a stretch of column c
+    }
+    for (uint64_t j = m.out; j < m.out + m.count; ++j) {
+      NPUSIM_CHECK(
+          m.input == 0 && uint64_t(m.at(j - m.out).element) == (j % rows) * cols + j / rows,
+          "layer {}: element ({}, {}) is no transpose", l.name, j / rows, j % rows);
     }
   }
   const uint64_t max_elements = slot / es_;

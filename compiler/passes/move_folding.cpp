@@ -43,7 +43,7 @@ bool spatial_zero_pad(const Layer& l, std::array<int, 3>& begin, std::array<int,
                                   [](const MoveSource& s) { return s.input >= 0; });
   if (first == l.move_from.end()) return false;
   const auto ys = strides_of(y);
-  uint64_t at = uint64_t(first - l.move_from.begin());
+  uint64_t at = first.index();
   const int spatial = x.rank() - 1, skip = 3 - spatial;  // rank 3: no depth axis
   begin = end = {0, 0, 0};
   for (int a = 0; a < spatial; ++a) {
@@ -53,7 +53,8 @@ bool spatial_zero_pad(const Layer& l, std::array<int, 3>& begin, std::array<int,
     if (end[skip + a] < 0) return false;
   }
   const auto xs = strides_of(x);
-  return each_element(y, [&](uint64_t j, const std::vector<int>& c) {
+  auto source = l.move_from.begin();  // element j's, as each_element visits j in order
+  return each_element(y, [&](uint64_t /*j*/, const std::vector<int>& c) {
     uint64_t flat = uint64_t(c.back());
     bool inside = true;
     for (int a = 0; a < spatial; ++a) {
@@ -61,7 +62,7 @@ bool spatial_zero_pad(const Layer& l, std::array<int, 3>& begin, std::array<int,
       inside = inside && i >= 0 && i < x.dims[a];
       flat += uint64_t(i) * xs[a];
     }
-    const MoveSource& s = l.move_from[j];
+    const MoveSource s = *source++;
     return inside ? s == MoveSource{0, int32_t(flat)} : s.input < 0;
   });
 }
@@ -75,10 +76,11 @@ bool swaps_last_two(const Layer& l) {
   std::swap(swapped.dims[r - 1], swapped.dims[r - 2]);
   if (swapped != y) return false;
   const auto xs = strides_of(x);
-  return each_element(y, [&](uint64_t j, const std::vector<int>& c) {
+  auto source = l.move_from.begin();  // element j's, as each_element visits j in order
+  return each_element(y, [&](uint64_t /*j*/, const std::vector<int>& c) {
     uint64_t flat = uint64_t(c[r - 2]) * xs[r - 1] + uint64_t(c[r - 1]) * xs[r - 2];
     for (int a = 0; a + 2 < r; ++a) flat += uint64_t(c[a]) * xs[a];
-    return l.move_from[j] == MoveSource{0, int32_t(flat)};
+    return *source++ == MoveSource{0, int32_t(flat)};
   });
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/ir/op_table.hpp"
 #include "compiler/ir/shape_inference.hpp"
 #include "support/error.hpp"
@@ -109,13 +111,13 @@ void batch_move(Layer& l, const Layer& f, int batch) {
   l.reshape_to = {batch};
   l.reshape_to.insert(l.reshape_to.end(), f.out_shape.dims.begin(), f.out_shape.dims.end());
   l.move_from.clear();
-  l.move_from.reserve(f.move_from.size() * size_t(batch));
   for (int n = 0; n < batch; ++n) {
-    for (const MoveSource& s : f.move_from) {
+    for (const MoveRun& r : f.move_from.runs()) {
       const int64_t offset =
-          s.input < 0 ? 0 : int64_t(n) * int64_t(f.in_shapes.at(size_t(s.input)).elements());
-      NPUSIM_CHECK(s.element + offset <= INT32_MAX, "training: move {} is too large", f.name);
-      l.move_from.push_back({s.input, int32_t(s.element + offset)});
+          r.input < 0 ? 0 : int64_t(n) * int64_t(f.in_shapes.at(size_t(r.input)).elements());
+      NPUSIM_CHECK(std::max<int64_t>(r.first, r.at(r.count - 1).element) + offset <= INT32_MAX,
+                   "training: move {} is too large", f.name);
+      l.move_from.append(r.input, int32_t(r.first + offset), r.stride, r.count);
     }
   }
 }

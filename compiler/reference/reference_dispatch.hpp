@@ -52,16 +52,19 @@ std::vector<T> move(const Layer& l, int batch, const std::vector<const std::vect
                batch);
   const size_t image_constants = per_image ? l.move_constants.size() / size_t(batch) : 0;
   for (int b = 0; b < batch; ++b) {
-    for (uint64_t j = 0; j < n; ++j) {
-      const MoveSource& s = l.move_from[j];
-      if (s.input < 0) {
-        const size_t c = static_cast<size_t>(s.element) + size_t(b) * image_constants;
-        y[b * n + j] = Ops::move_constant(l, l.move_constants[c]);
-        continue;
+    for (const MoveRun& r : l.move_from.runs()) {
+      for (uint64_t i = 0; i < r.count; ++i) {
+        const MoveSource s = r.at(i);
+        const uint64_t j = r.out + i;
+        if (s.input < 0) {
+          const size_t c = static_cast<size_t>(s.element) + size_t(b) * image_constants;
+          y[b * n + j] = Ops::move_constant(l, l.move_constants[c]);
+          continue;
+        }
+        const auto k = static_cast<size_t>(s.input);
+        const T v = (*in[k])[b * l.in_shapes[k].elements() + static_cast<uint64_t>(s.element)];
+        y[b * n + j] = Ops::concat_value(l, k, v);
       }
-      const auto k = static_cast<size_t>(s.input);
-      const T v = (*in[k])[b * l.in_shapes[k].elements() + static_cast<uint64_t>(s.element)];
-      y[b * n + j] = Ops::concat_value(l, k, v);
     }
   }
   return y;

@@ -121,12 +121,14 @@ TEST(OnnxMovement, ShapeRuleChecksEverySource) {
   bad.inputs = {"x"};
   bad.output = "y";
   bad.reshape_to = {3, 2};
-  bad.move_from.assign(6, MoveSource{0, 1});
-  bad.move_from[4].element = 6;
+  std::vector<MoveSource> table(6, MoveSource{0, 1});
+  table[4].element = 6;
+  bad.move_from = MoveTable(table);
   Layer short_table = bad;
   short_table.name = "short";
   short_table.output = "z";
-  short_table.move_from.resize(5);
+  table.resize(5);
+  short_table.move_from = MoveTable(table);
   g.layers = {bad, short_table};
   g.outputs = {"y", "z"};
   GraphDiagnostics diag("moves.json");

@@ -174,8 +174,7 @@ class Builder {
     l.move_op = op;
     uint64_t n = 1;
     for (int d : dims) n *= uint64_t(d);
-    l.move_from.resize(n);
-    for (uint64_t o = 0; o < n; ++o) l.move_from[o] = source(o);
+    for (uint64_t o = 0; o < n; ++o) l.move_from.push_back(source(o));
     return name;
   }
 

@@ -168,7 +168,7 @@ std::string gather_windows(const Value& x, const std::vector<int64_t>& kernel,
   move.reshape_to.clear();
   for (size_t a = off; a < 3; ++a) move.reshape_to.push_back(static_cast<int>(out[a] * k[a]));
   move.reshape_to.push_back(static_cast<int>(c_n));
-  move.move_from.assign(static_cast<size_t>(elements), MoveSource{});
+  std::vector<MoveSource> table(static_cast<size_t>(elements));
   const int64_t ow = out[2] * k[2], oh = out[1] * k[1];
   for (int64_t oz = 0; oz < out[0]; ++oz) {
     for (int64_t oy = 0; oy < out[1]; ++oy) {
@@ -199,8 +199,8 @@ std::string gather_windows(const Value& x, const std::vector<int64_t>& kernel,
               const int64_t pixel = at[j] >= 0 ? at[j] : valid;
               const int64_t o = ((oz * k[0] + jz) * oh + oy * k[1] + jy) * ow + ox * k[2] + jx;
               for (int64_t c = 0; c < c_n; ++c) {
-                move.move_from[static_cast<size_t>(o * c_n + c)] = {
-                    0, static_cast<int32_t>(pixel * c_n + c)};
+                table[static_cast<size_t>(o * c_n + c)] = {0,
+                                                           static_cast<int32_t>(pixel * c_n + c)};
               }
             }
           }
@@ -208,6 +208,7 @@ std::string gather_windows(const Value& x, const std::vector<int64_t>& kernel,
       }
     }
   }
+  move.move_from = MoveTable(table);
   return "";
 }
 
@@ -251,11 +252,7 @@ void OnnxImporter::import_pool_1d(int i, OpKind kind, const Value& x) {
     Layer& l = add_layer(i, OpKind::kMove, {in}, out);
     l.reshape_to = std::move(ir);
     l.move_op = "transpose";
-    l.move_from.resize(static_cast<size_t>(rows) * static_cast<size_t>(cols));
-    for (int r = 0; r < rows; ++r) {
-      for (int c = 0; c < cols; ++c)
-        l.move_from[size_t(c) * size_t(rows) + size_t(r)] = {0, r * cols + c};
-    }
+    for (int c = 0; c < cols; ++c) l.move_from.append(0, c, cols, uint64_t(rows));
   };
   const int channels = static_cast<int>(x.dims[0]), length = static_cast<int>(x.dims[1]);
   const std::string out = n.output(0);

@@ -211,7 +211,7 @@ void OnnxImporter::import_conv_transpose(int i) {
   const std::string spread_name = fresh(out_name + "_spread");
   Layer& move = add_layer(i, OpKind::kMove, {x->ir_name}, spread_name);
   move.reshape_to = ir_dims(spread);
-  move.move_from = std::move(from);
+  move.move_from = MoveTable(from);
   move.move_constants = {0.0f};
   move.move_op = "ConvTranspose";
   set_value(spread_name, spread);

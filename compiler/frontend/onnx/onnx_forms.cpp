@@ -155,11 +155,12 @@ void OnnxImporter::add_move_between(const Value& from, const Value& to, const st
   l.inputs = {from.ir_name};
   l.output = name;
   l.reshape_to = ir_dims(to);
-  l.move_from.resize(src.size());
+  std::vector<MoveSource> table(src.size());
   for (size_t f = 0; f < src.size(); ++f) {
     const int64_t g = swap_first_axes(int64_t(f), from.dims[0], from.dims[1], inner);
-    l.move_from[size_t(dst[size_t(g)])] = MoveSource{0, int32_t(src[f])};
+    table[size_t(dst[size_t(g)])] = MoveSource{0, int32_t(src[f])};
   }
+  l.move_from = MoveTable(table);
   l.move_op = "layout";
   graph_.layers.push_back(std::move(l));
   where_of_layer_.push_back(where);

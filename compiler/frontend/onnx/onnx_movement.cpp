@@ -252,7 +252,7 @@ void OnnxImporter::emit_move(int i, const std::string& out, const char* op,
   v.channels_first = layouts[0];
   Layer& l = add_layer(i, OpKind::kMove, std::move(inputs), out);
   l.reshape_to = ir_dims(v);
-  l.move_from = std::move(chosen);
+  l.move_from = MoveTable(chosen);
   if (uses_constants) l.move_constants = std::move(constants);
   l.move_op = op;
   set_value(out, std::move(v));
@@ -283,10 +283,9 @@ void OnnxImporter::add_relayout(const Value& v, bool channels_first, const std::
   l.inputs = {source};
   l.output = name;
   l.reshape_to = ir_dims(to);
-  l.move_from.resize(from.size());
-  for (size_t f = 0; f < from.size(); ++f) {
-    l.move_from[size_t(at[f])] = MoveSource{0, int32_t(from[f])};
-  }
+  std::vector<MoveSource> table(from.size());
+  for (size_t f = 0; f < from.size(); ++f) table[size_t(at[f])] = MoveSource{0, int32_t(from[f])};
+  l.move_from = MoveTable(table);
   l.move_op = "layout";
   graph_.layers.push_back(std::move(l));
   where_of_layer_.push_back(where);

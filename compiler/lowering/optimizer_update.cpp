@@ -6,7 +6,7 @@
 #include <map>
 #include <tuple>
 
-#include "compiler/lowering/hazards.hpp"
+#include "compiler/lowering/tail_emitter.hpp"
 #include "compiler/lowering/tiling_math.hpp"
 #include "support/error.hpp"
 
@@ -17,41 +17,19 @@ namespace {
 constexpr uint64_t kDramAlignment = 4096;  // as the memory plan aligns tensors
 using Kind = OptimizerConstants::Kind;
 
-// Each (core, unit, index)'s last instruction: what the update's first instructions wait for.
-std::vector<uint32_t> last_per_unit(const Program& p) {
-  std::map<std::tuple<int, int, int>, uint32_t> last;
-  for (const Instruction& in : p.instructions) last[{in.core, int(in.unit), in.unit_index}] = in.id;
-  std::vector<uint32_t> out;
-  for (const auto& [unit, id] : last) out.push_back(id);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The unified-buffer side of a tile: each buffer's address on the tile's core.
 struct TileBuffers {
   uint64_t g = 0, w = 0, m = 0, v = 0, t = 0, d = 0, wb = 0, x = 0;
 };
 
-class Emitter {
+// The update's instructions wait for each unit's last instruction before them.
+class Emitter : public TailEmitter {
  public:
-  Emitter(Program& p, const HwConfig& hw, std::vector<uint32_t> barrier)
-      : p_(p),
-        barrier_(std::move(barrier)),
+  Emitter(Program& p, const HwConfig& hw)
+      : TailEmitter(p),
         capacity_(hw.unified_buffer.capacity_bytes),
         next_(size_t(std::max(1, p.cores)), lowering::kAlign) {}
 
-  void emit(int core, UnitKind unit, Operation op, const std::vector<BufferAccess>& accesses) {
-    Instruction in;
-    in.id = uint32_t(p_.instructions.size());
-    in.unit = unit;
-    in.core = core;
-    in.layer = uint32_t(p_.layers.size() - 1);
-    in.deps = hazards_.add(in.id, lowering::unit_key(unit, 0) + core * lowering::kUnitKeysPerCore,
-                           accesses, core);
-    if (in.deps.empty()) in.deps = barrier_;
-    in.op = std::move(op);
-    p_.instructions.push_back(std::move(in));
-  }
   // A DMA of count[1] rows of `row` bytes, `stride` apart off chip, packed on chip (transposed:
   // a load whose buffer side is the box's transpose, elements of 2 bytes).
   void dma(int core, bool load, uint64_t ub, uint64_t dram, uint64_t row, uint64_t rows,
@@ -107,9 +85,6 @@ class Emitter {
   uint64_t written_bytes() const { return written_; }
 
  private:
-  Program& p_;
-  std::vector<uint32_t> barrier_;
-  HazardTracker hazards_;
   uint64_t capacity_;
   std::vector<uint64_t> next_;
   uint64_t read_ = 0, written_ = 0;
@@ -185,7 +160,7 @@ OptimizerPlan append_optimizer_update(Program& p, const HwConfig& hw,
                                       const std::vector<OptimizerParameter>& params,
                                       const OptimizerConstants& k, bool contents) {
   const int cores = std::max(1, p.cores);
-  Emitter e(p, hw, last_per_unit(p));
+  Emitter e(p, hw);
   OptimizerPlan plan;
   plan.program_dram_bytes = p.dram_bytes;
   uint64_t top = lowering::align_up(p.dram_bytes, kDramAlignment);

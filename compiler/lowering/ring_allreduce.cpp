@@ -6,7 +6,7 @@
 #include <map>
 
 #include "arch/activation.hpp"
-#include "compiler/lowering/hazards.hpp"
+#include "compiler/lowering/tail_emitter.hpp"
 #include "compiler/lowering/tiling_math.hpp"
 #include "support/error.hpp"
 
@@ -51,22 +51,10 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 // Emits instructions at the end of a program: dependencies from the hazard tracker over the
 // all-reduce's own accesses, and an instruction with none of those waits for the barrier (each
 // unit's last instruction before the all-reduce).
-class Emitter {
+class Emitter : public TailEmitter {
  public:
-  Emitter(Program& p, std::vector<uint32_t> barrier) : p_(p), barrier_(std::move(barrier)) {}
+  explicit Emitter(Program& p) : TailEmitter(p) {}
 
-  void emit(int core, UnitKind unit, Operation op, const std::vector<BufferAccess>& accesses) {
-    Instruction in;
-    in.id = uint32_t(p_.instructions.size());
-    in.unit = unit;
-    in.core = core;
-    in.layer = uint32_t(p_.layers.size() - 1);
-    in.deps = hazards_.add(in.id, lowering::unit_key(unit, 0) + core * lowering::kUnitKeysPerCore,
-                           accesses, core);
-    if (in.deps.empty()) in.deps = barrier_;
-    in.op = std::move(op);
-    p_.instructions.push_back(std::move(in));
-  }
   void dma(int core, bool load, uint64_t ub, uint64_t dram, uint64_t bytes) {
     DmaOp d;
     d.buffer = BufferId::kUnified;
@@ -99,24 +87,7 @@ class Emitter {
           {BufferId::kUnified, b, b + bytes, false},
           {BufferId::kUnified, out, out + bytes, true}});
   }
-
- private:
-  Program& p_;
-  std::vector<uint32_t> barrier_;
-  HazardTracker hazards_;
 };
-
-// Each (core, unit, index)'s last instruction.
-std::vector<uint32_t> last_per_unit(const Program& p) {
-  std::map<std::tuple<int, int, int>, uint32_t> last;
-  for (const Instruction& in : p.instructions) {
-    last[{in.core, int(in.unit), in.unit_index}] = in.id;
-  }
-  std::vector<uint32_t> out;
-  for (const auto& [unit, id] : last) out.push_back(id);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 }  // namespace
 
@@ -135,7 +106,7 @@ AllReduceSummary append_ring_allreduce(Program& p, const HwConfig& hw,
                                        const std::vector<size_t>& outputs) {
   const int n = p.cores;
   NPUSIM_CHECK(n >= 2 && n <= hw.cores, "all-reduce over {} cores of a chip of {}", n, hw.cores);
-  Emitter e(p, last_per_unit(p));
+  Emitter e(p);
   const uint64_t piece_bytes = allreduce_piece_bytes(hw);
   const uint64_t capacity = hw.unified_buffer.capacity_bytes;
   uint64_t ub_next = 0;  // a bump allocator over the unified buffer, the same on every core

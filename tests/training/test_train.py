@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import numpy_cnn  # noqa: E402
 import numpy_mlp  # noqa: E402
+import train_cli  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPUSIM = os.environ.get("NPUSIM", os.path.join(ROOT, "build", "sim", "npusim"))
@@ -48,28 +49,13 @@ def digits(tmp_path_factory):
 
 
 def train(tmp, data, *args):
-    out, weights = os.path.join(tmp, "out"), os.path.join(tmp, "weights")
-    cmd = [NPUSIM, "train", "--hw", HW, "--workload", WORKLOAD, "--data", data, "--save-weights",
-           weights, "--out", out, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    with open(os.path.join(out, "stats.json")) as f:
-        stats = json.load(f)
-    return stats, numpy_mlp.load_parameters(os.path.join(weights, "initial")), \
-        numpy_mlp.load_parameters(os.path.join(weights, "final"))
+    return train_cli.train(NPUSIM, tmp, "--hw", HW, "--workload", WORKLOAD, "--data", data, *args)
 
 
 def train_cnn(tmp, data, *args):
     """The zoo's mnist-cnn: the parameters in numpy_cnn.py's names."""
-    out, weights = os.path.join(tmp, "out"), os.path.join(tmp, "weights")
-    cmd = [NPUSIM, "train", "--hw", HW, "--workload", "mnist-cnn", "--data", data,
-           "--save-weights", weights, "--out", out, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    with open(os.path.join(out, "stats.json")) as f:
-        stats = json.load(f)
-    return stats, numpy_cnn.load_parameters(os.path.join(weights, "initial")), \
-        numpy_cnn.load_parameters(os.path.join(weights, "final"))
+    return train_cli.train(NPUSIM, tmp, "--hw", HW, "--workload", "mnist-cnn", "--data", data,
+                           *args, load=numpy_cnn.load_parameters)
 
 
 def load_xy(data):

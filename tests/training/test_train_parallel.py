@@ -34,6 +34,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import numpy_mlp  # noqa: E402
+import train_cli  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPUSIM = os.environ.get("NPUSIM", os.path.join(ROOT, "build", "sim", "npusim"))
@@ -65,15 +66,8 @@ def four_cores(tmp_path_factory):
 
 
 def train(tmp, hw, data, batch, *args):
-    out, weights = os.path.join(tmp, "out"), os.path.join(tmp, "weights")
-    cmd = [NPUSIM, "train", "--hw", hw, "--workload", WORKLOAD, "--data", data, "--batch",
-           str(batch), "--save-weights", weights, "--out", out, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    with open(os.path.join(out, "stats.json")) as f:
-        stats = json.load(f)
-    return stats, numpy_mlp.load_parameters(os.path.join(weights, "initial")), \
-        numpy_mlp.load_parameters(os.path.join(weights, "final"))
+    return train_cli.train(NPUSIM, tmp, "--hw", hw, "--workload", WORKLOAD, "--data", data,
+                           "--batch", batch, *args)
 
 
 def sgd_gradient(tmp, hw, data, batch, *args):

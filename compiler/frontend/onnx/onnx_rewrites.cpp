@@ -161,17 +161,22 @@ void OnnxImporter::find_rms_norm_patterns() {
     return i >= 0 && g_.node(i).op_type() == op && g_.node(i).domain().empty() &&
            g_.node(i).input_size() == inputs && g_.node(i).output_size() == 1;
   };
-  // A constant's values, from an initializer or a Constant node's `value`; null if neither.
+  // A constant, from an initializer or a Constant node's `value`; null if neither.
   std::map<std::string, Constant> from_nodes;
-  auto constant_of = [&](const std::string& name) -> const Constant* {
+  auto any_constant = [&](const std::string& name) -> const Constant* {
     if (auto it = constants_.find(name); it != constants_.end()) return &it->second;
     auto p = producer.find(name);
     if (p == producer.end() || g_.node(p->second).op_type() != "Constant") return nullptr;
     const auto* a = find_attr(g_.node(p->second), "value");
     if (!a || !a->has_t()) return nullptr;
     Constant c;
-    if (!read_tensor(a->t(), c).empty() || c.is_int) return nullptr;
+    if (!read_tensor(a->t(), c).empty()) return nullptr;
     return &(from_nodes[name] = std::move(c));
+  };
+  // The same, floats only.
+  auto constant_of = [&](const std::string& name) -> const Constant* {
+    const Constant* c = any_constant(name);
+    return c && !c->is_int ? c : nullptr;
   };
   auto scalar = [&](const std::string& name, float* value) {
     const Constant* c = constant_of(name);
@@ -190,21 +195,9 @@ void OnnxImporter::find_rms_norm_patterns() {
     if (keep && keep->i() == 0) continue;
     std::vector<int64_t> axes;
     if (const auto* a = find_attr(reduce, "axes")) axes.assign(a->ints().begin(), a->ints().end());
-    if (reduce.input_size() == 2) {
-      const auto c = constants_.find(reduce.input(1));
-      const Constant* k = c != constants_.end() ? &c->second : nullptr;
-      if (!k) {
-        auto p = producer.find(reduce.input(1));
-        if (p != producer.end() && g_.node(p->second).op_type() == "Constant") {
-          const auto* a = find_attr(g_.node(p->second), "value");
-          Constant t;
-          if (a && a->has_t() && read_tensor(a->t(), t).empty() && t.is_int) {
-            axes = t.ints;
-          }
-        }
-      } else if (k->is_int) {
-        axes = k->ints;
-      }
+    if (reduce.input_size() == 2) {  // opset 18: the axes an input
+      const Constant* k = any_constant(reduce.input(1));
+      if (k && k->is_int) axes = k->ints;
     }
     if (axes != std::vector<int64_t>{-1}) continue;
     // The square of x.

@@ -3,7 +3,7 @@
 (the last decode step's own stats, per layer) and prints, per kind of layer, the cycles during
 which at least one layer of that kind runs (the union of their [start, end) intervals over the
 cores), and the cycles during which no weight-streaming layer runs: the step's time that the
-weight stream does not cover (docs/llm.md, "llama-7b-like decode against its bandwidth bound").
+weight stream does not cover (docs/llm_bound.md).
 
 Kinds, from the layer names of compiler/frontend/llm/decoder_graph.cpp: "weights" (a dense layer
 reading at least --min-weight-bytes off chip: the projections, the FFN, the logits), "attention"

@@ -129,7 +129,8 @@ CompileResult Lowering::run() {
 namespace {
 
 // One lowering run, or the two that compressed weights take (lowering_context.hpp).
-CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits) {
+CompileResult lower_once(const Graph& graph, const HwConfig& hw,
+                         const std::vector<LayerSplit>& splits, bool moves_off_chip) {
   const bool compress =
       std::any_of(graph.layers.begin(), graph.layers.end(), [&graph](const Layer& l) {
         return (l.compress_weights && (!l.qweights.empty() || !l.bf16_weights.empty())) ||
@@ -137,11 +138,39 @@ CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<La
                 !l.on_host) ||
                (l.fp8 != Fp8Format::kNone && !l.on_host);
       });
-  if (!compress) return lowering::Lowering(graph, hw, splits).run();
+  auto lowering = [&](lowering::WeightBoxes* boxes, bool second) {
+    lowering::Lowering l(graph, hw, splits, boxes, second);
+    if (moves_off_chip) l.keep_moves_off_chip();
+    return l.run();
+  };
+  if (!compress) return lowering(nullptr, false);
   lowering::WeightBoxes boxes;
-  CompileResult first = lowering::Lowering(graph, hw, splits, &boxes, false).run();
+  CompileResult first = lowering(&boxes, false);
   if (!first.ok) return first;
-  return lowering::Lowering(graph, hw, splits, &boxes, true).run();
+  return lowering(&boxes, true);
+}
+
+uint64_t off_chip_bytes(const Program& p) {
+  uint64_t bytes = 0;
+  for (const LayerRecord& r : p.layers) bytes += r.dram_read_bytes + r.dram_write_bytes;
+  return bytes;
+}
+
+// A graph with moves is lowered twice, their operands allowed on chip and kept off chip, and the
+// program that moves fewer off-chip bytes is kept (the on-chip one on a tie): a resident operand
+// saves a move's round trip, but the unified buffer it takes can shrink the blocks of the layers
+// around it (the allocator does not weigh that, ub_allocator.hpp).
+CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits) {
+  CompileResult on_chip = lower_once(graph, hw, splits, false);
+  if (std::none_of(graph.layers.begin(), graph.layers.end(), lowering::resident_move)) {
+    return on_chip;
+  }
+  CompileResult off_chip = lower_once(graph, hw, splits, true);
+  if (!on_chip.ok) return off_chip.ok ? std::move(off_chip) : std::move(on_chip);
+  if (off_chip.ok && off_chip_bytes(off_chip.program) < off_chip_bytes(on_chip.program)) {
+    return off_chip;
+  }
+  return on_chip;
 }
 
 }  // namespace

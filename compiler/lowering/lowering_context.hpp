@@ -46,6 +46,10 @@ struct WeightBox {
 // Per layer marked compress_weights, the boxes its weights are loaded in, in order of first use.
 using WeightBoxes = std::map<std::string, std::vector<WeightBox>>;
 
+// A move whose operands may be resident in the unified buffer (memory_plan.cpp): not an
+// embedding (its table and ids are off chip) nor a DMA transpose (compiler/ir/backward_rules.hpp).
+bool resident_move(const Layer& l);
+
 class Lowering {
  public:
   // Compressed weights (Layer::compress_weights, compiler/lowering/weight_compression.cpp) take
@@ -64,6 +68,12 @@ class Lowering {
 
   CompileResult run();
   int failed_layer() const { return failed_layer_; }
+  // Moves copy between off-chip tensors only: their operands are never resident (the plan
+  // compile() weighs against the one with resident moves, lowering.cpp).
+  Lowering& keep_moves_off_chip() {
+    moves_off_chip_ = true;
+    return *this;
+  }
 
  private:
   uint32_t emit(UnitKind unit, int index, Operation op, std::vector<BufferAccess> accesses);
@@ -197,6 +207,7 @@ class Lowering {
   int weight_half_ = 0;  // resident weights alternate between the halves of the weight buffer
   WeightBoxes* boxes_;
   bool compress_;
+  bool moves_off_chip_ = false;
   struct StoredBox {
     uint64_t addr = 0, bytes = 0;  // bytes: padded to whole rows of the dense box
     WeightFormat format = WeightFormat::kDense;

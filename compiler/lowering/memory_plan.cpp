@@ -1,15 +1,17 @@
 // The memory plan. Unified buffer (plan_unified_buffer): every activation tensor stays on chip for
 // its live range when it fits (compiler/lowering/ub_allocator.hpp), except the graph's input and
-// outputs and the second operand of a matmul of two activations (it streams through the weight
-// buffer, which the DMA fills from off-chip memory); each layer gets a scratch range for its own
-// blocks. Off-chip memory: parameters first, then the input, then every tensor not resident, each
-// 4 KiB-aligned. A free op's output shares its input's bytes, on or off chip. A layer split over
-// cores (tensor_parallel.hpp) has its input, residuals and output off chip.
+// outputs, the second operand of a matmul of two activations (it streams through the weight
+// buffer, which the DMA fills from off-chip memory) and the operands of embeddings and DMA
+// transposes; each layer gets a scratch range for its own blocks. Off-chip memory: parameters
+// first, then the input, then every tensor not resident, each 4 KiB-aligned. A free op's output
+// shares its input's bytes, on or off chip. A layer split over cores (tensor_parallel.hpp) has its
+// input, residuals and output off chip.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <tuple>
 
+#include "compiler/ir/backward_rules.hpp"
 #include "compiler/ir/op_table.hpp"
 #include "compiler/lowering/lowering_context.hpp"
 #include "support/error.hpp"
@@ -87,7 +89,17 @@ bool Lowering::plan_memory() {
   return true;
 }
 
+bool resident_move(const Layer& l) {
+  return op_info(l.kind).lowering == OpLowering::kMove && l.kind != OpKind::kEmbedding &&
+         l.move_op != kTransposeRowsMove;
+}
+
 void Lowering::plan_unified_buffer() {
+  // A move whose operands stay off chip: an embedding (its table and ids are there), a DMA
+  // transpose (compiler/ir/backward_rules.hpp), every move when so asked.
+  auto off_chip_move = [&](const Layer& l) {
+    return op_info(l.kind).lowering == OpLowering::kMove && (moves_off_chip_ || !resident_move(l));
+  };
   // One allocator buffer per tensor, shared by the outputs of free ops with their input.
   std::map<std::string, int> buffer_of;
   std::vector<UbBuffer> buffers;
@@ -113,8 +125,9 @@ void Lowering::plan_unified_buffer() {
       buffers[b].last = std::max(buffers[b].last, i);
       ++consumers[b];
       if ((l.kind == OpKind::kMatMul && k == 1) || split) buffers[b].may_reside = false;
-      // A move's boxes are DMA copies between off-chip tensors (move_lowering.cpp).
-      if (op_info(l.kind).lowering == OpLowering::kMove) buffers[b].may_reside = false;
+      // An embedding reads its ids, a transposing move its input, from off-chip memory
+      // (move_lowering.cpp); other moves copy boxes wherever their operands are.
+      if (off_chip_move(l)) buffers[b].may_reside = false;
       // The host reaches only off-chip memory (docs/heterogeneous.md).
       if (l.on_host) buffers[b].may_reside = false;
     }
@@ -122,7 +135,7 @@ void Lowering::plan_unified_buffer() {
       buffer_of[l.output] = buffer_of.at(l.inputs[0]);
     } else {
       new_buffer(l.output, l.last_stage().out_shape.elements(), i);  // what the layer stores
-      if (op_info(l.kind).lowering == OpLowering::kMove || l.on_host || split) {
+      if (off_chip_move(l) || l.on_host || split) {
         buffers.back().may_reside = false;
       }
     }

@@ -5,7 +5,11 @@
 // unified buffer (packed) and one store buffer -> DRAM with the output's strides; between them the
 // vector unit rescales int8 values when an input's scale differs from the output's (a concatenation
 // of differently scaled tensors). Constant elements (padding, constant operands) come from a block
-// in DRAM that holds them in output order.
+// in DRAM that holds them in output order. An input or output resident in the unified buffer
+// (memory_plan.cpp) is read or written there: the vector unit copies (rescales) a box's 2-D slices
+// between the tensor's strided place and a packed slot, or straight from tensor to tensor when
+// both are on chip, and the DMA moves only the off-chip side (a resident output is written by the
+// vector unit only).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -160,8 +164,8 @@ void Lowering::dma_box(UnitKind unit, uint64_t ub_addr, uint64_t dram_addr,
 }
 
 bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
-  // Two slots for loaded boxes and two for rescaled ones, in the layer's scratch range. A move's
-  // operands stay off chip (memory_plan.cpp): its boxes are DMA copies between off-chip tensors.
+  // Two slots for loaded boxes and two for boxes on their way out, in the layer's scratch range.
+  // A transpose's operands stay off chip (memory_plan.cpp); other moves' may be resident.
   const uint64_t slot = ub_capacity() / 4 / kAlign * kAlign;
   if (slot < uint64_t(es_)) {
     return fail(fmt::format("layer '{}' does not fit: the unified buffer ({} bytes) is too small",
@@ -189,40 +193,74 @@ bool Lowering::lower_move(const Layer& l, LayerRecord& rec) {
   }
   rec.tiling = fmt::format("{} strided boxes per sample", boxes.size());
   const uint64_t out_elements = l.out_shape.elements();
+  const bool out_on_chip = resident(l.output);
+  // A box's elements in the unified buffer: strided as a tensor's (in elements), or packed.
+  struct Side {
+    uint64_t addr;
+    uint64_t stride[2];
+  };
+  auto packed_side = [](const MoveBox& b, uint64_t addr) {
+    return Side{addr, {b.len, b.len * b.count[0]}};
+  };
+  auto is_packed = [](const MoveBox& b, const Side& s) {
+    return (b.count[0] == 1 || s.stride[0] == b.len) &&
+           (b.count[1] == 1 || s.stride[1] == b.len * b.count[0]);
+  };
+  // The vector unit copies (or rescales by `ratio`) a box from one place of the unified buffer to
+  // another: one instruction for a packed box, else one per 2-D slice.
+  auto copy_box = [&](const MoveBox& b, const Side& from, const Side& to, float ratio) {
+    const bool whole = is_packed(b, from) && is_packed(b, to);
+    const uint64_t rows = whole ? 1 : b.count[0], cols = whole ? b.elements() : b.len;
+    for (uint64_t z = 0; z < (whole ? 1 : b.count[1]); ++z) {
+      EltwiseOp e;
+      e.kind = EltwiseKind::kRescale;
+      e.a_ub_addr = from.addr + z * from.stride[1] * es_;
+      e.out_ub_addr = to.addr + z * to.stride[1] * es_;
+      e.rows = static_cast<int>(rows), e.cols = static_cast<int>(cols);
+      e.a_ld = static_cast<int>(whole ? cols : from.stride[0]);
+      e.out_ld = static_cast<int>(whole ? cols : to.stride[0]);
+      e.ra = ratio;
+      const uint64_t a_end = e.a_ub_addr + ((rows - 1) * uint64_t(e.a_ld) + cols) * es_;
+      const uint64_t out_end = e.out_ub_addr + ((rows - 1) * uint64_t(e.out_ld) + cols) * es_;
+      emit(UnitKind::kVector, 0, e,
+           {{BufferId::kUnified, e.a_ub_addr, a_end, false},
+            {BufferId::kUnified, e.out_ub_addr, out_end, true}});
+    }
+  };
   int n = 0;
   for (int img = 0; img < graph_.batch; ++img) {
     for (const MoveBox& b : boxes) {
       const auto k = static_cast<size_t>(b.input);
-      const uint64_t src_dram =
-          b.input < 0 ? constants_dram + b.in_start * es_
-                      : tensor_addr_.at(l.inputs[k]) +
-                            (uint64_t(img) * l.in_shapes[k].elements() + b.in_start) * es_;
-      const uint64_t dst_dram =
-          tensor_addr_.at(l.output) + (img * out_elements + b.out_start) * es_;
+      const bool in_on_chip = b.input >= 0 && resident(l.inputs[k]);
+      const uint64_t in_at = b.input < 0 ? 0 : uint64_t(img) * l.in_shapes[k].elements();
+      const uint64_t src = b.input < 0  ? constants_dram + b.in_start * es_
+                           : in_on_chip ? ub_addr(l.inputs[k]) + (in_at + b.in_start) * es_
+                                        : tensor_addr_.at(l.inputs[k]) + (in_at + b.in_start) * es_;
+      const uint64_t dst = (out_on_chip ? ub_addr(l.output) : tensor_addr_.at(l.output)) +
+                           (img * out_elements + b.out_start) * es_;
       const uint32_t count[3] = {static_cast<uint32_t>(b.len * es_),
                                  static_cast<uint32_t>(b.count[0]),
                                  static_cast<uint32_t>(b.count[1])};
       const uint64_t in_stride[2] = {b.in_stride[0] * es_, b.in_stride[1] * es_};
       const uint64_t out_stride[2] = {b.out_stride[0] * es_, b.out_stride[1] * es_};
-      const uint64_t bytes = b.elements() * es_;
-      uint64_t ub = scratch_base() + (n % 2) * slot;
-      dma_box(UnitKind::kDmaLoad, ub, src_dram, count, in_stride);
       const float ratio = b.input < 0 || l.input_ratios.empty() ? 1.0f : l.input_ratios[k];
-      if (es_ == 1 && ratio != 1.0f) {
-        const uint64_t scaled = scratch_base() + (2 + n % 2) * slot;
-        EltwiseOp e;
-        e.kind = EltwiseKind::kRescale;
-        e.a_ub_addr = ub, e.out_ub_addr = scaled;
-        e.rows = 1, e.cols = static_cast<int>(b.elements());
-        e.a_ld = e.out_ld = e.cols;
-        e.ra = ratio;
-        emit(UnitKind::kVector, 0, e,
-             {{BufferId::kUnified, ub, ub + bytes, false},
-              {BufferId::kUnified, scaled, scaled + bytes, true}});
-        ub = scaled;
-      }
-      dma_box(UnitKind::kDmaStore, ub, dst_dram, count, out_stride);
+      const bool rescale = es_ == 1 && ratio != 1.0f;
+      // An off-chip side passes through a packed slot of the layer's scratch range: two for loaded
+      // boxes, two for boxes on their way out.
+      const Side loaded = packed_side(b, scratch_base() + (n % 2) * slot);
+      const Side leaving = packed_side(b, scratch_base() + (2 + n % 2) * slot);
       ++n;
+      // A resident output is written by the vector unit only, never loaded into by the DMA
+      // (models/tensor_shadows.hpp captures a resident tensor's values from its vector writes).
+      const Side from = in_on_chip ? Side{src, {b.in_stride[0], b.in_stride[1]}} : loaded;
+      const Side to = out_on_chip ? Side{dst, {b.out_stride[0], b.out_stride[1]}} : leaving;
+      if (!in_on_chip) dma_box(UnitKind::kDmaLoad, from.addr, src, count, in_stride);
+      if (!out_on_chip && !rescale && is_packed(b, from)) {
+        dma_box(UnitKind::kDmaStore, from.addr, dst, count, out_stride);  // no copy needed
+        continue;
+      }
+      copy_box(b, from, to, ratio);
+      if (!out_on_chip) dma_box(UnitKind::kDmaStore, to.addr, dst, count, out_stride);
     }
   }
   return true;

@@ -14,23 +14,15 @@
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "compiler/passes/quantize.hpp"
+#include "prepared_workload.hpp"
 #include "support/json_reader.hpp"
 
 namespace npusim {
 namespace {
 
-// A zoo network as `npusim run` prepares it, before fuse_epilogues. bf16 needs no calibration
-// run, so the large networks stay quick.
+// A zoo network as `npusim run` prepares it, before fuse_epilogues.
 Graph prepared(const std::string& network, DataType dtype) {
-  Graph g = load_workload(network, std::nullopt);
-  materialize_parameters(g, 1);
-  optimize_graph(g);
-  if (dtype == DataType::kBf16) {
-    prepare_bf16(g);
-  } else {
-    quantize_graph(g, make_random_input(g, 1));
-  }
-  return g;
+  return prepared_workload(network, dtype);
 }
 
 int element_bytes(const Graph& g) { return g.dtype == DataType::kBf16 ? 2 : 1; }

@@ -15,6 +15,7 @@
 #include "compiler/passes/fusion.hpp"
 #include "compiler/passes/parameters.hpp"
 #include "compiler/passes/quantize.hpp"
+#include "prepared_workload.hpp"
 
 namespace npusim {
 namespace {
@@ -28,14 +29,7 @@ struct Fused {
 Fused compile_fusion_workload(const HwConfig& hw, DataType dtype) {
   Fused f;
   Graph& g = f.graph;
-  g = load_workload(std::string(NPUSIM_E2E_DATA) + "/fusion.json", std::nullopt);
-  materialize_parameters(g, 1);
-  optimize_graph(g);
-  if (dtype == DataType::kBf16) {
-    prepare_bf16(g);
-  } else {
-    quantize_graph(g, make_random_input(g, 1));
-  }
+  g = prepared_workload(std::string(NPUSIM_E2E_DATA) + "/fusion.json", dtype);
   const int es = dtype == DataType::kBf16 ? 2 : 1;
   fuse_epilogues(g, [&](const Layer& l) { return matrix_layer_fits(hw, l, g.batch, es); });
   f.result = compile(g, hw);

@@ -58,6 +58,14 @@ def cache_traffic(npusim, work):
     assert g["prefill_cycles"] == steps[0]["cycles"]
     assert g["decode_cycles"] == sum(t["cycles"] for t in steps[1:])
     assert not os.path.exists(os.path.join(out, "tokens.npy"))
+    # What a decode step writes off chip (docs/llm.md "Moves on chip"): the token's embedding, the
+    # cache's new rows (K and V of every layer), each KV head's new key and value (the matrix
+    # unit streams a matmul's second operand through the weight buffer) and the logits; the
+    # attention's slices and concatenations stay in the unified buffer. 2 bytes a value.
+    h, d, kv, layers = TINY["hidden"], TINY["hidden"] // TINY["heads"], TINY["kv_heads"], 2
+    writes = 2 * (h + layers * 2 * kv * d + layers * kv * 2 * d + TINY["vocab"])
+    assert all(t["dram_write_bytes"] == writes for t in steps[1:]), \
+        f"decode writes {[t['dram_write_bytes'] for t in steps[1:]]}, expected {writes}"
     # Grouped-query attention: 1 KV head for 4 query heads reads a quarter of the cache.
     gqa = dict(TINY, kv_heads=1, name="tiny-gqa")
     model = write_json(os.path.join(work, "tiny-gqa.json"), gqa)

@@ -607,16 +607,24 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
           b.dense_part(pc + "query", n1, p + "q", H * d, sh.q_begin * d, sh.q_end * d, scale);
       const std::string kname = fmt::format("k{}{}", i, suffix);
       const std::string vname = fmt::format("v{}{}", i, suffix);
+      // The step's new keys and values as the attention reads them (they may stay on chip), and
+      // copies of them as the graph's outputs k{i} / v{i}, the rows the cache appends (off chip):
+      // the attention does not wait for those stores.
+      const std::string krows = pc + "key_rows", vrows = pc + "value_rows";
       if (c.rotary) {
         b.dense_part(pc + "key", n1, p + "k", KV * d, sh.kv_begin * d, sh.kv_end * d);
         q = b.rope(pc + "query_rotary", q, {B, Hc * d}, 1, Hc * d, position);
-        b.rope(kname, pc + "key", {B, KVc * d}, 1, KVc * d, position);
+        b.rope(krows, pc + "key", {B, KVc * d}, 1, KVc * d, position);
       } else {
-        b.dense_part(kname, n1, p + "k", KV * d, sh.kv_begin * d, sh.kv_end * d);
+        b.dense_part(krows, n1, p + "k", KV * d, sh.kv_begin * d, sh.kv_end * d);
       }
-      b.dense_part(vname, n1, p + "v", KV * d, sh.kv_begin * d, sh.kv_end * d);
-      outputs.push_back(kname);
-      outputs.push_back(vname);
+      b.dense_part(vrows, n1, p + "v", KV * d, sh.kv_begin * d, sh.kv_end * d);
+      for (const auto& [rows, out] : {std::pair(krows, kname), std::pair(vrows, vname)}) {
+        b.move(out, {rows}, {B, KVc * d}, "Copy", [](uint64_t o) {
+          return MoveSource{0, int32_t(o)};
+        });
+        outputs.push_back(out);
+      }
       std::vector<std::string> contexts;
       for (int s = 0; s < B; ++s) {
         for (int g = sh.kv_begin; g < sh.kv_end; ++g) {
@@ -629,8 +637,8 @@ Graph build_decode_graph(const DecoderConfig& c, const DecoderWeights* w, const 
             return MoveSource{0, int32_t(uint64_t(s) * uint64_t(Hc * d) +
                                          (uint64_t(q0 - sh.q_begin) + r) * uint64_t(d) + j)};
           });
-          for (const std::string& kv : {kname, vname}) {
-            b.move(a + (kv == kname ? "key_new" : "value_new"), {kv}, {1, d}, "Slice",
+          for (const std::string& kv : {krows, vrows}) {
+            b.move(a + (kv == krows ? "key_new" : "value_new"), {kv}, {1, d}, "Slice",
                    [&](uint64_t o) {
                      return MoveSource{0, int32_t(uint64_t(s) * uint64_t(KVc * d) +
                                                   uint64_t(g - sh.kv_begin) * uint64_t(d) + o)};

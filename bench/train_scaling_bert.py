@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The bert-encoder training step, timing only (docs/training.md, "Scaling"): `npusim train
+"""The bert-encoder training step, timing only (docs/training_scaling.md): `npusim train
 --values off` of the zoo's bert-encoder layer (mean squared error against its hidden states) on
 the chip presets tpu-v4-like (2 TensorCores, data parallel) and ascend-910-like (32 Da Vinci
 cores, data parallel), for each batch: the step's cycles, its forward / backward / all-reduce
@@ -9,11 +9,12 @@ markdown table.
 
   bench/train_scaling_bert.py [--npusim build/sim/npusim] [--batch 32 64 128 256]
                               [--hw tpu-v4-like ascend-910-like] [--memory-fidelity bulk]
-                              [--work DIR]
+                              [--optimizer-on chip|host] [--work DIR]
 
 --memory-fidelity bulk times each DMA row in closed form instead of every burst through the
 command-level HBM controller (docs/memory_system.md): the backward's element-granular transposes
-make the command-level model the simulation's cost.
+make the command-level model the simulation's cost. --optimizer-on is npusim's (default: the
+chip's fp32 update, whose cycles are the "optimizer" column; host: none on the chip).
 """
 import argparse
 import json
@@ -32,12 +33,14 @@ def main():
     p.add_argument("--hw", nargs="+", default=["tpu-v4-like", "ascend-910-like"])
     p.add_argument("--workload", default="bert-encoder")
     p.add_argument("--memory-fidelity", default=None, choices=["command", "bulk"])
+    p.add_argument("--optimizer-on", default=None, choices=["chip", "host"])
     p.add_argument("--work", default=None)
     a = p.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="train_scaling_bert_")
     print("| hardware | batch | cores | samples per core | step cycles | forward | backward | "
-          "all-reduce | all-reduce share | samples/s | link bytes | host CPU s | peak RSS GB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "all-reduce | optimizer | all-reduce share | samples/s | link bytes | host CPU s | "
+          "peak RSS GB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for hw in a.hw:
         for batch in a.batch:
             out = os.path.join(work, f"{hw}-{batch}")
@@ -46,6 +49,8 @@ def main():
                    "--out", out]
             if a.memory_fidelity:
                 cmd += ["--memory-fidelity", a.memory_fidelity]
+            if a.optimizer_on:
+                cmd += ["--optimizer-on", a.optimizer_on]
             start = time.time()
             r = subprocess.run(cmd, capture_output=True, text=True)
             # GNU time's last stderr line: user and system CPU seconds, peak resident KiB.
@@ -62,6 +67,7 @@ def main():
             print(f"| {hw} | {batch} | {t['cores']} | {t['samples_per_core']} | "
                   f"{t['step_cycles']:.0f} | {t['forward_cycles']:.0f} | "
                   f"{t['backward_cycles']:.0f} | {t['communication_cycles']:.0f} | "
+                  f"{t.get('optimizer_cycles', 0):.0f} | "
                   f"{100 * t['communication_cycles'] / t['step_cycles']:.1f} % | "
                   f"{t['samples_per_s']:.0f} | {link} | {cpu:.0f} | {rss_gb:.1f} |", flush=True)
 

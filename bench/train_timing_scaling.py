@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Timing-only training steps (`npusim train --values off`, docs/training.md "Scaling") of a zoo
+"""Timing-only training steps (`npusim train --values off`, docs/training_scaling.md) of a zoo
 network over batch sizes on chips of several cores, data parallel: step cycles, samples/s at the
 chip's clock, the split into forward / backward / all-reduce, and the CPU and memory each point
 took to simulate, printed as a markdown table.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "compiler/ir/op_table.hpp"
 #include "compiler/lowering/lowering_context.hpp"
@@ -156,19 +157,24 @@ uint64_t off_chip_bytes(const Program& p) {
   return bytes;
 }
 
-// A graph with moves is lowered twice, their operands allowed on chip and kept off chip, and the
+// A graph with moves is lowered with their operands allowed on chip and kept off chip, and the
 // program that moves fewer off-chip bytes is kept (the on-chip one on a tie): a resident operand
 // saves a move's round trip, but the unified buffer it takes can shrink the blocks of the layers
-// around it (the allocator does not weigh that, ub_allocator.hpp).
+// around it (the allocator does not weigh that, ub_allocator.hpp). One program at a time: the
+// off-chip plan's bytes are counted first, and it is lowered again only when it wins.
 CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<LayerSplit>& splits) {
-  CompileResult on_chip = lower_once(graph, hw, splits, false);
   if (std::none_of(graph.layers.begin(), graph.layers.end(), lowering::resident_move)) {
-    return on_chip;
+    return lower_once(graph, hw, splits, false);
   }
-  CompileResult off_chip = lower_once(graph, hw, splits, true);
-  if (!on_chip.ok) return off_chip.ok ? std::move(off_chip) : std::move(on_chip);
-  if (off_chip.ok && off_chip_bytes(off_chip.program) < off_chip_bytes(on_chip.program)) {
-    return off_chip;
+  std::optional<uint64_t> off_chip;  // its bytes, when it lowers
+  {
+    const CompileResult r = lower_once(graph, hw, splits, true);
+    if (r.ok) off_chip = off_chip_bytes(r.program);
+  }
+  CompileResult on_chip = lower_once(graph, hw, splits, false);
+  if (off_chip && (!on_chip.ok || *off_chip < off_chip_bytes(on_chip.program))) {
+    on_chip = CompileResult{};  // its memory back before the other is built
+    return lower_once(graph, hw, splits, true);
   }
   return on_chip;
 }

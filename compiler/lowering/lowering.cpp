@@ -151,12 +151,6 @@ CompileResult lower_once(const Graph& graph, const HwConfig& hw,
   return lowering(&boxes, true);
 }
 
-uint64_t off_chip_bytes(const Program& p) {
-  uint64_t bytes = 0;
-  for (const LayerRecord& r : p.layers) bytes += r.dram_read_bytes + r.dram_write_bytes;
-  return bytes;
-}
-
 // A graph with moves is lowered with their operands allowed on chip and kept off chip, and the
 // program that moves fewer off-chip bytes is kept (the on-chip one on a tie): a resident operand
 // saves a move's round trip, but the unified buffer it takes can shrink the blocks of the layers
@@ -180,6 +174,12 @@ CompileResult lower(const Graph& graph, const HwConfig& hw, const std::vector<La
 }
 
 }  // namespace
+
+uint64_t off_chip_bytes(const Program& p) {
+  uint64_t bytes = 0;
+  for (const LayerRecord& r : p.layers) bytes += r.dram_read_bytes + r.dram_write_bytes;
+  return bytes;
+}
 
 CompileResult compile(const Graph& graph, const HwConfig& hw,
                       const std::vector<LayerSplit>& splits) {

@@ -26,6 +26,10 @@ struct CompileResult {
 // divide), 8 of layer norm, 1 per output element of the other operators.
 uint64_t layer_flops(const Layer& l, int batch);
 
+// The off-chip bytes a program's layers read and write (LayerRecord's dram_read_bytes +
+// dram_write_bytes over all layers).
+uint64_t off_chip_bytes(const Program& p);
+
 // How one layer is spread over the cores of the chip (compiler/lowering/tensor_parallel.hpp):
 // `cores` 1 runs it on core `core` alone; more split a matrix layer's output channels over cores
 // 0..cores-1. A layer on core c that reads a tensor resident in another core's unified buffer gets

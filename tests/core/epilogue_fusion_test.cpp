@@ -116,15 +116,9 @@ TEST(EpilogueFusion, AStageThatDoesNotFitStaysALayer) {
   }
 }
 
-uint64_t offchip_bytes(const Program& p) {
-  uint64_t n = 0;
-  for (const LayerRecord& r : p.layers) n += r.dram_read_bytes + r.dram_write_bytes;
-  return n;
-}
-
 // The tensors a fused program no longer has (each stage's operand from the stage before) that
 // `before`'s memory plan kept off chip: a resident one cost no off-chip bytes to begin with.
-uint64_t fused_offchip_bytes(const Graph& g, const Program& before) {
+uint64_t fused_off_chip_bytes(const Graph& g, const Program& before) {
   std::map<std::string, const TensorPlacement*> where;
   for (const TensorPlacement& t : before.tensors) where[t.name] = &t;
   uint64_t n = 0;
@@ -163,8 +157,8 @@ TEST(EpilogueFusion, OffChipTrafficDropsByTwiceTheFusedTensorsOffChip) {
       ASSERT_TRUE(after.ok) << after.reason;
       EXPECT_GT(stages_of(g, {OpKind::kAdd, OpKind::kMaxPool, OpKind::kAvgPool}), 0) << network;
       ASSERT_TRUE(same_residency(before.program, after.program)) << network;
-      EXPECT_EQ(offchip_bytes(before.program) - offchip_bytes(after.program),
-                2 * fused_offchip_bytes(g, before.program))
+      EXPECT_EQ(off_chip_bytes(before.program) - off_chip_bytes(after.program),
+                2 * fused_off_chip_bytes(g, before.program))
           << network << " " << to_string(dtype);
       EXPECT_EQ(after.program.layers.size(), g.layers.size());
       EXPECT_EQ(after.program.tensors.size(), g.layers.size());

@@ -19,12 +19,6 @@ namespace {
 // bert-encoder: four head moves (query, key, value to heads, the context back).
 Graph bert(DataType dtype) { return prepared_workload("bert-encoder", dtype); }
 
-uint64_t off_chip_bytes(const Program& p) {
-  uint64_t bytes = 0;
-  for (const LayerRecord& r : p.layers) bytes += r.dram_read_bytes + r.dram_write_bytes;
-  return bytes;
-}
-
 TEST(MovesOnChip, HeadMovesBetweenResidentTensorsUseTheVectorUnitOnly) {
   const Graph g = bert(DataType::kInt8);
   const CompileResult r = compile(g, load_hw_config("tpu-v4-like-core"));

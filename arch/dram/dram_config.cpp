@@ -32,13 +32,16 @@ int read_cycles(ObjectReader& r, const char* key, int min = 0) {
 
 // Micron TN-41-01 energies as DRAMsim3's Configuration::InitPowerParams derives them, scaled by
 // tCK (mA * V * ns = pJ) and by the chips that share a channel.
-void derive_energy(const DramOrganization& org, const DramTiming& t, DramEnergy& e) {
+void derive_energy(const DramOrganization& org, const DramTiming& t, bool per_bank, DramEnergy& e) {
   const double scale = e.vdd_v * t.tck_ns * org.devices_per_channel;
   e.act_pj = scale * (e.idd0_ma * t.rc - (e.idd3n_ma * t.ras + e.idd2n_ma * (t.rc - t.ras)));
   // IDD4R/W is drawn while the whole channel streams; a pseudo-channel burst moves 1/PCs of it.
   e.read_pj = scale * (e.idd4r_ma - e.idd3n_ma) * t.burst_cycles / org.pseudo_channels;
   e.write_pj = scale * (e.idd4w_ma - e.idd3n_ma) * t.burst_cycles / org.pseudo_channels;
   e.refresh_pj = scale * (e.idd5ab_ma - e.idd3n_ma) * t.rfc / org.pseudo_channels;
+  // A REFpb refreshes one bank's share of the rows an all-bank REF does: the same energy per row
+  // (no IDD5PB in the presets), spread over banks_per_pseudo_channel() commands.
+  if (per_bank) e.refresh_pj /= org.banks_per_pseudo_channel();
   e.active_standby_pj = scale * e.idd3n_ma;
   e.precharge_standby_pj = scale * e.idd2n_ma;
 }
@@ -123,6 +126,7 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
     t.rtrs = read_cycles(o, "rtrs", 0);
     t.rfc = read_cycles(o, "rfc", 1);
     t.refi = read_cycles(o, "refi", 1);
+    t.rfc_pb = int(o.integer("rfc_pb", 0, 0, 1 << 20));
     if (t.rc < t.ras + t.rp) {
       diag.error(o.pointer_of("rc"),
                  fmt::format("expected rc >= ras + rp = {}, got {}", t.ras + t.rp, t.rc));
@@ -184,6 +188,22 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
       if (!why.empty()) diag.error(o.pointer_of("address_mapping"), why);
     }
     c.refresh = o.boolean("refresh", true);
+    c.refresh_mode = o.choice("refresh_mode", "all_bank", {"all_bank", "per_bank"}) == "per_bank"
+                         ? RefreshMode::kPerBank
+                         : RefreshMode::kAllBank;
+    if (c.refresh_mode == RefreshMode::kPerBank) {
+      const int interval = cfg.refresh_interval();
+      if (cfg.timing.rfc_pb < 1) {
+        diag.error(
+            o.pointer_of("refresh_mode"),
+            "per_bank refresh needs timing_cycles.rfc_pb (the bank's busy time after REFpb)");
+      } else if (interval <= cfg.timing.rfc_pb) {
+        diag.error(o.pointer_of("refresh_mode"),
+                   fmt::format("per_bank refresh: expected refi / banks per pseudo-channel = {} > "
+                               "rfc_pb = {}",
+                               interval, cfg.timing.rfc_pb));
+      }
+    }
     c.frontend_latency_cycles = int(o.integer("frontend_latency_cycles", 1, 0, 1000));
     c.clock_by_clock = o.choice("stepping", "event", {"event", "clock"}) == "clock";
     o.finish();
@@ -212,7 +232,8 @@ MemoryConfig parse_memory_config(const std::string& text, const std::string& ori
   }
   top.finish();
   diag.throw_if_errors();
-  derive_energy(cfg.org, cfg.timing, cfg.energy);
+  derive_energy(cfg.org, cfg.timing, cfg.controller.refresh_mode == RefreshMode::kPerBank,
+                cfg.energy);
   return cfg;
 }
 
@@ -255,20 +276,23 @@ std::string memory_config_to_json_text(const MemoryConfig& c) {
                         {"wtr_l", t.wtr_l},
                         {"rtrs", t.rtrs},
                         {"rfc", t.rfc},
-                        {"refi", t.refi}};
+                        {"refi", t.refi},
+                        {"rfc_pb", t.rfc_pb}};
   j["command_bus"] = {{"kind", t.dual_command_bus ? "dual" : "shared"},
                       {"act_cycles", t.act_command_cycles},
                       {"row_cycles", t.row_command_cycles},
                       {"column_cycles", t.column_command_cycles}};
-  j["controller"] = {{"read_queue_entries", k.read_queue_entries},
-                     {"write_queue_entries", k.write_queue_entries},
-                     {"write_high_watermark", k.write_high_watermark},
-                     {"write_low_watermark", k.write_low_watermark},
-                     {"page_policy", k.page_policy == PagePolicy::kOpen ? "open" : "closed"},
-                     {"address_mapping", k.address_mapping},
-                     {"refresh", k.refresh},
-                     {"frontend_latency_cycles", k.frontend_latency_cycles},
-                     {"stepping", k.clock_by_clock ? "clock" : "event"}};
+  j["controller"] = {
+      {"read_queue_entries", k.read_queue_entries},
+      {"write_queue_entries", k.write_queue_entries},
+      {"write_high_watermark", k.write_high_watermark},
+      {"write_low_watermark", k.write_low_watermark},
+      {"page_policy", k.page_policy == PagePolicy::kOpen ? "open" : "closed"},
+      {"address_mapping", k.address_mapping},
+      {"refresh", k.refresh},
+      {"refresh_mode", k.refresh_mode == RefreshMode::kPerBank ? "per_bank" : "all_bank"},
+      {"frontend_latency_cycles", k.frontend_latency_cycles},
+      {"stepping", k.clock_by_clock ? "clock" : "event"}};
   j["energy"] = {{"source", e.source},     {"vdd_v", e.vdd_v},        {"idd0_ma", e.idd0_ma},
                  {"idd2n_ma", e.idd2n_ma}, {"idd3n_ma", e.idd3n_ma},  {"idd4r_ma", e.idd4r_ma},
                  {"idd4w_ma", e.idd4w_ma}, {"idd5ab_ma", e.idd5ab_ma}};

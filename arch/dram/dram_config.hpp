@@ -15,6 +15,9 @@
 namespace npusim::dram {
 
 enum class PagePolicy { kOpen, kClosed };
+// All banks of a pseudo-channel at once every tREFI (REF), or one bank at a time, round robin,
+// every tREFI / banks (REFpb), the other banks serving requests meanwhile.
+enum class RefreshMode { kAllBank, kPerBank };
 
 struct DramOrganization {
   int channels = 1;
@@ -49,6 +52,9 @@ struct DramTiming {
   int wr = 0, rtp = 0, wtr_s = 0, wtr_l = 0;
   int rtrs = 0;  // extra data-bus turnaround between a read and a following write
   int rfc = 0, refi = 0;
+  // Per-bank refresh (REFpb, HBM2's single-bank refresh): the bank is busy this long after its
+  // REFpb; 0 where the preset gives none (its controller must then refresh all banks at once).
+  int rfc_pb = 0;
   // Command bus: "dual" HBM-style separate row and column buses, or one shared bus.
   bool dual_command_bus = true;
   int act_command_cycles = 1;     // bus cycles an ACT occupies (Ramulator's HBM2 uses 2)
@@ -78,6 +84,7 @@ struct ControllerConfig {
   // ro(w) ch(annel) ra/pc (pseudo-channel) bg (bank group) ba(nk) co(lumn).
   std::string address_mapping = "rorabgbachco";
   bool refresh = true;
+  RefreshMode refresh_mode = RefreshMode::kAllBank;
   // Cycles between a request's arrival and the first cycle the scheduler may act on it
   // (DRAMsim3 takes one controller cycle).
   int frontend_latency_cycles = 1;
@@ -96,7 +103,7 @@ struct DramEnergy {
   double act_pj = 0;                // ACT + its PRE
   double read_pj = 0;               // one read burst on one pseudo-channel
   double write_pj = 0;              // one write burst on one pseudo-channel
-  double refresh_pj = 0;            // one all-bank REF of one pseudo-channel
+  double refresh_pj = 0;            // one REF command: all banks of a pseudo-channel, or one bank
   double active_standby_pj = 0;     // per cycle, channel with a row open
   double precharge_standby_pj = 0;  // per cycle, channel with every bank closed
 };
@@ -113,6 +120,13 @@ struct MemoryConfig {
 
   // Data-bus peak of the whole memory (all channels and pseudo-channels), GB/s.
   double peak_bandwidth_gbps() const;
+  // Cycles between two refresh commands of one pseudo-channel: tREFI, or tREFI / banks per
+  // pseudo-channel with per-bank refresh (each bank still refreshed once per tREFI).
+  int refresh_interval() const {
+    return controller.refresh_mode == RefreshMode::kPerBank
+               ? timing.refi / org.banks_per_pseudo_channel()
+               : timing.refi;
+  }
 };
 
 // The fully resolved config in the preset file format (parse_memory_config() reads it back).

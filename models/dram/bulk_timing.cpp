@@ -51,7 +51,8 @@ BulkTiming::BulkTiming(MemoryConfig config, uint64_t core_period_ps, uint64_t me
   rtw_ = uint64_t(t.read_to_write());
   wtr_ = uint64_t(t.write_to_read_s());
   frontend_ = uint64_t(cfg_.controller.frontend_latency_cycles);
-  refresh_ = cfg_.controller.refresh;
+  refresh_ = cfg_.controller.refresh && cfg_.controller.refresh_mode == RefreshMode::kAllBank;
+  if (cfg_.controller.refresh && !refresh_) per_bank_interval_ = uint64_t(cfg_.refresh_interval());
   act_bus_halves_ = t.dual_command_bus ? 0 : uint64_t(std::max(t.act_command_cycles - 1, 0));
   pre_bus_halves_ = t.dual_command_bus ? 0 : uint64_t(std::max(t.row_command_cycles - 1, 0));
   const size_t channels = size_t(cfg_.org.channels);
@@ -340,6 +341,7 @@ MemoryStats BulkTiming::stats(uint64_t end) const {
   for (const Pc& p : pcs_) {
     s.refs += p.refs;
     if (refresh_ && p.next_due < end) s.refs += (end - 1 - p.next_due) / refi_ + 1;
+    if (per_bank_interval_ > 0 && end > 0) s.refs += (end - 1) / per_bank_interval_;
   }
   // Background: a channel is active from the ACT that opens its first bank to the PRE that
   // closes its last; its open banks close at the next refresh due.

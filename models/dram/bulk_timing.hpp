@@ -20,7 +20,9 @@
 //         soon as the segment arrives, so it hides under other banks' data as FR-FCFS hides it;
 //       * refresh: every tREFI each pseudo-channel precharges its open banks (after their last
 //         column and tRAS), refreshes for tRFC and reopens rows on demand; a segment whose columns
-//         would cross the due cycle is split there;
+//         would cross the due cycle is split there; with per-bank refresh no segment waits (the
+//         command-level controller gives each REFpb a bank without queued requests, which a
+//         stream leaves at all times: docs/memory.md), only the REFpb commands are counted;
 //       * the DMA window: burst k of an initiator is sent no earlier than the core cycle at which
 //         k - W + 1 of its earlier bursts have completed (W = memory.max_outstanding_bursts: at
 //         most W in flight), as the DMA queue sends it; for a segment this bounds its first and
@@ -142,7 +144,8 @@ class BulkTiming {
   // Timing in memory cycles.
   uint64_t step_l_, step_s_, rl_, wl_, rcd_r_, rcd_w_, rp_, ras_, rc_, rtp_, wtp_, rrd_s_, rrd_l_,
       faw_, rfc_, refi_, rtw_, wtr_, frontend_;
-  bool refresh_;
+  bool refresh_;  // all-bank refresh holds segments (per-bank refresh is only counted)
+  uint64_t per_bank_interval_ = 0;  // per-bank refresh: cycles between a pc's REFpb, else 0
   // ACT - 1 and PRE - 1 command bus cycles, in half cycles (0: dual bus).
   uint64_t act_bus_halves_, pre_bus_halves_;
   std::vector<Bank> banks_;          // [channel][pc][bank group][bank]

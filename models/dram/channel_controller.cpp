@@ -18,11 +18,16 @@ ChannelController::ChannelController(const MemoryConfig& config)
       write_capacity_(config.controller.write_queue_entries),
       closed_page_(config.controller.page_policy == PagePolicy::kClosed),
       refresh_(config.controller.refresh),
+      per_bank_refresh_(config.controller.refresh_mode == RefreshMode::kPerBank),
+      refresh_interval_(uint64_t(config.refresh_interval())),
       frontend_(config.controller.frontend_latency_cycles),
       read_latency_(config.timing.read_latency()),
       write_latency_(config.timing.write_latency()),
       refresh_due_(size_t(config.org.pseudo_channels)),
       refresh_pending_(size_t(config.org.pseudo_channels), 0),
+      refresh_turn_(size_t(config.org.pseudo_channels), 0),
+      refreshed_in_round_(size_t(config.org.pseudo_channels), 0),
+      last_column_(size_t(timing_.banks()), 0),
       candidate_(size_t(timing_.banks())) {
   NPUSIM_CHECK(timing_.banks() <= kMaxBanksPerChannel, "dram: {} banks per channel (max {})",
                timing_.banks(), kMaxBanksPerChannel);
@@ -31,8 +36,8 @@ ChannelController::ChannelController(const MemoryConfig& config)
   pc_bank_mask_ = per_pc >= 64 ? ~uint64_t{0} : (uint64_t{1} << per_pc) - 1;
   // Every pseudo-channel falls due at the same time, as Ramulator 2's all-bank refresh does:
   // staggering them would stall an in-order stream once per pseudo-channel instead of once.
-  for (auto& due : refresh_due_) due = uint64_t(config.timing.refi);
-  earliest_refresh_due_ = uint64_t(config.timing.refi);
+  for (auto& due : refresh_due_) due = refresh_interval_;
+  earliest_refresh_due_ = refresh_interval_;
   // The watermarks as counts: more than high_writes_ writes is above the high watermark, fewer
   // than low_writes_ below the low one (the same comparisons in doubles, made once).
   const double high = config.controller.write_high_watermark * write_capacity_;
@@ -167,7 +172,16 @@ void ChannelController::refresh_candidates(Decision& best, bool due_events) cons
   };
   const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
   for (uint32_t pc = 0; pc < refresh_pending_.size(); ++pc) {
-    if (refresh_pending_[pc]) {
+    if (refresh_pending_[pc] && per_bank_refresh_) {
+      const uint32_t b = pc * per_pc + refresh_turn_[pc];
+      if (timing_.is_open(b)) {
+        offer(std::max(timing_.earliest(Command::kPre, b), now_), 0, b, Kind::kCommand,
+              Command::kPre, b, timing_.open_row(b), 0);
+      } else {
+        offer(std::max(timing_.earliest(Command::kRefreshBank, b), now_), 0, b, Kind::kCommand,
+              Command::kRefreshBank, b, 0, 0);
+      }
+    } else if (refresh_pending_[pc]) {
       const uint32_t first = pc * per_pc;
       if (timing_.open_banks_in_pseudo_channel(pc) > 0) {
         for (uint32_t b = first; b < first + per_pc; ++b) {
@@ -268,9 +282,47 @@ void ChannelController::background_cycles(uint64_t cycle, uint64_t* active,
   if (cycle > background_since_) (any_open_ ? *active : *precharged) += cycle - background_since_;
 }
 
+uint64_t ChannelController::refresh_banks(uint32_t pc) const {
+  const uint32_t first = pc * uint32_t(timing_.banks_per_pseudo_channel());
+  return per_bank_refresh_ ? bit(first + refresh_turn_[pc]) : pc_bank_mask_ << first;
+}
+
 void ChannelController::set_refresh_pending(uint32_t pc) {
+  if (per_bank_refresh_) {
+    // As out-of-order per-bank refresh does (K. K. Chang et al., Improving DRAM Performance by
+    // Parallelizing Refreshes with Accesses, HPCA 2014): the turn goes to an idle bank.
+    const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
+    // Requests for a bank: in its queues, and those waiting for a queue slot.
+    size_t waiting[kMaxBanksPerChannel] = {};
+    for (size_t i = 0; i < waiting_.size(); ++i) {
+      const DramAddress& a = waiting_[i].address;
+      ++waiting[timing_.flat_bank(a.pseudo_channel, a.bank_group, a.bank)];
+    }
+    // Of the banks without requests, one not served within the last 2 tRFCpb (a bank served
+    // that recently is likely back within the refresh: the next rows of a tile, a stream's next
+    // burst), of those the one served last (a stream has just left it), then the highest (a
+    // stream that has not reached it yet reaches it last when it climbs the banks in order).
+    const uint64_t recent = 2 * uint64_t(cfg_.timing.rfc_pb);
+    size_t best_queued = ~size_t{0};
+    bool best_hot = true;
+    uint64_t best_last = 0;
+    for (uint32_t j = 0; j < per_pc; ++j) {
+      if ((refreshed_in_round_[pc] & bit(j)) != 0) continue;
+      const uint32_t b = pc * per_pc + j;
+      const size_t queued = bank_queue_[0][b].size() + bank_queue_[1][b].size() + waiting[b];
+      const uint64_t last = last_column_[b];
+      const bool hot = last > 0 && now_ + 1 < last + recent;
+      if (queued < best_queued ||
+          (queued == best_queued && (hot < best_hot || (hot == best_hot && last >= best_last)))) {
+        best_queued = queued;
+        best_hot = hot;
+        best_last = last;
+        refresh_turn_[pc] = j;
+      }
+    }
+  }
   refresh_pending_[pc] = 1;
-  pending_mask_ |= pc_bank_mask_ << (pc * uint32_t(timing_.banks_per_pseudo_channel()));
+  pending_mask_ |= refresh_banks(pc);
 }
 
 void ChannelController::execute(const Decision& d) {
@@ -283,7 +335,10 @@ void ChannelController::execute(const Decision& d) {
   }
   track_background(t);
   dirty_ |= bit(d.bank);
-  if (observer_) observer_(d.cmd, d.bank, d.cmd == Command::kRefresh ? 0 : d.row, t);
+  if (observer_) {
+    const bool ref = d.cmd == Command::kRefresh || d.cmd == Command::kRefreshBank;
+    observer_(d.cmd, d.bank, ref ? 0 : d.row, t);
+  }
   switch (d.cmd) {
     case Command::kAct:
       timing_.issue(Command::kAct, d.bank, d.row, t);
@@ -293,13 +348,18 @@ void ChannelController::execute(const Decision& d) {
       timing_.issue(Command::kPre, d.bank, d.row, t);
       ++stats_.pres;
       break;
-    case Command::kRefresh: {
-      timing_.issue(Command::kRefresh, d.bank, 0, t);
+    case Command::kRefresh:
+    case Command::kRefreshBank: {
+      timing_.issue(d.cmd, d.bank, 0, t);
       ++stats_.refs;
       const uint32_t pc = timing_.pseudo_channel_of(d.bank);
       refresh_pending_[pc] = 0;
-      pending_mask_ &= ~(pc_bank_mask_ << (pc * uint32_t(timing_.banks_per_pseudo_channel())));
-      refresh_due_[pc] += uint64_t(cfg_.timing.refi);
+      pending_mask_ &= ~refresh_banks(pc);
+      if (per_bank_refresh_) {
+        refreshed_in_round_[pc] |= bit(refresh_turn_[pc]);
+        if (refreshed_in_round_[pc] == pc_bank_mask_) refreshed_in_round_[pc] = 0;
+      }
+      refresh_due_[pc] += refresh_interval_;
       earliest_refresh_due_ = *std::min_element(refresh_due_.begin(), refresh_due_.end());
       break;
     }
@@ -313,6 +373,7 @@ void ChannelController::execute(const Decision& d) {
                    "dram channel: {} at cycle {} lost its request", command_name(d.cmd), t);
       const Request r = list[d.pos];
       if (timing_.row_accesses(d.bank) > 0) ++stats_.row_hits;
+      last_column_[d.bank] = t + 1;
       timing_.issue(d.cmd, d.bank, d.row, t);
       list.erase(d.pos);
       --queued_[is_write ? 1 : 0];

@@ -1,10 +1,15 @@
 // The memory controller of one channel: bounded read and write queues, an FR-FCFS scheduler with
-// write draining, open- or closed-page policy and all-bank refresh per pseudo-channel, issuing
-// commands to a ChannelTiming.
+// write draining, open- or closed-page policy and all-bank or per-bank refresh per
+// pseudo-channel, issuing commands to a ChannelTiming.
 //
 // Timing rule: at every cycle the scheduler issues, per command bus, the best command that is
 // legal at that cycle: refresh work first (PRE of open banks, then REF, once tREFI has elapsed;
-// the pseudo-channel takes no other ACT or column command meanwhile), then row hits (column
+// the pseudo-channel takes no other ACT or column command meanwhile; with per-bank refresh, PRE
+// of the bank whose turn it is, then REFpb, every tREFI / banks, only that bank waiting for
+// it; the turn goes, when the refresh falls due, to the bank with the fewest requests (queued or
+// waiting for a slot) among those not refreshed yet in this round of all the pseudo-channel's
+// banks, of those one not served within the last 2 tRFCpb, of those the one served last (a
+// stream has just left it), then the highest), then row hits (column
 // commands), then the oldest request's ACT or PRE; ties go to the older request. A PRE that
 // would close a row still wanted by a queued request is not a candidate (open page). Reads and
 // writes are served from one queue at a time: writes once the write queue holds more than the
@@ -170,6 +175,9 @@ class ChannelController {
   void deliver(uint64_t before, const Callback& on_complete);
   void track_background(uint64_t cycle);
   void set_refresh_pending(uint32_t pc);
+  // The banks a pending refresh of `pc` holds: all of the pseudo-channel's, or with per-bank
+  // refresh the one whose turn it is.
+  uint64_t refresh_banks(uint32_t pc) const;
   // Moves waiting requests into the queue at `cycle` while it accepts them.
   void admit_waiting(uint64_t cycle);
   uint64_t blocked_banks() const { return pending_mask_; }
@@ -179,6 +187,8 @@ class ChannelController {
   int read_capacity_, write_capacity_;
   bool closed_page_;
   bool refresh_;
+  bool per_bank_refresh_;
+  uint64_t refresh_interval_;  // cycles between two refresh commands of a pseudo-channel
   int frontend_;
   int read_latency_, write_latency_;
   uint64_t now_ = 0;
@@ -198,8 +208,13 @@ class ChannelController {
   uint64_t earliest_refresh_due_ = 0;        // the minimum of refresh_due_
   size_t high_writes_ = 0, low_writes_ = 0;  // the watermarks in requests (constructor)
   std::vector<uint8_t> refresh_pending_;
-  uint64_t pending_mask_ = 0;  // banks of pseudo-channels waiting for their refresh
-  uint64_t pc_bank_mask_ = 0;  // banks of pseudo-channel 0 (shifted for the others)
+  // Per-bank refresh, per pseudo-channel: the bank (within it) whose refresh is pending, and the
+  // banks refreshed so far in this round.
+  std::vector<uint32_t> refresh_turn_;
+  std::vector<uint64_t> refreshed_in_round_;
+  std::vector<uint64_t> last_column_;  // per bank: the cycle of its last column command + 1
+  uint64_t pending_mask_ = 0;          // banks of pseudo-channels waiting for their refresh
+  uint64_t pc_bank_mask_ = 0;          // banks of pseudo-channel 0 (shifted for the others)
 
   // Per-bank candidates of the active queue. A candidate's command, request and bank-level bound
   // change only when its bank's state or queue does (then it is `dirty_`); the bounds it shares

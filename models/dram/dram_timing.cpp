@@ -23,6 +23,8 @@ const char* command_name(Command c) {
       return "WRA";
     case Command::kRefresh:
       return "REF";
+    case Command::kRefreshBank:
+      return "REFpb";
   }
   return "?";
 }
@@ -73,6 +75,16 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
     raise(b.next[kA], pre + t_.rp);
     raise(p.next_ref, pre + t_.rp);
   };
+  // The tRRD_S / tRRD_L / tFAW bounds an ACT or a REFpb sets for the pseudo-channel.
+  auto act_window = [&] {
+    raise(g.next[kA], t + t_.rrd_l);
+    raise(p.next_rrd, t + t_.rrd_s);
+    if (t_.faw > 0) {
+      p.faw[size_t(p.faw_pos)] = t + t_.faw;
+      p.faw_pos = (p.faw_pos + 1) & 3;
+    }
+    refresh_act_bound();
+  };
   switch (cmd) {
     case Command::kAct:
       b.open = true;
@@ -84,13 +96,7 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
       raise(b.next[kP], t + t_.ras);
       raise(b.next[kR], t + t_.rcd_read);
       raise(b.next[kW], t + t_.rcd_write);
-      raise(g.next[kA], t + t_.rrd_l);
-      raise(p.next_rrd, t + t_.rrd_s);
-      if (t_.faw > 0) {
-        p.faw[size_t(p.faw_pos)] = t + t_.faw;
-        p.faw_pos = (p.faw_pos + 1) & 3;
-      }
-      refresh_act_bound();
+      act_window();
       occupy_bus(false, t + t_.act_command_cycles);
       break;
     case Command::kPre:
@@ -124,6 +130,11 @@ void ChannelTiming::issue(Command cmd, uint32_t flat, uint32_t row, uint64_t t) 
       raise(p.next_rrd, t + t_.rfc);
       refresh_act_bound();
       raise(p.next_ref, t + t_.rfc);
+      occupy_bus(false, t + t_.row_command_cycles);
+      break;
+    case Command::kRefreshBank:
+      raise(b.next[kA], t + t_.rfc_pb);
+      act_window();
       occupy_bus(false, t + t_.row_command_cycles);
       break;
   }

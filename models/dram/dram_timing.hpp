@@ -11,6 +11,9 @@
 //   same pseudo-ch.:  ACT->ACT tRRD_S and at most 4 ACTs in any tFAW window, RD->RD and WR->WR
 //                     max(tCCD_S, BL/2), RD->WR tCL+BL/2-tCWL+tRTRS, WR->RD tCWL+BL/2+tWTR_S,
 //                     PRE->REF tRP, REF->ACT and REF->REF tRFC; REF needs every bank closed
+//   per-bank refresh: REFpb needs its bank closed and counts as an ACT for every bound it
+//                     meets and sets (tRP after the bank's PRE, tRC, tRRD_S/L, tFAW, the row
+//                     bus); the bank takes no ACT or REFpb for tRFCpb after it
 //   command bus:      a row command (ACT, PRE, REF) and a column command (RD, WR) per cycle on a
 //                     dual bus, one command on a shared bus; each holds its bus for its cycles.
 // Pseudo-channels have their own data buses, so column commands of different pseudo-channels
@@ -28,8 +31,17 @@
 
 namespace npusim::dram {
 
-enum class Command : uint8_t { kAct, kPre, kRead, kWrite, kReadAp, kWriteAp, kRefresh };
-inline constexpr int kCommandKinds = 7;
+enum class Command : uint8_t {
+  kAct,
+  kPre,
+  kRead,
+  kWrite,
+  kReadAp,
+  kWriteAp,
+  kRefresh,
+  kRefreshBank
+};
+inline constexpr int kCommandKinds = 8;
 const char* command_name(Command c);
 inline bool is_column(Command c) {
   return c == Command::kRead || c == Command::kWrite || c == Command::kReadAp ||
@@ -48,11 +60,12 @@ class ChannelTiming {
   uint32_t pseudo_channel_of(uint32_t flat) const { return flat >> (group_bits_ + bank_bits_); }
   uint32_t group_index_of(uint32_t flat) const { return flat >> bank_bits_; }
 
-  // Commands fall in four timing classes: ACT, PRE, read (RD/RDA), write (WR/WRA); REF is
-  // tracked per pseudo-channel on its own.
+  // Commands fall in four timing classes: ACT (and REFpb), PRE, read (RD/RDA), write (WR/WRA);
+  // REF is tracked per pseudo-channel on its own.
   static int timing_class(Command c) {
     switch (c) {
       case Command::kAct:
+      case Command::kRefreshBank:
         return 0;
       case Command::kPre:
         return 1;
@@ -91,12 +104,13 @@ class ChannelTiming {
     return b > s ? b : s;
   }
 
-  // Whether the bank state permits `cmd` for `row` (ACT: bank closed; PRE: open; column: open at
-  // `row`; REF: every bank of the pseudo-channel closed).
+  // Whether the bank state permits `cmd` for `row` (ACT, REFpb: bank closed; PRE: open; column:
+  // open at `row`; REF: every bank of the pseudo-channel closed).
   bool state_allows(Command cmd, uint32_t flat, uint32_t row) const {
     const BankState& b = banks_[flat];
     switch (cmd) {
       case Command::kAct:
+      case Command::kRefreshBank:
         return !b.open;
       case Command::kPre:
         return b.open;

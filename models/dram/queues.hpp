@@ -24,6 +24,8 @@ class RingQueue {
     NPUSIM_CHECK(size_ > 0, "ring queue: front() of an empty queue");
     return buf_[head_];
   }
+  // The i-th oldest element; requires i < size().
+  const T& operator[](size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
   void push_back(T value) {
     if (size_ == buf_.size()) grow();
     buf_[(head_ + size_) & (buf_.size() - 1)] = std::move(value);

@@ -95,6 +95,31 @@ TEST(DramConfig, ResolvedConfigRoundTrips) {
   }
 }
 
+// Per-bank refresh needs the bank's refresh time, shorter than the interval between two REFpb of
+// a pseudo-channel; its REFpb is priced as 1 / banks of an all-bank REF.
+TEST(DramConfig, PerBankRefreshNeedsRfcPbBelowItsInterval) {
+  const MemoryConfig hbm = resolve_memory_config("hbm2-2400");
+  ASSERT_EQ(hbm.controller.refresh_mode, RefreshMode::kPerBank);
+  MemoryConfig all = hbm;
+  all.controller.refresh_mode = RefreshMode::kAllBank;
+  const MemoryConfig all_bank = parse_memory_config(memory_config_to_json_text(all), "all.json");
+  EXPECT_DOUBLE_EQ(hbm.energy.refresh_pj * hbm.org.banks_per_pseudo_channel(),
+                   all_bank.energy.refresh_pj);
+  EXPECT_EQ(all_bank.refresh_interval(), hbm.timing.refi);
+  for (const int rfc_pb : {0, hbm.timing.refi / hbm.org.banks_per_pseudo_channel()}) {
+    MemoryConfig bad = hbm;
+    bad.timing.rfc_pb = rfc_pb;
+    try {
+      parse_memory_config(memory_config_to_json_text(bad), "pb.json");
+      ADD_FAILURE() << "rfc_pb " << rfc_pb << " accepted";
+    } catch (const UserErrors& e) {
+      ASSERT_EQ(e.messages().size(), 1u) << e.what();
+      EXPECT_EQ(e.messages()[0].rfind("pb.json: /controller/refresh_mode: per_bank refresh", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
 constexpr const char* kBadPreset = R"({
   "schema_version": 1,
   "name": "bad",

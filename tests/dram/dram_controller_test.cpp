@@ -169,6 +169,46 @@ TEST(DramControllerRefresh, RefreshClosesOpenRowsAndDelaysRequests) {
   EXPECT_EQ(mem.stats().refs, 1u);
 }
 
+// Per-bank refresh (hbm2-2400, TPU v4's HBM2): one REFpb every tREFI / banks per
+// pseudo-channel, every bank once per round, and a stream never waits for one: the turn goes to a
+// bank without queued requests, so sequential reads keep the bandwidth they have without refresh.
+TEST(DramControllerRefresh, PerBankRefreshTakesIdleBanksInRounds) {
+  MemoryConfig cfg = preset("hbm2-2400");
+  ASSERT_EQ(cfg.controller.refresh_mode, RefreshMode::kPerBank);
+  const int banks = cfg.org.banks_per_pseudo_channel();
+  const uint64_t interval = uint64_t(cfg.refresh_interval());
+  EXPECT_EQ(interval, uint64_t(cfg.timing.refi / banks));
+  Recorder rec(cfg);
+  std::vector<uint32_t> refreshed;
+  rec.mem().set_command_observer(0, [&](Command c, uint32_t bank, uint32_t, uint64_t) {
+    if (c == Command::kRefreshBank) refreshed.push_back(bank);
+    EXPECT_NE(c, Command::kRefresh);
+  });
+  // Idle banks are closed, so each REFpb issues when due.
+  rec.mem().advance_to(3 * uint64_t(banks) * interval + interval / 2);
+  ASSERT_EQ(refreshed.size(), 3u * uint64_t(banks) * uint64_t(cfg.org.pseudo_channels));
+  for (size_t round = 0; round < 3; ++round) {
+    std::vector<uint32_t> r(refreshed.begin() + long(round) * banks,
+                            refreshed.begin() + long(round + 1) * banks);
+    std::sort(r.begin(), r.end());
+    for (int b = 0; b < banks; ++b) EXPECT_EQ(r[size_t(b)], uint32_t(b)) << "round " << round;
+  }
+
+  MembenchOptions opt;
+  opt.pattern = Pattern::kSeqRead;
+  opt.requests = 200000;
+  const MembenchResult per_bank = run_membench(cfg, opt);
+  MemoryConfig all_bank = cfg;
+  all_bank.controller.refresh_mode = RefreshMode::kAllBank;
+  const MembenchResult all = run_membench(all_bank, opt);
+  const MembenchResult none = run_membench(quiet("hbm2-2400"), opt);
+  EXPECT_GT(per_bank.stats.refs, 0u);
+  EXPECT_GE(per_bank.stats.bandwidth_gbps, 0.999 * none.stats.bandwidth_gbps);
+  // All-bank refresh costs at least tRFC / tREFI of the stream.
+  EXPECT_LT(all.stats.bandwidth_gbps,
+            none.stats.bandwidth_gbps * (1.0 - double(cfg.timing.rfc) / double(cfg.timing.refi)));
+}
+
 TEST(DramControllerPolicy, ClosedPageActivatesForEveryAccess) {
   // Refresh off: a refresh may close a row between a request's ACT and its column command.
   MemoryConfig cfg = quiet("hbm2");
@@ -220,10 +260,11 @@ std::vector<testing::Completion> drive(MemoryConfig cfg, bool clock_by_clock, ui
 }
 
 TEST(DramControllerStepping, EventDrivenEqualsClockByClock) {
-  for (const char* name : {"hbm2", "hbm3", "ddr3", "lpddr4"}) {
+  for (const char* name : {"hbm2", "hbm2-2400", "hbm3", "ddr3", "lpddr4"}) {
     MemoryConfig cfg = preset(name);
     cfg.timing.refi = 1500;  // several refreshes within the short run
     cfg.timing.rfc = std::min(cfg.timing.rfc, 300);
+    cfg.timing.rfc_pb = std::min(cfg.timing.rfc_pb, 60);  // below tREFI / banks (hbm2-2400: 93)
     const auto fast = drive(cfg, false, 7);
     const auto slow = drive(cfg, true, 7);
     ASSERT_EQ(fast.size(), 1500u) << name;

@@ -224,6 +224,28 @@ TEST_P(DramTimingGate, RefToActIsRfc) {
   expect_gate(ch, Command::kRefresh, 0, 0, kT0 + t_.rfc, "REF->REF");
 }
 
+// Per-bank refresh: REFpb needs only its own bank closed, holds that bank for tRFCpb and is an
+// ACT to the pseudo-channel's tRRD and tFAW bounds (presets without rfc_pb get one here).
+TEST_P(DramTimingGate, RefPbHoldsItsBankForRfcPb) {
+  if (cfg_.timing.rfc_pb == 0) cfg_.timing.rfc_pb = 2 * t_.rp;
+  const uint64_t rfc_pb = uint64_t(cfg_.timing.rfc_pb);
+  ChannelTiming ch = make();
+  const uint32_t b2 = other_group_bank(ch);
+  ch.issue(Command::kAct, 0, 7, kT0);
+  ch.issue(Command::kAct, b2, 7, kT0 + 100);
+  EXPECT_FALSE(ch.can_issue(Command::kRefreshBank, 0, 0, kT0 + 10000));  // its bank is open
+  ch.issue(Command::kPre, 0, 7, kT0 + 1000);
+  expect_gate(ch, Command::kRefreshBank, 0, 0, kT0 + 1000 + t_.rp, "PRE->REFpb");
+  const uint64_t t = kT0 + 2000;
+  ch.issue(Command::kRefreshBank, 0, 0, t);  // another bank (b2) stays open meanwhile
+  expect_gate(ch, Command::kAct, 0, 3, t + rfc_pb, "REFpb->ACT same bank");
+  expect_gate(ch, Command::kRefreshBank, 0, 0, t + rfc_pb, "REFpb->REFpb same bank");
+  const uint32_t b3 = ch.flat_bank(0, cfg_.org.bank_groups > 1 ? 1 : 0, 2);
+  expect_gate(ch, Command::kAct, b3, 3, t + std::max<uint64_t>(t_.rrd_s, t_.row_command_cycles),
+              "REFpb->ACT other group");
+  EXPECT_TRUE(ch.can_issue(Command::kRead, b2, 7, t + t_.rrd_s));  // b2's row still serves
+}
+
 TEST_P(DramTimingGate, BankStateGatesCommands) {
   ChannelTiming ch = make();
   EXPECT_FALSE(ch.can_issue(Command::kRead, 0, 7, kT0));  // closed bank

@@ -15,8 +15,9 @@
 namespace npusim::dram {
 
 enum class PagePolicy { kOpen, kClosed };
-// All banks of a pseudo-channel at once every tREFI (REF), or one bank at a time, round robin,
-// every tREFI / banks (REFpb), the other banks serving requests meanwhile.
+// All banks of a pseudo-channel at once every tREFI (REF), or one bank at a time every tREFI /
+// banks (REFpb, each bank once per round, the controller choosing an idle one), the other banks
+// serving requests meanwhile.
 enum class RefreshMode { kAllBank, kPerBank };
 
 struct DramOrganization {

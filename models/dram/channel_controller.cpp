@@ -170,28 +170,23 @@ void ChannelController::refresh_candidates(Decision& best, bool due_events) cons
     best.own = 0;
     best.cls = 0;
   };
-  const uint32_t per_pc = uint32_t(timing_.banks_per_pseudo_channel());
   for (uint32_t pc = 0; pc < refresh_pending_.size(); ++pc) {
-    if (refresh_pending_[pc] && per_bank_refresh_) {
-      const uint32_t b = pc * per_pc + refresh_turn_[pc];
-      if (timing_.is_open(b)) {
+    if (refresh_pending_[pc]) {
+      // The banks the refresh holds: their open rows are precharged first, then REF (REFpb).
+      const uint64_t banks = refresh_banks(pc);
+      bool open = false;
+      for (uint64_t m = banks; m != 0; m &= m - 1) {
+        const uint32_t b = uint32_t(std::countr_zero(m));
+        if (!timing_.is_open(b)) continue;
+        open = true;
         offer(std::max(timing_.earliest(Command::kPre, b), now_), 0, b, Kind::kCommand,
               Command::kPre, b, timing_.open_row(b), 0);
-      } else {
-        offer(std::max(timing_.earliest(Command::kRefreshBank, b), now_), 0, b, Kind::kCommand,
-              Command::kRefreshBank, b, 0, 0);
       }
-    } else if (refresh_pending_[pc]) {
-      const uint32_t first = pc * per_pc;
-      if (timing_.open_banks_in_pseudo_channel(pc) > 0) {
-        for (uint32_t b = first; b < first + per_pc; ++b) {
-          if (!timing_.is_open(b)) continue;
-          offer(std::max(timing_.earliest(Command::kPre, b), now_), 0, b, Kind::kCommand,
-                Command::kPre, b, timing_.open_row(b), 0);
-        }
-      } else {
-        offer(std::max(timing_.earliest(Command::kRefresh, first), now_), 0, pc, Kind::kCommand,
-              Command::kRefresh, first, 0, 0);
+      if (!open) {
+        const uint32_t first = uint32_t(std::countr_zero(banks));
+        const Command ref = per_bank_refresh_ ? Command::kRefreshBank : Command::kRefresh;
+        offer(std::max(timing_.earliest(ref, first), now_), 0, per_bank_refresh_ ? first : pc,
+              Kind::kCommand, ref, first, 0, 0);
       }
     } else if (due_events) {
       offer(std::max(refresh_due_[pc], now_), -1, pc, Kind::kRefreshDue, Command::kAct, 0, 0, pc);
